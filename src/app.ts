@@ -1,0 +1,129 @@
+import crypto from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import cors from '@fastify/cors';
+import rateLimit from '@fastify/rate-limit';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import {
+  jsonSchemaTransform,
+  jsonSchemaTransformObject,
+  serializerCompiler,
+  validatorCompiler,
+} from 'fastify-type-provider-zod';
+import type { AppContext } from './context.js';
+import { VERSION } from './context.js';
+import { authRoutes } from './core/auth/auth.routes.js';
+import { personaRoutes } from './core/personas/personas.routes.js';
+import { NotFoundError, RateLimitedError, UriTooLongError } from './errors.js';
+import { registerAuthHooks } from './http/auth-hooks.js';
+import { clientErrorHandler, MAX_URL_LENGTH } from './http/client-error.js';
+import { errorHandler, sendProblem } from './http/error-handler.js';
+import { healthRoutes } from './http/health.routes.js';
+import { registerIdempotencyHooks } from './http/idempotency-hooks.js';
+
+export const JSON_BODY_LIMIT = 1024 * 1024;
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** Paths that exist only with their /api prefix (API.md §1); bare /mcp is the MCP endpoint. */
+const API_ONLY = ['/api/mcp/', '/api/ai-sdk/'];
+
+/** `/api/x` is served as `/x`, except the paths that only exist under /api. */
+export function rewriteUrl(req: IncomingMessage): string {
+  const url = req.url ?? '/';
+  if (!url.startsWith('/api')) return url;
+  if (API_ONLY.some((p) => url.startsWith(p))) return url;
+  const rest = url.slice(4);
+  if (rest === '' || rest.startsWith('?')) return `/${rest}`;
+  return rest.startsWith('/') ? rest : url;
+}
+
+/** Builds the HTTP app on a context. Does not listen: `main.ts` does, tests use inject or a port. */
+export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
+  const { config, services } = ctx;
+  const app = Fastify({
+    loggerInstance: ctx.logger as FastifyBaseLogger,
+    bodyLimit: JSON_BODY_LIMIT,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : crypto.randomUUID();
+    },
+    rewriteUrl,
+    clientErrorHandler,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { maxParamLength: 200, ignoreTrailingSlash: true },
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.setErrorHandler(errorHandler);
+
+  // JSON only; an empty body is `{}` (API.md §1). Other media types fall through to 415.
+  app.removeAllContentTypeParsers();
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser(/^application\/([\w.+-]+\+)?json$/i, { parseAs: 'string' }, (req, body, done) => {
+    if ((body as string).trim() === '') return done(null, {});
+    return parseJson(req, body as string, done);
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    if ((request.raw.url?.length ?? 0) > MAX_URL_LENGTH) throw new UriTooLongError(MAX_URL_LENGTH);
+  });
+  registerAuthHooks(app, services.auth);
+  app.addHook('preValidation', async (request) => {
+    if (request.body === undefined && ['POST', 'PUT', 'PATCH'].includes(request.method)) request.body = {};
+  });
+  registerIdempotencyHooks(app, services.idempotency);
+
+  if (config.rateLimitPerMinute > 0) {
+    await app.register(rateLimit, {
+      global: true,
+      max: config.rateLimitPerMinute,
+      timeWindow: 60_000,
+      enableDraftSpec: true,
+      keyGenerator: (req) => (req.principal ? `key:${req.principal.keyId}` : `ip:${req.ip}`),
+      errorResponseBuilder: (_req, context) => new RateLimitedError(Math.max(1, Math.ceil(context.ttl / 1000))),
+    });
+  }
+  if (config.corsOrigins.length > 0) {
+    await app.register(cors, {
+      origin: config.corsOrigins.includes('*') ? true : config.corsOrigins,
+      methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+      allowedHeaders: ['authorization', 'content-type', 'idempotency-key', 'x-request-id', 'last-event-id'],
+      exposedHeaders: ['x-request-id', 'location', 'retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'],
+      maxAge: 600,
+    });
+  }
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Switchboard API',
+        version: VERSION,
+        description:
+          'Every path is also served under `/api` (e.g. `/api/personas`). Errors are `application/problem+json`.',
+      },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'sb_… API key' } } },
+      security: [{ bearer: [] }],
+    },
+    transform: jsonSchemaTransform,
+    transformObject: jsonSchemaTransformObject,
+  });
+
+  await app.register(async (open) => {
+    open.addHook('onRoute', (route) => {
+      route.config = { ...(route.config ?? {}), public: true };
+    });
+    await open.register(swaggerUi, { routePrefix: '/docs' });
+    await open.register(healthRoutes(ctx));
+  });
+  await app.register(authRoutes(ctx));
+  await app.register(personaRoutes(ctx));
+
+  app.setNotFoundHandler(
+    config.rateLimitPerMinute > 0 ? { preHandler: app.rateLimit() } : {},
+    (request, reply) => sendProblem(reply, new NotFoundError(`Route ${request.method} ${request.url.split('?')[0]}`)),
+  );
+  return app;
+}

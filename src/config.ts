@@ -1,0 +1,169 @@
+import { z } from 'zod';
+
+/** Thrown when the environment holds bad values; the message names every bad variable. */
+export class ConfigError extends Error {
+  constructor(readonly problems: { variable: string; message: string }[]) {
+    super(
+      `Invalid configuration:\n${problems.map((p) => `  ${p.variable}: ${p.message}`).join('\n')}`,
+    );
+    this.name = 'ConfigError';
+  }
+}
+
+const KEY_FORMAT = /^sb_[0-9A-Za-z]{40}$/;
+
+const flag = z
+  .enum(['0', '1', 'true', 'false', 'yes', 'no', 'on', 'off', ''])
+  .transform((v) => ['1', 'true', 'yes', 'on'].includes(v));
+
+const optionalString = z
+  .string()
+  .transform((v) => (v.trim() === '' ? undefined : v.trim()))
+  .optional();
+
+const httpUrl = z
+  .string()
+  .trim()
+  .refine((v) => {
+    try {
+      const u = new URL(v);
+      return u.protocol === 'http:' || u.protocol === 'https:';
+    } catch {
+      return false;
+    }
+  }, 'must be an http(s) URL');
+
+const int = (min: number, max: number) =>
+  z
+    .string()
+    .trim()
+    .regex(/^\d+$/, 'must be a whole number')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+
+/** 32 raw bytes given as base64 (44 chars) or hex (64 chars). */
+const secretKey = z
+  .string()
+  .trim()
+  .transform((v, ctx) => {
+    const buf = /^[0-9a-fA-F]{64}$/.test(v) ? Buffer.from(v, 'hex') : Buffer.from(v, 'base64');
+    if (buf.length !== 32) {
+      ctx.addIssue({ code: 'custom', message: 'must be 32 bytes, base64 or hex encoded' });
+      return z.NEVER;
+    }
+    return buf;
+  });
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+const envSchema = z.object({
+  PORT: int(0, 65535).default(3000),
+  HOST: z.string().trim().min(1).default('127.0.0.1'),
+  SWITCHBOARD_DATA_DIR: z.string().trim().min(1).default('./data'),
+  SWITCHBOARD_ADMIN_KEY: z
+    .string()
+    .trim()
+    .regex(KEY_FORMAT, 'must be "sb_" followed by 40 letters or digits')
+    .optional(),
+  SWITCHBOARD_API_KEY: optionalString,
+  SWITCHBOARD_SECRET: secretKey.optional(),
+  OPENAI_API_KEY: optionalString,
+  OPENAI_BASE_URL: httpUrl.optional(),
+  SWITCHBOARD_MODEL: optionalString,
+  SWITCHBOARD_EMBEDDINGS: z.enum(['hashed', 'openai']).default('hashed'),
+  SWITCHBOARD_EMBEDDING_MODEL: z.string().trim().min(1).default('text-embedding-3-small'),
+  SWITCHBOARD_RATE_LIMIT: int(0, 1_000_000_000).default(600),
+  SWITCHBOARD_DURABILITY: z.enum(['normal', 'full']).default('normal'),
+  SWITCHBOARD_UPLOAD_LIMIT_MB: int(1, 4096).default(25),
+  SWITCHBOARD_CORS_ORIGINS: z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    )
+    .refine(
+      (list) => list.every((o) => o === '*' || /^https?:\/\/[^/\s]+$/.test(o)),
+      'must be comma-separated origins such as https://app.example.com',
+    ),
+  SWITCHBOARD_ALLOW_PRIVATE_URLS: flag.default(false),
+  SWITCHBOARD_MCP_CONFIG: optionalString,
+  SWITCHBOARD_SLACK_API_URL: httpUrl.optional(),
+  SWITCHBOARD_DISCORD_API_URL: httpUrl.optional(),
+  LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
+});
+
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface Config {
+  server: { port: number; host: string };
+  dataDir: string;
+  durability: 'normal' | 'full';
+  adminKey: string | undefined;
+  apiKey: string | undefined;
+  /** 32-byte key for AES-256-GCM; undefined = use (or create) the key file in dataDir. */
+  secret: Buffer | undefined;
+  model: {
+    provider: 'openai' | 'offline';
+    name: string;
+    apiKey: string | undefined;
+    baseUrl: string | undefined;
+  };
+  embeddings: { provider: 'hashed' | 'openai'; model: string };
+  rateLimitPerMinute: number;
+  uploadLimitBytes: number;
+  corsOrigins: string[];
+  allowPrivateUrls: boolean;
+  mcpConfigPath: string | undefined;
+  slackApiUrl: string | undefined;
+  discordApiUrl: string | undefined;
+  logLevel: LogLevel;
+}
+
+/**
+ * Parses the environment into a Config. The only place that reads environment variables.
+ * Throws ConfigError naming every bad variable at once.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  // Empty strings mean "unset" for every variable, as shells and .env files often leave them.
+  const present = Object.fromEntries(
+    Object.keys(envSchema.shape)
+      .filter((k) => env[k] !== undefined && env[k] !== '')
+      .map((k) => [k, env[k]]),
+  );
+  const parsed = envSchema.safeParse(present);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => ({
+      variable: String(i.path[0] ?? 'environment'),
+      message: i.message,
+    }));
+    throw new ConfigError(problems);
+  }
+  const e = parsed.data;
+  const online = e.OPENAI_API_KEY !== undefined;
+  return {
+    server: { port: e.PORT, host: e.HOST },
+    dataDir: e.SWITCHBOARD_DATA_DIR,
+    durability: e.SWITCHBOARD_DURABILITY,
+    adminKey: e.SWITCHBOARD_ADMIN_KEY,
+    apiKey: e.SWITCHBOARD_API_KEY,
+    secret: e.SWITCHBOARD_SECRET,
+    model: {
+      provider: online ? 'openai' : 'offline',
+      name: e.SWITCHBOARD_MODEL ?? (online ? 'gpt-4o-mini' : 'offline'),
+      apiKey: e.OPENAI_API_KEY,
+      baseUrl: e.OPENAI_BASE_URL,
+    },
+    embeddings: { provider: e.SWITCHBOARD_EMBEDDINGS, model: e.SWITCHBOARD_EMBEDDING_MODEL },
+    rateLimitPerMinute: e.SWITCHBOARD_RATE_LIMIT,
+    uploadLimitBytes: e.SWITCHBOARD_UPLOAD_LIMIT_MB * 1024 * 1024,
+    corsOrigins: e.SWITCHBOARD_CORS_ORIGINS,
+    allowPrivateUrls: e.SWITCHBOARD_ALLOW_PRIVATE_URLS,
+    mcpConfigPath: e.SWITCHBOARD_MCP_CONFIG,
+    slackApiUrl: e.SWITCHBOARD_SLACK_API_URL,
+    discordApiUrl: e.SWITCHBOARD_DISCORD_API_URL,
+    logLevel: e.LOG_LEVEL,
+  };
+}

@@ -1,0 +1,291 @@
+import type { ApiKeyRow } from '../../db/schema.js';
+import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../../errors.js';
+import type { Clock } from '../../lib/clock.js';
+import type { IdGenerator } from '../../lib/ids.js';
+import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
+import type { AuthStore } from './auth.store.js';
+import { generateKeySecret, hashKey, hasScope, KEY_PATTERN, keyPrefix, type Scope, SCOPES } from './keys.js';
+
+/** Who is calling: resolved once per request from the bearer key. */
+export interface Principal {
+  keyId: string;
+  workspaceId: string;
+  scopes: Scope[];
+}
+
+export interface ApiKey {
+  id: string;
+  name: string;
+  prefix: string;
+  scopes: Scope[];
+  status: 'active' | 'revoked' | 'expired';
+  createdAt: string;
+  expiresAt: string | null;
+  lastUsedAt: string | null;
+  rotatedAt: string | null;
+}
+
+export interface Workspace {
+  id: string;
+  name: string;
+  createdAt: string;
+}
+
+interface CachedKey extends Principal {
+  expiresAtMs: number | null;
+  /** Set when the hash is a rotated-out secret: accepted until then. */
+  graceUntilMs: number | null;
+  cachedAtMs: number;
+}
+
+/** How long a cached lookup is trusted before the database is asked again (covers changes by other processes). */
+const CACHE_TTL_MS = 30_000;
+const CACHE_MAX_ENTRIES = 10_000;
+export const DEFAULT_WORKSPACE = 'default';
+const WORKSPACE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+
+export interface AuthServiceDeps {
+  store: AuthStore;
+  clock: Clock;
+  ids: IdGenerator;
+}
+
+export function createAuthService({ store, clock, ids }: AuthServiceDeps) {
+  const cache = new Map<string, CachedKey>();
+  /** keyId -> last use, kept in memory and flushed periodically (API.md §2). */
+  const lastUsed = new Map<string, string>();
+
+  const nowIso = () => clock.now().toISOString();
+
+  function toApiKey(row: ApiKeyRow): ApiKey {
+    const now = nowIso();
+    const status = row.revoked_at ? 'revoked' : row.expires_at !== null && row.expires_at <= now ? 'expired' : 'active';
+    const pending = lastUsed.get(row.id);
+    const last = pending && (!row.last_used_at || pending > row.last_used_at) ? pending : row.last_used_at;
+    return {
+      id: row.id,
+      name: row.name,
+      prefix: row.prefix,
+      scopes: JSON.parse(row.scopes) as Scope[],
+      status,
+      createdAt: row.created_at,
+      expiresAt: row.expires_at,
+      lastUsedAt: last,
+      rotatedAt: row.rotated_at,
+    };
+  }
+
+  function forgetKey(keyId: string) {
+    for (const [hash, entry] of cache) if (entry.keyId === keyId) cache.delete(hash);
+  }
+
+  async function insertKey(workspaceId: string, name: string, scopes: Scope[], expiresAt: string | null) {
+    const secret = generateKeySecret();
+    const row: ApiKeyRow = {
+      id: ids('key'),
+      workspace_id: workspaceId,
+      name,
+      prefix: keyPrefix(secret),
+      hash: hashKey(secret),
+      scopes: JSON.stringify(scopes),
+      created_at: nowIso(),
+      expires_at: expiresAt,
+      revoked_at: null,
+      rotated_at: null,
+      last_used_at: null,
+      previous_hash: null,
+      previous_valid_until: null,
+    };
+    await store.insertKey(row);
+    return { ...toApiKey(row), key: secret };
+  }
+
+  async function requireKey(workspaceId: string, id: string) {
+    const row = await store.findKey(workspaceId, id);
+    if (!row) throw new NotFoundError('API key', id);
+    return row;
+  }
+
+  async function createWorkspaceRow(name: string): Promise<Workspace> {
+    if (!WORKSPACE_NAME.test(name)) {
+      throw ValidationError.field('name', 'must be 1–100 letters, digits, ".", "_" or "-", starting with a letter or digit');
+    }
+    if (await store.findWorkspaceByName(name)) throw new ConflictError(`Workspace "${name}" already exists.`);
+    const ws = { id: ids('wsp'), name, created_at: nowIso() };
+    await store.insertWorkspace(ws);
+    return { id: ws.id, name: ws.name, createdAt: ws.created_at };
+  }
+
+  return {
+    /**
+     * Resolves a bearer secret to its principal, or null when it is malformed, unknown, revoked,
+     * expired or past its rotation grace period. Served from memory after the first lookup.
+     */
+    async authenticate(secret: string): Promise<Principal | null> {
+      if (!KEY_PATTERN.test(secret)) return null;
+      const hash = hashKey(secret);
+      const nowMs = clock.now().getTime();
+      let entry = cache.get(hash);
+      if (!entry || nowMs - entry.cachedAtMs > CACHE_TTL_MS) {
+        const row = await store.findKeyBySecretHash(hash);
+        if (!row || row.revoked_at) {
+          cache.delete(hash);
+          return null;
+        }
+        const isPrevious = row.hash !== hash;
+        entry = {
+          keyId: row.id,
+          workspaceId: row.workspace_id,
+          scopes: JSON.parse(row.scopes) as Scope[],
+          expiresAtMs: row.expires_at ? Date.parse(row.expires_at) : null,
+          graceUntilMs: isPrevious ? Date.parse(row.previous_valid_until ?? '1970-01-01T00:00:00Z') : null,
+          cachedAtMs: nowMs,
+        };
+        if (cache.size >= CACHE_MAX_ENTRIES) cache.clear();
+        cache.set(hash, entry);
+      }
+      if (entry.expiresAtMs !== null && entry.expiresAtMs <= nowMs) return null;
+      if (entry.graceUntilMs !== null && entry.graceUntilMs <= nowMs) return null;
+      lastUsed.set(entry.keyId, new Date(nowMs).toISOString());
+      return { keyId: entry.keyId, workspaceId: entry.workspaceId, scopes: entry.scopes };
+    },
+
+    /** Writes the in-memory `lastUsedAt` values; called periodically and at shutdown. */
+    async flushUsage(): Promise<void> {
+      if (lastUsed.size === 0) return;
+      const entries = [...lastUsed];
+      lastUsed.clear();
+      await store.recordLastUsed(entries);
+    },
+
+    async createKey(
+      caller: Principal,
+      input: { name: string; scopes?: Scope[] | undefined; expiresAt?: string | undefined },
+    ) {
+      const scopes = [...new Set(input.scopes ?? (['read', 'write'] as Scope[]))];
+      const missing = scopes.filter((s) => !hasScope(caller.scopes, s));
+      if (missing.length > 0) {
+        throw new ForbiddenError(`A key can only grant scopes it has; this key lacks: ${missing.join(', ')}.`);
+      }
+      let expiresAt: string | null = null;
+      if (input.expiresAt !== undefined) {
+        const t = Date.parse(input.expiresAt);
+        if (t <= clock.now().getTime()) throw ValidationError.field('expiresAt', 'must be in the future');
+        expiresAt = new Date(t).toISOString();
+      }
+      return insertKey(caller.workspaceId, input.name, sortScopes(scopes), expiresAt);
+    },
+
+    async listKeys(caller: Principal, page: PageRequest): Promise<Page<ApiKey>> {
+      return mapPage(await store.listKeys(caller.workspaceId, page), toApiKey);
+    },
+
+    /** New secret, same id; the old secret keeps working for `gracePeriodSeconds` only. */
+    async rotateKey(caller: Principal, id: string, gracePeriodSeconds: number) {
+      const row = await requireKey(caller.workspaceId, id);
+      const current = toApiKey(row);
+      if (current.status !== 'active') throw new ConflictError(`API key ${id} is ${current.status}; it cannot be rotated.`);
+      const secret = generateKeySecret();
+      const now = clock.now();
+      const patch = {
+        hash: hashKey(secret),
+        prefix: keyPrefix(secret),
+        rotated_at: now.toISOString(),
+        previous_hash: gracePeriodSeconds > 0 ? row.hash : null,
+        previous_valid_until:
+          gracePeriodSeconds > 0 ? new Date(now.getTime() + gracePeriodSeconds * 1000).toISOString() : null,
+      };
+      await store.updateKey(caller.workspaceId, id, patch);
+      forgetKey(id);
+      return { ...toApiKey({ ...row, ...patch }), key: secret };
+    },
+
+    /** Revokes at once; refuses to revoke the workspace's last active admin key. */
+    async revokeKey(caller: Principal, id: string): Promise<void> {
+      const row = await requireKey(caller.workspaceId, id);
+      const key = toApiKey(row);
+      if (key.status === 'revoked') return;
+      if (key.status === 'active' && key.scopes.includes('admin')) {
+        const others = await store.countOtherActiveAdminKeys(caller.workspaceId, id, nowIso());
+        if (others === 0) {
+          throw new ConflictError('This is the last active admin key of the workspace; create another admin key first.');
+        }
+      }
+      await store.updateKey(caller.workspaceId, id, { revoked_at: nowIso(), previous_hash: null });
+      forgetKey(id);
+    },
+
+    async me(caller: Principal) {
+      const row = await requireKey(caller.workspaceId, caller.keyId);
+      const ws = await store.findWorkspace(caller.workspaceId);
+      if (!ws) throw new NotFoundError('Workspace', caller.workspaceId);
+      return { key: toApiKey(row), workspace: { id: ws.id, name: ws.name } };
+    },
+
+    /** A new workspace and its first admin key (CLI `workspaces create`). */
+    async createWorkspace(name: string) {
+      const workspace = await createWorkspaceRow(name);
+      const key = await insertKey(workspace.id, 'admin', [...SCOPES], null);
+      return { workspace, key };
+    },
+
+    /** A key for a named workspace (CLI `keys create`). */
+    async createKeyInWorkspace(workspaceName: string, name: string, scopes: Scope[]) {
+      const ws = await store.findWorkspaceByName(workspaceName);
+      if (!ws) throw new NotFoundError('Workspace', workspaceName);
+      const key = await insertKey(ws.id, name, sortScopes([...new Set(scopes)]), null);
+      return { workspace: { id: ws.id, name: ws.name, createdAt: ws.created_at }, key };
+    },
+
+    /**
+     * Start-up: with `adminKey`, make sure that exact secret is an active admin key of the default
+     * workspace; otherwise, on an empty database, create the default workspace and an admin key
+     * whose secret is returned (once) for the caller to print.
+     */
+    async bootstrap(adminKey: string | undefined): Promise<{ workspace: Workspace; key: string } | null> {
+      if (adminKey !== undefined) {
+        const ws =
+          (await store.findWorkspaceByName(DEFAULT_WORKSPACE)) ?? (await createWorkspaceRow(DEFAULT_WORKSPACE));
+        const wsId = ws.id;
+        const row = await store.findKeyBySecretHash(hashKey(adminKey));
+        if (row && row.workspace_id !== wsId) {
+          throw new Error('SWITCHBOARD_ADMIN_KEY already belongs to another workspace.');
+        }
+        if (row && row.hash !== hashKey(adminKey)) {
+          throw new Error('SWITCHBOARD_ADMIN_KEY is a rotated-out secret; set the current one.');
+        }
+        if (row) {
+          await store.updateKey(wsId, row.id, { revoked_at: null, expires_at: null, scopes: JSON.stringify([...SCOPES]) });
+          forgetKey(row.id);
+        } else {
+          await store.insertKey({
+            id: ids('key'),
+            workspace_id: wsId,
+            name: 'SWITCHBOARD_ADMIN_KEY',
+            prefix: keyPrefix(adminKey),
+            hash: hashKey(adminKey),
+            scopes: JSON.stringify([...SCOPES]),
+            created_at: nowIso(),
+            expires_at: null,
+            revoked_at: null,
+            rotated_at: null,
+            last_used_at: null,
+            previous_hash: null,
+            previous_valid_until: null,
+          });
+        }
+        return null;
+      }
+      if (await store.firstWorkspace()) return null;
+      const workspace = await createWorkspaceRow(DEFAULT_WORKSPACE);
+      const key = await insertKey(workspace.id, 'bootstrap', [...SCOPES], null);
+      return { workspace, key: key.key };
+    },
+  };
+}
+
+function sortScopes(scopes: Scope[]): Scope[] {
+  return SCOPES.filter((s) => scopes.includes(s));
+}
+
+export type AuthService = ReturnType<typeof createAuthService>;

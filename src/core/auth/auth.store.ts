@@ -1,0 +1,61 @@
+import type { Kysely } from 'kysely';
+import type { Database, NewApiKeyRow } from '../../db/schema.js';
+import { type PageRequest, paginate } from '../../lib/pagination.js';
+
+/** SQL for workspaces and API keys. Every key query names its workspace, except the lookup by hash. */
+export function createAuthStore(db: Kysely<Database>) {
+  return {
+    findWorkspaceByName: (name: string) =>
+      db.selectFrom('workspaces').selectAll().where('name', '=', name).executeTakeFirst(),
+    findWorkspace: (id: string) => db.selectFrom('workspaces').selectAll().where('id', '=', id).executeTakeFirst(),
+    firstWorkspace: () => db.selectFrom('workspaces').select('id').limit(1).executeTakeFirst(),
+    insertWorkspace: (row: { id: string; name: string; created_at: string }) =>
+      db.insertInto('workspaces').values(row).execute(),
+
+    /** The key whose current or previous (grace period) secret has this hash. */
+    findKeyBySecretHash: (hash: string) =>
+      db
+        .selectFrom('api_keys')
+        .selectAll()
+        .where((eb) => eb.or([eb('hash', '=', hash), eb('previous_hash', '=', hash)]))
+        .executeTakeFirst(),
+    findKey: (workspaceId: string, id: string) =>
+      db
+        .selectFrom('api_keys')
+        .selectAll()
+        .where('workspace_id', '=', workspaceId)
+        .where('id', '=', id)
+        .executeTakeFirst(),
+    listKeys: (workspaceId: string, page: PageRequest) =>
+      paginate(db.selectFrom('api_keys').selectAll().where('workspace_id', '=', workspaceId), page),
+    /** Active keys of the workspace holding `admin`, other than `exceptId`. */
+    countOtherActiveAdminKeys: async (workspaceId: string, exceptId: string, nowIso: string) => {
+      const rows = await db
+        .selectFrom('api_keys')
+        .select('scopes')
+        .where('workspace_id', '=', workspaceId)
+        .where('id', '!=', exceptId)
+        .where('revoked_at', 'is', null)
+        .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', nowIso)]))
+        .execute();
+      return rows.filter((r) => (JSON.parse(r.scopes) as string[]).includes('admin')).length;
+    },
+    insertKey: (row: NewApiKeyRow) => db.insertInto('api_keys').values(row).execute(),
+    updateKey: (workspaceId: string, id: string, patch: Partial<NewApiKeyRow>) =>
+      db.updateTable('api_keys').set(patch).where('workspace_id', '=', workspaceId).where('id', '=', id).execute(),
+    /** One statement per key: `lastUsedAt` is flushed in batches, never on the request path. */
+    recordLastUsed: (entries: [string, string][]) =>
+      db.transaction().execute(async (trx) => {
+        for (const [id, at] of entries) {
+          await trx
+            .updateTable('api_keys')
+            .set({ last_used_at: at })
+            .where('id', '=', id)
+            .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', at)]))
+            .execute();
+        }
+      }),
+  };
+}
+
+export type AuthStore = ReturnType<typeof createAuthStore>;

@@ -1,0 +1,61 @@
+import { z } from 'zod';
+import { pageQuerySchema } from '../../lib/pagination.js';
+
+/** `<toolName>.<action>` or `<toolName>.*`. */
+const toolRef = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,64}\.(\*|[A-Za-z0-9_-]{1,128})$/, 'must be "<toolName>.<action>" or "<toolName>.*"');
+
+const personaFields = {
+  name: z.string().trim().min(1).max(200),
+  instructions: z.string().min(1).max(32_000),
+  traits: z.array(z.string().trim().min(1).max(200)).max(50),
+  model: z.string().trim().min(1).max(200).nullable(),
+  temperature: z.number().min(0).max(2).nullable(),
+  maxTokens: z.number().int().min(1).max(32_000).nullable(),
+  tools: z.array(toolRef).max(200),
+};
+
+export const createPersonaSchema = z.strictObject({
+  name: personaFields.name,
+  instructions: personaFields.instructions,
+  traits: personaFields.traits.default([]),
+  model: personaFields.model.optional(),
+  temperature: personaFields.temperature.optional(),
+  maxTokens: personaFields.maxTokens.optional(),
+  tools: personaFields.tools.default([]),
+});
+
+/** Any subset of the create fields; `null` resets model, temperature or maxTokens to the server default. */
+export const updatePersonaSchema = z.strictObject({
+  name: personaFields.name.optional(),
+  instructions: personaFields.instructions.optional(),
+  traits: personaFields.traits.optional(),
+  model: personaFields.model.optional(),
+  temperature: personaFields.temperature.optional(),
+  maxTokens: personaFields.maxTokens.optional(),
+  tools: personaFields.tools.optional(),
+});
+
+export const listPersonasQuerySchema = pageQuerySchema
+  .extend({ q: z.string().max(200).optional().describe('Case-insensitive match on the name.') })
+  .strict();
+
+export const personaSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    instructions: z.string(),
+    traits: z.array(z.string()),
+    model: z.string().nullable(),
+    temperature: z.number().nullable(),
+    maxTokens: z.number().int().nullable(),
+    tools: z.array(z.string()),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .meta({ id: 'Persona' });
+
+export type CreatePersonaInput = z.infer<typeof createPersonaSchema>;
+export type UpdatePersonaInput = z.infer<typeof updatePersonaSchema>;
+export type Persona = z.infer<typeof personaSchema>;

@@ -1,0 +1,84 @@
+import type { PersonaRow } from '../../db/schema.js';
+import { NotFoundError } from '../../errors.js';
+import type { Clock } from '../../lib/clock.js';
+import type { IdGenerator } from '../../lib/ids.js';
+import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
+import type { CreatePersonaInput, Persona, UpdatePersonaInput } from './personas.schemas.js';
+import type { PersonaStore } from './personas.store.js';
+
+function toPersona(row: PersonaRow): Persona {
+  return {
+    id: row.id,
+    name: row.name,
+    instructions: row.instructions,
+    traits: JSON.parse(row.traits) as string[],
+    model: row.model,
+    temperature: row.temperature,
+    maxTokens: row.max_tokens,
+    tools: JSON.parse(row.tools) as string[],
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+export interface PersonaServiceDeps {
+  store: PersonaStore;
+  clock: Clock;
+  ids: IdGenerator;
+}
+
+export function createPersonaService({ store, clock, ids }: PersonaServiceDeps) {
+  async function get(workspaceId: string, id: string): Promise<Persona> {
+    const row = await store.find(workspaceId, id);
+    if (!row) throw new NotFoundError('Persona', id);
+    return toPersona(row);
+  }
+
+  return {
+    get,
+
+    async create(workspaceId: string, input: CreatePersonaInput): Promise<Persona> {
+      const now = clock.now().toISOString();
+      const row: PersonaRow = {
+        id: ids('per'),
+        workspace_id: workspaceId,
+        name: input.name,
+        instructions: input.instructions,
+        traits: JSON.stringify(input.traits),
+        model: input.model ?? null,
+        temperature: input.temperature ?? null,
+        max_tokens: input.maxTokens ?? null,
+        tools: JSON.stringify([...new Set(input.tools)]),
+        created_at: now,
+        updated_at: now,
+      };
+      await store.insert(row);
+      return toPersona(row);
+    },
+
+    async list(workspaceId: string, page: PageRequest, q?: string): Promise<Page<Persona>> {
+      return mapPage(await store.list(workspaceId, page, q), toPersona);
+    },
+
+    async update(workspaceId: string, id: string, input: UpdatePersonaInput): Promise<Persona> {
+      const row = await store.find(workspaceId, id);
+      if (!row) throw new NotFoundError('Persona', id);
+      const patch: Partial<PersonaRow> = { updated_at: clock.now().toISOString() };
+      if (input.name !== undefined) patch.name = input.name;
+      if (input.instructions !== undefined) patch.instructions = input.instructions;
+      if (input.traits !== undefined) patch.traits = JSON.stringify(input.traits);
+      if (input.model !== undefined) patch.model = input.model;
+      if (input.temperature !== undefined) patch.temperature = input.temperature;
+      if (input.maxTokens !== undefined) patch.max_tokens = input.maxTokens;
+      if (input.tools !== undefined) patch.tools = JSON.stringify([...new Set(input.tools)]);
+      await store.update(workspaceId, id, patch);
+      return toPersona({ ...row, ...patch });
+    },
+
+    async delete(workspaceId: string, id: string): Promise<void> {
+      if (!(await store.delete(workspaceId, id))) throw new NotFoundError('Persona', id);
+    },
+  };
+}
+
+export type PersonaService = ReturnType<typeof createPersonaService>;

@@ -1,0 +1,34 @@
+import { type Kysely, sql } from 'kysely';
+import type { Database, PersonaRow } from '../../db/schema.js';
+import { type PageRequest, paginate } from '../../lib/pagination.js';
+
+/** Escapes LIKE wildcards so a search for "50%" means the text "50%". */
+function likeContains(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+export function createPersonaStore(db: Kysely<Database>) {
+  return {
+    insert: (row: PersonaRow) => db.insertInto('personas').values(row).execute(),
+    find: (workspaceId: string, id: string) =>
+      db
+        .selectFrom('personas')
+        .selectAll()
+        .where('workspace_id', '=', workspaceId)
+        .where('id', '=', id)
+        .executeTakeFirst(),
+    list: (workspaceId: string, page: PageRequest, nameContains?: string) => {
+      let q = db.selectFrom('personas').selectAll().where('workspace_id', '=', workspaceId);
+      if (nameContains) q = q.where(sql<boolean>`name LIKE ${likeContains(nameContains)} ESCAPE '\\'`);
+      return paginate(q, page);
+    },
+    update: (workspaceId: string, id: string, patch: Partial<PersonaRow>) =>
+      db.updateTable('personas').set(patch).where('workspace_id', '=', workspaceId).where('id', '=', id).execute(),
+    delete: async (workspaceId: string, id: string) => {
+      const r = await db.deleteFrom('personas').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+      return Number(r.numDeletedRows) > 0;
+    },
+  };
+}
+
+export type PersonaStore = ReturnType<typeof createPersonaStore>;

@@ -1,0 +1,63 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
+import { Kysely, type Migration, type MigrationProvider, Migrator, SqliteDialect } from 'kysely';
+import * as sqliteVec from 'sqlite-vec';
+import * as m001 from './migrations/001-initial.js';
+import type { Database } from './schema.js';
+
+/** Every migration, in order. A new one is imported and added here. */
+const MIGRATIONS: Record<string, Migration> = {
+  '001-initial': m001,
+};
+
+export interface Db {
+  kysely: Kysely<Database>;
+  /** The raw connection, for what Kysely does not cover: pragmas, online backup. */
+  sqlite: SqliteDatabase.Database;
+  close(): Promise<void>;
+}
+
+export interface OpenDatabaseOptions {
+  /** File path, or ':memory:'. */
+  filename: string;
+  durability: 'normal' | 'full';
+}
+
+/** Opens (creating if needed) the SQLite database with sqlite-vec loaded and the house pragmas. */
+export function openDatabase(opts: OpenDatabaseOptions): Db {
+  if (opts.filename !== ':memory:') fs.mkdirSync(path.dirname(opts.filename), { recursive: true });
+  const sqlite = new SqliteDatabase(opts.filename);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma(`synchronous = ${opts.durability === 'full' ? 'FULL' : 'NORMAL'}`);
+  sqlite.pragma('foreign_keys = ON');
+  // Another process (the CLI, a backup) may hold the write lock briefly.
+  sqlite.pragma('busy_timeout = 5000');
+  sqliteVec.load(sqlite);
+  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  let closed = false;
+  return {
+    kysely,
+    sqlite,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await kysely.destroy(); // closes the better-sqlite3 connection too
+    },
+  };
+}
+
+/** Applies every pending migration; throws with the failing migration's error. */
+export async function migrate(db: Db): Promise<string[]> {
+  const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
+  const migrator = new Migrator({ db: db.kysely, provider });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error instanceof Error ? error : new Error(String(error));
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/** Consistent copy of the live database through SQLite's online backup API. */
+export async function backupDatabase(db: Db, destination: string): Promise<void> {
+  fs.mkdirSync(path.dirname(path.resolve(destination)), { recursive: true });
+  await db.sqlite.backup(destination);
+}

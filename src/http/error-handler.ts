@@ -1,0 +1,90 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
+import {
+  AppError,
+  type FieldError,
+  InternalError,
+  InvalidJsonError,
+  NotFoundError,
+  PayloadTooLargeError,
+  toProblem,
+  UnsupportedMediaTypeError,
+  ValidationError,
+} from '../errors.js';
+
+interface ZodIssueLike {
+  instancePath: string;
+  message: string;
+  keyword: string;
+  params: { keys?: string[] };
+}
+
+/** Zod issues as API.md field errors: dotted paths, a query parameter by its name, unknown fields each named. */
+function fieldErrors(issues: ZodIssueLike[], context: string | undefined): FieldError[] {
+  const out: FieldError[] = [];
+  for (const issue of issues) {
+    const base = issue.instancePath.split('/').filter(Boolean).join('.');
+    if (issue.keyword === 'unrecognized_keys' && issue.params.keys) {
+      const where = context === 'querystring' ? 'query parameter' : 'field';
+      for (const key of issue.params.keys) out.push({ path: base ? `${base}.${key}` : key, message: `unknown ${where}` });
+    } else {
+      out.push({ path: base || (context === 'body' ? 'body' : context ?? 'request'), message: issue.message });
+    }
+  }
+  return out;
+}
+
+/** Maps anything thrown to an AppError; unknown errors become an internal error (after logging). */
+export function toAppError(err: FastifyError, request: FastifyRequest): AppError {
+  if (err instanceof AppError) return err;
+  if (hasZodFastifySchemaValidationErrors(err)) {
+    const context = (err as { validationContext?: string }).validationContext;
+    const errors = fieldErrors(err.validation as unknown as ZodIssueLike[], context);
+    const where = context === 'querystring' ? 'query' : (context ?? 'request');
+    return new ValidationError(
+      `Invalid ${where}: ${errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`,
+      errors,
+    );
+  }
+  switch (err.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new InvalidJsonError();
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new PayloadTooLargeError(request.routeOptions.bodyLimit ?? 0);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_TYPE':
+      return new UnsupportedMediaTypeError(
+        `Content-Type ${request.headers['content-type'] ?? '(none)'} is not accepted here; send application/json.`,
+      );
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new ValidationError('The Content-Length header does not match the body.');
+  }
+  // The JSON parser's SyntaxError (and prototype-poisoning refusal) carry a 400.
+  if (err instanceof SyntaxError || (err.statusCode === 400 && /JSON|prototype/i.test(err.message))) {
+    return new InvalidJsonError();
+  }
+  if (err.statusCode === 404) return new NotFoundError('Route');
+  if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) return new ValidationError(err.message);
+  if (isResponseSerializationError(err)) {
+    request.log.error({ err, issues: err.cause.issues }, 'response does not match its schema');
+  } else {
+    request.log.error({ err }, 'unhandled error');
+  }
+  return new InternalError();
+}
+
+/** The single HTTP error mapping: every failure leaves as problem+json with the request id. */
+export function errorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  const appError = toAppError(err, request);
+  if (appError.status >= 500 && err instanceof AppError) request.log.warn({ code: appError.code }, appError.message);
+  sendProblem(reply, appError);
+}
+
+export function sendProblem(reply: FastifyReply, error: AppError) {
+  if (error.headers) reply.headers(error.headers);
+  return reply
+    .code(error.status)
+    .type('application/problem+json')
+    .send(JSON.stringify(toProblem(error, reply.request.id)));
+}

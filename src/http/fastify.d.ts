@@ -1,0 +1,19 @@
+import type { Principal } from '../core/auth/auth.service.js';
+import type { Scope } from '../core/auth/keys.js';
+import type { IdempotencyScope } from '../core/idempotency/idempotency.service.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The caller, resolved from the bearer key; null on public routes and before authentication. */
+    principal: Principal | null;
+    idempotency: IdempotencyScope | null;
+  }
+  interface FastifyContextConfig {
+    /** No bearer key needed (health, docs, signed inbound channel routes). */
+    public?: boolean;
+    /** Scope required; defaults to `read` for GET/HEAD and `write` otherwise. */
+    scope?: Scope;
+    /** A creating POST that honours `Idempotency-Key`. */
+    idempotent?: boolean;
+  }
+}

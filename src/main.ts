@@ -1,0 +1,31 @@
+#!/usr/bin/env node
+import { runCli } from './cli.js';
+
+/** The `switchboard` command. Only this file touches the process: argv, signals, exit codes. */
+const code = await runCli(process.argv.slice(2), {
+  env: process.env,
+  stdout: (t) => process.stdout.write(t),
+  stderr: (t) => process.stderr.write(t),
+  onServing: (stop) => {
+    let stopping = false;
+    const shutdown = (signal: string) => {
+      if (stopping) {
+        process.stderr.write(`${signal} again: exiting now.\n`);
+        process.exit(1);
+      }
+      stopping = true;
+      // In-flight requests get ten seconds to finish.
+      setTimeout(() => process.exit(1), 10_000).unref();
+      stop().then(
+        () => process.exit(0),
+        (err: unknown) => {
+          process.stderr.write(`Shutdown failed: ${String(err)}\n`);
+          process.exit(1);
+        },
+      );
+    };
+    process.on('SIGTERM', () => shutdown('SIGTERM'));
+    process.on('SIGINT', () => shutdown('SIGINT'));
+  },
+});
+if (code !== 0) process.exitCode = code;

@@ -1,0 +1,58 @@
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from './app.js';
+import type { Config } from './config.js';
+import { type AppContext, createContext } from './context.js';
+
+export interface RunningServer {
+  app: FastifyInstance;
+  ctx: AppContext;
+  url: string;
+  /** Stops accepting, lets in-flight requests finish, flushes `lastUsedAt`, closes the database. */
+  close(): Promise<void>;
+}
+
+/** Bootstraps, builds and listens. The bootstrap key, when one is made, goes to `printBanner` once. */
+export async function startServer(config: Config, printBanner: (text: string) => void): Promise<RunningServer> {
+  const ctx = await createContext(config);
+  try {
+    const boot = await ctx.services.auth.bootstrap(config.adminKey);
+    if (boot) {
+      printBanner(
+        [
+          '',
+          '  Switchboard created the "default" workspace and its admin API key:',
+          '',
+          `      ${boot.key}`,
+          '',
+          '  It is shown this once; only its hash is stored. Use it as "Authorization: Bearer <key>".',
+          '',
+        ].join('\n'),
+      );
+    }
+    const app = await buildApp(ctx);
+    const address = await app.listen({ port: config.server.port, host: config.server.host });
+    ctx.logger.info(
+      { url: address, model: config.model.name, provider: config.model.provider, embeddings: config.embeddings.provider },
+      `Switchboard listening on ${address} (model: ${config.model.provider}/${config.model.name})`,
+    );
+    let closing: Promise<void> | undefined;
+    return {
+      app,
+      ctx,
+      url: address,
+      close() {
+        closing ??= (async () => {
+          try {
+            await app.close();
+          } finally {
+            await ctx.close();
+          }
+        })();
+        return closing;
+      },
+    };
+  } catch (err) {
+    await ctx.close();
+    throw err;
+  }
+}

@@ -1,0 +1,55 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { buildApp } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { type AppContext, type ContextOverrides, createContext } from '../../src/context.js';
+
+export interface TestApp {
+  app: FastifyInstance;
+  ctx: AppContext;
+  dataDir: string;
+  /** Admin key of the default workspace. */
+  adminKey: string;
+  /** `app.inject` with the admin key (or `as`) as bearer and a JSON body. */
+  request(opts: InjectOptions & { as?: string | null; body?: unknown }): Promise<LightMyRequestResponse>;
+  close(): Promise<void>;
+}
+
+export function tempDir(prefix = 'switchboard-test-'): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+/** A fresh app on a temporary database. `env` adds environment variables; the rate limit is off unless set. */
+export async function createTestApp(options: { env?: Record<string, string>; overrides?: ContextOverrides } = {}): Promise<TestApp> {
+  const dataDir = tempDir();
+  const config = loadConfig({ SWITCHBOARD_DATA_DIR: dataDir, LOG_LEVEL: 'silent', SWITCHBOARD_RATE_LIMIT: '0', ...options.env });
+  const ctx = await createContext(config, options.overrides);
+  const boot = await ctx.services.auth.bootstrap(config.adminKey);
+  const adminKey = boot?.key ?? config.adminKey;
+  if (!adminKey) throw new Error('no admin key');
+  const app = await buildApp(ctx);
+  await app.ready();
+  return {
+    app,
+    ctx,
+    dataDir,
+    adminKey,
+    request({ as, body, headers, ...opts }) {
+      const h: Record<string, string> = { ...(headers as Record<string, string>) };
+      const key = as === undefined ? adminKey : as;
+      if (key !== null) h.authorization = `Bearer ${key}`;
+      if (body !== undefined) {
+        h['content-type'] ??= 'application/json';
+        return app.inject({ ...opts, headers: h, payload: typeof body === 'string' ? body : JSON.stringify(body) });
+      }
+      return app.inject({ ...opts, headers: h });
+    },
+    async close() {
+      await app.close();
+      await ctx.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

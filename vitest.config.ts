@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    exclude: ['dist/**', 'node_modules/**'],
+    // Two cores: run files in parallel forks, but never more than the machine has.
+    pool: 'forks',
+    maxWorkers: 2,
+    testTimeout: 20_000,
+    hookTimeout: 20_000,
+  },
+});
