@@ -12,8 +12,8 @@ export interface CliIo {
   env: NodeJS.ProcessEnv;
   stdout: (text: string) => void;
   stderr: (text: string) => void;
-  /** Called by `serve` once it listens, so the caller can wire signals; tests use it to stop the server. */
-  onServing?: (stop: () => Promise<void>) => void;
+  /** Called by `serve` once it listens, so the caller can wire signals; tests use it to reach and stop the server. */
+  onServing?: (server: { url: string; stop: () => Promise<void> }) => void;
 }
 
 const HELP = `Usage: switchboard <command> [options]
@@ -139,6 +139,6 @@ function parseScopes(text: string): Scope[] {
 
 async function serve(config: Config, io: CliIo): Promise<number> {
   const server = await startServer(config, io.stderr);
-  io.onServing?.(() => server.close());
+  io.onServing?.({ url: server.url, stop: () => server.close() });
   return 0;
 }

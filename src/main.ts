@@ -6,7 +6,7 @@ const code = await runCli(process.argv.slice(2), {
   env: process.env,
   stdout: (t) => process.stdout.write(t),
   stderr: (t) => process.stderr.write(t),
-  onServing: (stop) => {
+  onServing: ({ stop }) => {
     let stopping = false;
     const shutdown = (signal: string) => {
       if (stopping) {

@@ -13,7 +13,7 @@ export interface TestApp {
   /** Admin key of the default workspace. */
   adminKey: string;
   /** `app.inject` with the admin key (or `as`) as bearer and a JSON body. */
-  request(opts: InjectOptions & { as?: string | null; body?: unknown }): Promise<LightMyRequestResponse>;
+  request(opts: Omit<InjectOptions, 'body'> & { as?: string | null; body?: unknown }): Promise<LightMyRequestResponse>;
   close(): Promise<void>;
 }
 

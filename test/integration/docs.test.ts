@@ -1,0 +1,97 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+
+describe('health, OpenAPI and docs (API.md §11)', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp();
+  });
+  afterAll(async () => t.close());
+
+  it('GET /health needs no key', async () => {
+    for (const url of ['/health', '/api/health']) {
+      const res = await t.request({ method: 'GET', url, as: null });
+      expect(res.statusCode).toBe(200);
+      expect(res.json()).toEqual({ status: 'ok', version: expect.any(String), database: 'ok', model: { provider: 'offline', name: 'offline' } });
+    }
+  });
+
+  it('GET /openapi.json is OpenAPI 3.1 documenting every route with its errors', async () => {
+    const res = await t.request({ method: 'GET', url: '/openapi.json', as: null });
+    expect(res.statusCode).toBe(200);
+    const doc = res.json();
+    expect(doc.openapi).toMatch(/^3\.1/);
+    const routes = t.app.printRoutes({ commonPrefix: false });
+    const expected: [string, string][] = [
+      ['/health', 'get'],
+      ['/auth/api-keys', 'post'],
+      ['/auth/api-keys', 'get'],
+      ['/auth/api-keys/{id}', 'put'],
+      ['/auth/api-keys/{id}', 'delete'],
+      ['/auth/me', 'get'],
+      ['/personas', 'post'],
+      ['/personas', 'get'],
+      ['/personas/{id}', 'get'],
+      ['/personas/{id}', 'put'],
+      ['/personas/{id}', 'delete'],
+    ];
+    for (const [path, method] of expected) {
+      const op = doc.paths[path]?.[method];
+      expect(op, `${method} ${path} (${routes.length})`).toBeDefined();
+      expect(op.summary).toBeTruthy();
+      const codes = Object.keys(op.responses);
+      expect(codes.some((c) => c.startsWith('2'))).toBe(true);
+      expect(codes).toContain('500');
+      if (path !== '/health') {
+        expect(codes).toEqual(expect.arrayContaining(['400', '401', '403', '429']));
+        expect(op.responses['401'].content['application/problem+json'].schema).toBeDefined();
+      }
+    }
+    expect(doc.paths['/health'].get.security).toEqual([]);
+    expect(doc.paths['/personas'].post.requestBody.content['application/json'].schema).toBeDefined();
+    expect(doc.paths['/personas/{id}'].delete.responses).toHaveProperty('409');
+    expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(JSON.stringify(doc)).toContain('Persona');
+  });
+
+  it('GET /docs serves the UI from local assets', async () => {
+    const res = await t.request({ method: 'GET', url: '/docs', as: null });
+    expect([200, 302]).toContain(res.statusCode);
+    const page = res.statusCode === 302 ? await t.request({ method: 'GET', url: res.headers.location as string, as: null }) : res;
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('swagger');
+    expect(page.body).not.toMatch(/https?:\/\/(cdn|unpkg|cdnjs)/);
+  });
+});
+
+describe('CORS', () => {
+  it('is off by default', async () => {
+    const t = await createTestApp();
+    try {
+      const res = await t.request({ method: 'GET', url: '/health', as: null, headers: { origin: 'https://evil.example' } });
+      expect(res.headers['access-control-allow-origin']).toBeUndefined();
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('allows only the configured origins, preflight included', async () => {
+    const t = await createTestApp({ env: { SWITCHBOARD_CORS_ORIGINS: 'https://app.example' } });
+    try {
+      const ok = await t.request({ method: 'GET', url: '/personas', headers: { origin: 'https://app.example' } });
+      expect(ok.headers['access-control-allow-origin']).toBe('https://app.example');
+      const bad = await t.request({ method: 'GET', url: '/personas', headers: { origin: 'https://evil.example' } });
+      expect(bad.headers['access-control-allow-origin']).toBeUndefined();
+      const preflight = await t.request({
+        method: 'OPTIONS',
+        url: '/personas',
+        as: null,
+        headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' },
+      });
+      expect(preflight.statusCode).toBe(204);
+      expect(preflight.headers['access-control-allow-origin']).toBe('https://app.example');
+    } finally {
+      await t.close();
+    }
+  });
+});

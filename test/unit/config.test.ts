@@ -1,0 +1,86 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+
+describe('loadConfig (API.md §12)', () => {
+  it('has the documented defaults with an empty environment', () => {
+    const c = loadConfig({});
+    expect(c.server).toEqual({ port: 3000, host: '127.0.0.1' });
+    expect(c.dataDir).toBe('./data');
+    expect(c.model).toMatchObject({ provider: 'offline', name: 'offline' });
+    expect(c.embeddings).toEqual({ provider: 'hashed', model: 'text-embedding-3-small' });
+    expect(c.rateLimitPerMinute).toBe(600);
+    expect(c.durability).toBe('normal');
+    expect(c.uploadLimitBytes).toBe(25 * 1024 * 1024);
+    expect(c.corsOrigins).toEqual([]);
+    expect(c.allowPrivateUrls).toBe(false);
+    expect(c.logLevel).toBe('info');
+    expect(c.secret).toBeUndefined();
+  });
+
+  it('uses the openai provider and gpt-4o-mini once a key is set', () => {
+    const c = loadConfig({ OPENAI_API_KEY: 'sk-x', OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1' });
+    expect(c.model).toEqual({ provider: 'openai', name: 'gpt-4o-mini', apiKey: 'sk-x', baseUrl: 'http://127.0.0.1:11434/v1' });
+    expect(loadConfig({ OPENAI_API_KEY: 'sk-x', SWITCHBOARD_MODEL: 'llama3' }).model.name).toBe('llama3');
+  });
+
+  it('parses every variable', () => {
+    const hex = 'ab'.repeat(32);
+    const c = loadConfig({
+      PORT: '8080',
+      HOST: '0.0.0.0',
+      SWITCHBOARD_DATA_DIR: '/tmp/x',
+      SWITCHBOARD_ADMIN_KEY: `sb_${'a'.repeat(40)}`,
+      SWITCHBOARD_API_KEY: 'sb_whatever',
+      SWITCHBOARD_SECRET: hex,
+      SWITCHBOARD_EMBEDDINGS: 'openai',
+      SWITCHBOARD_EMBEDDING_MODEL: 'nomic',
+      SWITCHBOARD_RATE_LIMIT: '0',
+      SWITCHBOARD_DURABILITY: 'full',
+      SWITCHBOARD_UPLOAD_LIMIT_MB: '5',
+      SWITCHBOARD_CORS_ORIGINS: 'https://a.example, http://localhost:5173',
+      SWITCHBOARD_ALLOW_PRIVATE_URLS: '1',
+      SWITCHBOARD_MCP_CONFIG: './mcp.json',
+      SWITCHBOARD_SLACK_API_URL: 'http://127.0.0.1:9000/api/',
+      SWITCHBOARD_DISCORD_API_URL: 'http://127.0.0.1:9001/api',
+      LOG_LEVEL: 'debug',
+    });
+    expect(c.server).toEqual({ port: 8080, host: '0.0.0.0' });
+    expect(c.secret).toEqual(Buffer.from(hex, 'hex'));
+    expect(loadConfig({ SWITCHBOARD_SECRET: Buffer.alloc(32, 7).toString('base64') }).secret).toEqual(Buffer.alloc(32, 7));
+    expect(c.rateLimitPerMinute).toBe(0);
+    expect(c.durability).toBe('full');
+    expect(c.uploadLimitBytes).toBe(5 * 1024 * 1024);
+    expect(c.corsOrigins).toEqual(['https://a.example', 'http://localhost:5173']);
+    expect(c.allowPrivateUrls).toBe(true);
+    expect(c.embeddings).toEqual({ provider: 'openai', model: 'nomic' });
+    expect(c.logLevel).toBe('debug');
+  });
+
+  it('names every bad variable in one error', () => {
+    let error: unknown;
+    try {
+      loadConfig({
+        PORT: 'eighty',
+        SWITCHBOARD_RATE_LIMIT: '-1',
+        SWITCHBOARD_DURABILITY: 'sometimes',
+        SWITCHBOARD_SECRET: 'tooshort',
+        SWITCHBOARD_ADMIN_KEY: 'not-a-key',
+        OPENAI_BASE_URL: 'ftp://x',
+        LOG_LEVEL: 'loud',
+        SWITCHBOARD_CORS_ORIGINS: 'not an origin',
+      });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const vars = (error as ConfigError).problems.map((p) => p.variable).sort();
+    expect(vars).toEqual(
+      ['LOG_LEVEL', 'OPENAI_BASE_URL', 'PORT', 'SWITCHBOARD_ADMIN_KEY', 'SWITCHBOARD_CORS_ORIGINS', 'SWITCHBOARD_DURABILITY', 'SWITCHBOARD_RATE_LIMIT', 'SWITCHBOARD_SECRET'].sort(),
+    );
+    for (const v of vars) expect((error as Error).message).toContain(v);
+  });
+
+  it('reads empty variables as unset', () => {
+    expect(loadConfig({ PORT: '', OPENAI_API_KEY: '' }).model.provider).toBe('offline');
+  });
+});
