@@ -3,6 +3,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    reporters: ['default', './test/helpers/summary-reporter.ts'],
     exclude: ['dist/**', 'node_modules/**'],
     // Two cores: run files in parallel forks, but never more than the machine has.
     pool: 'forks',
