@@ -11,16 +11,18 @@ import {
   serializerCompiler,
   validatorCompiler,
 } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import type { AppContext } from './context.js';
 import { VERSION } from './context.js';
 import { authRoutes } from './core/auth/auth.routes.js';
 import { personaRoutes } from './core/personas/personas.routes.js';
-import { NotFoundError, RateLimitedError, UriTooLongError } from './errors.js';
+import { NotFoundError, RateLimitedError, UnavailableError, UriTooLongError } from './errors.js';
 import { registerAuthHooks } from './http/auth-hooks.js';
 import { clientErrorHandler, MAX_URL_LENGTH } from './http/client-error.js';
-import { errorHandler, sendProblem } from './http/error-handler.js';
+import { errorHandler, frameworkErrorHandler, sendProblem } from './http/error-handler.js';
 import { healthRoutes } from './http/health.routes.js';
 import { registerIdempotencyHooks } from './http/idempotency-hooks.js';
+import { registerJsonBodyParser } from './http/json-body.js';
 
 export const JSON_BODY_LIMIT = 1024 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -49,7 +51,9 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     },
     rewriteUrl,
     clientErrorHandler,
-    return503OnClosing: true,
+    frameworkErrors: frameworkErrorHandler,
+    // Our own 503 below answers problem+json, unlike Fastify's built-in one.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
     routerOptions: { maxParamLength: 200, ignoreTrailingSlash: true },
   });
@@ -57,22 +61,21 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(errorHandler);
 
-  // JSON only; an empty body is `{}` (API.md §1). Other media types fall through to 415.
-  app.removeAllContentTypeParsers();
-  const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.addContentTypeParser(/^application\/([\w.+-]+\+)?json$/i, { parseAs: 'string' }, (req, body, done) => {
-    if ((body as string).trim() === '') return done(null, {});
-    return parseJson(req, body as string, done);
-  });
+  registerJsonBodyParser(app);
 
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    if (closing) {
+      reply.header('connection', 'close');
+      throw new UnavailableError('The server is shutting down; retry shortly.');
+    }
     if ((request.raw.url?.length ?? 0) > MAX_URL_LENGTH) throw new UriTooLongError(MAX_URL_LENGTH);
   });
   registerAuthHooks(app, services.auth);
-  app.addHook('preValidation', async (request) => {
-    if (request.body === undefined && ['POST', 'PUT', 'PATCH'].includes(request.method)) request.body = {};
-  });
   registerIdempotencyHooks(app, services.idempotency);
 
   if (config.rateLimitPerMinute > 0) {
@@ -94,6 +97,13 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       maxAge: 600,
     });
   }
+
+  // Unknown query parameters are refused everywhere (API.md §1), also on routes that take none.
+  app.addHook('onRoute', (route) => {
+    if (route.schema && !route.schema.hide && route.schema.querystring === undefined) {
+      route.schema = { ...route.schema, querystring: z.strictObject({}) };
+    }
+  });
 
   await app.register(swagger, {
     openapi: {

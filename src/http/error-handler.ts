@@ -8,9 +8,12 @@ import {
   NotFoundError,
   PayloadTooLargeError,
   toProblem,
+  UnavailableError,
   UnsupportedMediaTypeError,
+  UriTooLongError,
   ValidationError,
 } from '../errors.js';
+import { MAX_URL_LENGTH } from './client-error.js';
 
 interface ZodIssueLike {
   instancePath: string;
@@ -65,6 +68,7 @@ export function toAppError(err: FastifyError, request: FastifyRequest): AppError
     return new InvalidJsonError();
   }
   if (err.statusCode === 404) return new NotFoundError('Route');
+  if (err.statusCode === 503) return new UnavailableError('Temporarily unavailable; retry shortly.');
   if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) return new ValidationError(err.message);
   if (isResponseSerializationError(err)) {
     request.log.error({ err, issues: err.cause.issues }, 'response does not match its schema');
@@ -79,6 +83,21 @@ export function errorHandler(err: FastifyError, request: FastifyRequest, reply: 
   const appError = toAppError(err, request);
   if (appError.status >= 500 && err instanceof AppError) request.log.warn({ code: appError.code }, appError.message);
   sendProblem(reply, appError);
+}
+
+/** Router failures (Fastify's `frameworkErrors`) happen before any hook: still problem+json with the request id. */
+export function frameworkErrorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  reply.header('x-request-id', request.id);
+  let error: AppError;
+  if ((request.raw.url?.length ?? 0) > MAX_URL_LENGTH) error = new UriTooLongError(MAX_URL_LENGTH);
+  // A path segment past the router's limit is an over-long id: not found (API.md §1).
+  else if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') error = new NotFoundError('Resource');
+  else if (err.code === 'FST_ERR_BAD_URL') error = new ValidationError('The request URL is malformed.');
+  else {
+    request.log.error({ err }, 'router error');
+    error = new InternalError();
+  }
+  return sendProblem(reply, error);
 }
 
 export function sendProblem(reply: FastifyReply, error: AppError) {

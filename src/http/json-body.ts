@@ -1,0 +1,49 @@
+import type { FastifyInstance } from 'fastify';
+import { InvalidJsonError } from '../errors.js';
+
+const ESCAPED_SURROGATE = /\\u[dD][89a-fA-F]/;
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+
+/** Whether any string (or key) in a parsed JSON value holds an unpaired surrogate. Iterative: bodies nest deep. */
+function hasLoneSurrogate(root: unknown): boolean {
+  const pending: unknown[] = [root];
+  while (pending.length > 0) {
+    const value = pending.pop();
+    if (typeof value === 'string') {
+      if (LONE_SURROGATE.test(value)) return true;
+    } else if (Array.isArray(value)) {
+      pending.push(...value);
+    } else if (value !== null && typeof value === 'object') {
+      for (const [k, v] of Object.entries(value)) {
+        if (LONE_SURROGATE.test(k)) return true;
+        pending.push(v);
+      }
+    }
+  }
+  return false;
+}
+
+/**
+ * JSON is the only body type (API.md §1): an empty body reads as `{}`, anything else falls through to 415.
+ * Fastify's own parser still guards against prototype poisoning.
+ */
+export function registerJsonBodyParser(app: FastifyInstance) {
+  app.removeAllContentTypeParsers();
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser(/^application\/([\w.+-]+\+)?json\s*(;|$)/i, { parseAs: 'string' }, (req, body, done) => {
+    const text = body as string;
+    if (text.trim() === '') return done(null, {});
+    return parseJson(req, text, (err, value) => {
+      if (err) return done(err);
+      // JSON can escape half a surrogate pair ("\ud800"): not Unicode, and stored as something else.
+      if (ESCAPED_SURROGATE.test(text) && hasLoneSurrogate(value)) {
+        return done(new InvalidJsonError('The request body holds an unpaired UTF-16 surrogate (\\uD800–\\uDFFF).'));
+      }
+      return done(null, value);
+    });
+  });
+  // A bodiless POST/PUT (no Content-Type at all) is `{}` too.
+  app.addHook('preValidation', async (request) => {
+    if (request.body === undefined && ['POST', 'PUT', 'PATCH'].includes(request.method)) request.body = {};
+  });
+}
