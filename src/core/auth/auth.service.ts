@@ -1,5 +1,5 @@
 import type { ApiKeyRow } from '../../db/schema.js';
-import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../../errors.js';
+import { AppError, ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../../errors.js';
 import type { Clock } from '../../lib/clock.js';
 import type { IdGenerator } from '../../lib/ids.js';
 import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
@@ -79,8 +79,13 @@ export function createAuthService({ store, clock, ids }: AuthServiceDeps) {
     for (const [hash, entry] of cache) if (entry.keyId === keyId) cache.delete(hash);
   }
 
-  async function insertKey(workspaceId: string, name: string, scopes: Scope[], expiresAt: string | null) {
-    const secret = generateKeySecret();
+  async function insertKey(
+    workspaceId: string,
+    name: string,
+    scopes: Scope[],
+    expiresAt: string | null,
+    secret = generateKeySecret(),
+  ) {
     const row: ApiKeyRow = {
       id: ids('key'),
       workspace_id: workspaceId,
@@ -232,7 +237,10 @@ export function createAuthService({ store, clock, ids }: AuthServiceDeps) {
     /** A key for a named workspace (CLI `keys create`). */
     async createKeyInWorkspace(workspaceName: string, name: string, scopes: Scope[]) {
       const ws = await store.findWorkspaceByName(workspaceName);
-      if (!ws) throw new NotFoundError('Workspace', workspaceName);
+      if (!ws) {
+        const hint = workspaceName === DEFAULT_WORKSPACE ? ' (start the server once to create it)' : '';
+        throw new AppError('not_found', `Workspace "${workspaceName}" does not exist${hint}; see "switchboard workspaces create".`);
+      }
       const key = await insertKey(ws.id, name, sortScopes([...new Set(scopes)]), null);
       return { workspace: { id: ws.id, name: ws.name, createdAt: ws.created_at }, key };
     },
@@ -258,21 +266,7 @@ export function createAuthService({ store, clock, ids }: AuthServiceDeps) {
           await store.updateKey(wsId, row.id, { revoked_at: null, expires_at: null, scopes: JSON.stringify([...SCOPES]) });
           forgetKey(row.id);
         } else {
-          await store.insertKey({
-            id: ids('key'),
-            workspace_id: wsId,
-            name: 'SWITCHBOARD_ADMIN_KEY',
-            prefix: keyPrefix(adminKey),
-            hash: hashKey(adminKey),
-            scopes: JSON.stringify([...SCOPES]),
-            created_at: nowIso(),
-            expires_at: null,
-            revoked_at: null,
-            rotated_at: null,
-            last_used_at: null,
-            previous_hash: null,
-            previous_valid_until: null,
-          });
+          await insertKey(wsId, 'SWITCHBOARD_ADMIN_KEY', [...SCOPES], null, adminKey);
         }
         return null;
       }
