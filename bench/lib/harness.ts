@@ -1,0 +1,203 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import autocannon from 'autocannon';
+import type { CpuPinning } from './affinity.js';
+
+/** How hard and how long each case runs; `npm run bench -- --duration=3` etc. override them. */
+export interface BenchOptions {
+  connections: number;
+  /** Seconds of load before measuring, discarded (JIT, caches, connection set-up). */
+  warmupSeconds: number;
+  /** Seconds measured per case. */
+  durationSeconds: number;
+  /** Write a V8 CPU profile of every server child into this directory. */
+  cpuProfileDir: string | undefined;
+  /** Keep server and load generator on cores of their own (`--no-pin` turns it off). */
+  pin: boolean;
+  /** Where they were pinned, set by run.ts once it has pinned itself; null when unpinned. */
+  pinning: CpuPinning | null;
+}
+
+export const DEFAULT_OPTIONS: BenchOptions = {
+  connections: 50,
+  warmupSeconds: 2,
+  durationSeconds: 10,
+  cpuProfileDir: undefined,
+  pin: true,
+  pinning: null,
+};
+
+/** One measured case, as printed in the table and written to `bench/results/<suite>.json`. */
+export interface BenchRow {
+  name: string;
+  requestsPerSecond: number;
+  latencyP50Ms: number;
+  latencyP99Ms: number;
+  latencyMeanMs: number;
+  /** Responses counted in the measured window. */
+  requests: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  /** CPU the server child used during the measured window, in % of one core. */
+  serverCpuPercent: number | null;
+  /** Server CPU time per response, in µs: steadier than req/s when the machine is shared. */
+  serverCpuUsPerRequest: number | null;
+  /** CPU the load generator (this process) used during the measured window, in % of one core. */
+  loadCpuPercent: number;
+  /** CPU used by every other process during the window, in % of one core: above ~20 % the numbers are noisy. */
+  otherCpuPercent: number | null;
+  /** req/s of this row over req/s of the suite's ceiling row; null when the suite has none. */
+  ratioToCeiling: number | null;
+  /** Minimum ratio to the ceiling this row must reach; null when it has no target. */
+  targetRatio: number | null;
+  isCeiling: boolean;
+  pass: boolean;
+  /** Why the row failed, empty when it passed. */
+  failures: string[];
+}
+
+/** A benchmark file in `bench/`: `run.ts` imports it and calls `run`. */
+export interface BenchSuite {
+  name: string;
+  description: string;
+  run(options: BenchOptions): Promise<BenchRow[]>;
+}
+
+export interface LoadTarget {
+  url: string;
+  headers?: Record<string, string>;
+  /** Reads the server's CPU time (process.cpuUsage) so the row can tell whether the server was saturated. */
+  serverCpu?: () => Promise<NodeJS.CpuUsage>;
+}
+
+export interface CaseSpec {
+  name: string;
+  target: LoadTarget;
+  isCeiling?: boolean;
+  targetRatio?: number;
+}
+
+function fire(target: LoadTarget, seconds: number, connections: number): Promise<autocannon.Result> {
+  return autocannon({
+    url: target.url,
+    headers: target.headers ?? {},
+    connections,
+    pipelining: 1,
+    duration: seconds,
+    timeout: 10,
+  });
+}
+
+/** Warm-up (discarded), then the measured run. The row is not yet compared with the ceiling. */
+export async function measure(spec: CaseSpec, options: BenchOptions): Promise<BenchRow> {
+  process.stdout.write(`  ${spec.name}: warm-up ${options.warmupSeconds}s, measuring ${options.durationSeconds}s... `);
+  if (options.warmupSeconds > 0) await fire(spec.target, options.warmupSeconds, options.connections);
+
+  const serverBefore = spec.target.serverCpu ? await spec.target.serverCpu() : undefined;
+  const machineBefore = machineBusyUs();
+  const loadBefore = process.cpuUsage();
+  const started = process.hrtime.bigint();
+  const result = await fire(spec.target, options.durationSeconds, options.connections);
+  const elapsedUs = Number(process.hrtime.bigint() - started) / 1000;
+  const load = process.cpuUsage(loadBefore);
+  const machineUs = machineBusyUs() - machineBefore;
+  const serverAfter = spec.target.serverCpu ? await spec.target.serverCpu() : undefined;
+
+  const percent = (us: number) => round((us / elapsedUs) * 100, 0);
+  const loadUs = load.user + load.system;
+  const serverUs = serverBefore && serverAfter ? serverAfter.user - serverBefore.user + serverAfter.system - serverBefore.system : null;
+
+  const failures: string[] = [];
+  if (result.non2xx > 0) failures.push(`${result.non2xx} non-2xx responses`);
+  if (result.errors > 0) failures.push(`${result.errors} connection errors (${result.timeouts} time-outs)`);
+  if (result.requests.total === 0) failures.push('no responses');
+
+  const row: BenchRow = {
+    name: spec.name,
+    requestsPerSecond: round(result.requests.average, 0),
+    latencyP50Ms: result.latency.p50,
+    latencyP99Ms: result.latency.p99,
+    latencyMeanMs: round(result.latency.mean, 2),
+    requests: result.requests.total,
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    serverCpuPercent: serverUs === null ? null : percent(serverUs),
+    serverCpuUsPerRequest: serverUs === null || result.requests.total === 0 ? null : round(serverUs / result.requests.total, 1),
+    loadCpuPercent: percent(loadUs),
+    otherCpuPercent: serverUs === null ? null : Math.max(0, percent(machineUs - serverUs - loadUs)),
+    ratioToCeiling: null,
+    targetRatio: spec.targetRatio ?? null,
+    isCeiling: spec.isCeiling ?? false,
+    pass: failures.length === 0,
+    failures,
+  };
+  process.stdout.write(`${row.requestsPerSecond} req/s\n`);
+  return row;
+}
+
+/**
+ * Busy CPU time of the whole machine so far, in µs. Linux: /proc/stat, counting softirq (where
+ * loopback TCP is processed) and steal, which os.cpus() leaves out; elsewhere os.cpus().
+ */
+function machineBusyUs(): number {
+  try {
+    // cpu  user nice system idle iowait irq softirq steal guest guest_nice, in USER_HZ (100 on Linux)
+    const fields = fs.readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]?.trim().split(/\s+/).slice(1).map(Number) ?? [];
+    if (fields.length >= 8 && fields.every(Number.isFinite)) {
+      const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = fields;
+      return (user + nice + system + irq + softirq + steal) * 10_000;
+    }
+  } catch {
+    // not Linux
+  }
+  let ms = 0;
+  for (const { times } of os.cpus()) ms += times.user + times.nice + times.sys + times.irq;
+  return ms * 1000;
+}
+
+/** Fills in every row's ratio to the suite's ceiling row and checks the targets. */
+export function compareWithCeiling(rows: BenchRow[]): BenchRow[] {
+  const ceiling = rows.find((r) => r.isCeiling);
+  return rows.map((row) => {
+    if (!ceiling || ceiling.requestsPerSecond === 0) {
+      const failures = row.targetRatio !== null ? [...row.failures, 'no ceiling to compare with'] : row.failures;
+      return { ...row, failures, pass: failures.length === 0 };
+    }
+    const ratio = round(row.requestsPerSecond / ceiling.requestsPerSecond, 3);
+    const failures = [...row.failures];
+    if (row.targetRatio !== null && ratio < row.targetRatio) {
+      failures.push(`${pct(ratio)} of the ceiling, target ${pct(row.targetRatio)}`);
+    }
+    return { ...row, ratioToCeiling: ratio, failures, pass: failures.length === 0 };
+  });
+}
+
+/** Checks a response before load is put on it, so the benchmark measures the answer it claims to. */
+export async function expectResponse(
+  label: string,
+  url: string,
+  init: RequestInit,
+  check: (status: number, body: unknown, headers: Headers) => string | undefined,
+): Promise<void> {
+  const res = await fetch(url, init);
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // not JSON: the check sees the text
+  }
+  const problem = check(res.status, body, res.headers);
+  if (problem) throw new Error(`${label}: ${problem} (HTTP ${res.status}: ${text.slice(0, 300)})`);
+}
+
+export function round(n: number, digits: number): number {
+  const f = 10 ** digits;
+  return Math.round(n * f) / f;
+}
+
+export function pct(ratio: number): string {
+  return `${round(ratio * 100, 1)} %`;
+}

@@ -1,0 +1,211 @@
+/**
+ * Child-process entry for the servers under test (`fork(dist/bench/lib/servers.js, [kind])`), so the
+ * server has a core to itself while autocannon runs in the parent. Listens on 127.0.0.1, port 0,
+ * and reports `{ type: 'ready', port, key }` over IPC. Answers `{ type: 'cpu' }` with its CPU time;
+ * `{ type: 'stop' }` or losing the parent closes everything and exits (which also writes a
+ * `--cpu-prof` profile when one was asked for).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { buildApp } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { type AppContext, createContext } from '../../src/context.js';
+import type { PersonaRow } from '../../src/db/schema.js';
+import {
+  type ChildMessage,
+  HIGH_RATE_LIMIT,
+  type ParentMessage,
+  PERSONA_COUNT,
+  SERVER_KINDS,
+  type ServerKind,
+} from './server-protocol.js';
+
+interface Running {
+  app: FastifyInstance;
+  key: string | null;
+  close(): Promise<void>;
+}
+
+interface Seeded {
+  ctx: AppContext;
+  key: string;
+  workspaceId: string;
+  /** Closes the context and deletes the data directory. */
+  close(): Promise<void>;
+}
+
+function personaInput(i: number) {
+  const n = String(i + 1).padStart(2, '0');
+  return {
+    name: `Benchmark persona ${n}`,
+    instructions:
+      `You are persona ${n}, a support agent for a mid-sized software company. Answer briefly, cite the ` +
+      'knowledge passages you were given, say when you do not know, and never invent product features. ' +
+      'Escalate billing disputes to a human.',
+    traits: ['concise', 'friendly', `specialist-${i % 5}`],
+    model: i % 2 === 0 ? 'gpt-4o-mini' : null,
+    temperature: i % 3 === 0 ? 0.3 : null,
+    maxTokens: i % 4 === 0 ? 800 : null,
+    tools: i % 2 === 0 ? ['search.query', 'tickets.*'] : [],
+  };
+}
+
+/** A Switchboard context on a fresh temporary data directory: the default workspace, its admin key, 20 personas. */
+async function seed(rateLimit: number): Promise<Seeded> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchboard-bench-'));
+  const removeDir = () => fs.rmSync(dataDir, { recursive: true, force: true });
+  let ctx: AppContext | undefined;
+  try {
+    // An explicit environment: nothing from the caller's shell (an OPENAI_API_KEY, a HOST) leaks in.
+    const config = loadConfig({
+      SWITCHBOARD_DATA_DIR: dataDir,
+      LOG_LEVEL: 'silent',
+      SWITCHBOARD_RATE_LIMIT: String(rateLimit),
+    });
+    ctx = await createContext(config);
+    const boot = await ctx.services.auth.bootstrap(undefined);
+    if (!boot) throw new Error('bootstrap created no admin key on an empty database');
+    for (let i = 0; i < PERSONA_COUNT; i++) await ctx.services.personas.create(boot.workspace.id, personaInput(i));
+    const opened = ctx;
+    return {
+      ctx,
+      key: boot.key,
+      workspaceId: boot.workspace.id,
+      async close() {
+        try {
+          await opened.close();
+        } finally {
+          removeDir();
+        }
+      },
+    };
+  } catch (err) {
+    await ctx?.close();
+    removeDir();
+    throw err;
+  }
+}
+
+async function startBare(): Promise<Running> {
+  const app = Fastify({ logger: false });
+  app.get('/', async () => ({ hello: 'world' }));
+  return { app, key: null, close: () => app.close() };
+}
+
+/**
+ * The least a database-backed list can cost: plain fastify, one prepared better-sqlite3 statement,
+ * the same rows mapped to the same JSON. No auth, no Kysely, no schemas.
+ */
+async function startReference(): Promise<Running> {
+  const seeded = await seed(0);
+  const list = seeded.ctx.db.sqlite.prepare(
+    'SELECT * FROM personas WHERE workspace_id = ? ORDER BY created_at DESC, id DESC LIMIT ?',
+  );
+  const app = Fastify({ logger: false });
+  app.get('/personas', async () => {
+    const rows = list.all(seeded.workspaceId, PERSONA_COUNT) as PersonaRow[];
+    const data = rows.map((row) => ({
+      id: row.id,
+      name: row.name,
+      instructions: row.instructions,
+      traits: JSON.parse(row.traits) as string[],
+      model: row.model,
+      temperature: row.temperature,
+      maxTokens: row.max_tokens,
+      tools: JSON.parse(row.tools) as string[],
+      createdAt: row.created_at,
+      updatedAt: row.updated_at,
+    }));
+    return { data, nextCursor: null };
+  });
+  return {
+    app,
+    key: null,
+    async close() {
+      try {
+        await app.close();
+      } finally {
+        await seeded.close();
+      }
+    },
+  };
+}
+
+async function startSwitchboard(rateLimit: number): Promise<Running> {
+  const seeded = await seed(rateLimit);
+  try {
+    const app = await buildApp(seeded.ctx);
+    return {
+      app,
+      key: seeded.key,
+      async close() {
+        try {
+          await app.close();
+        } finally {
+          await seeded.close();
+        }
+      },
+    };
+  } catch (err) {
+    await seeded.close();
+    throw err;
+  }
+}
+
+function start(kind: ServerKind): Promise<Running> {
+  switch (kind) {
+    case 'bare':
+      return startBare();
+    case 'reference':
+      return startReference();
+    case 'switchboard':
+      return startSwitchboard(0);
+    case 'switchboard-limited':
+      return startSwitchboard(HIGH_RATE_LIMIT);
+  }
+}
+
+function send(message: ChildMessage) {
+  process.send?.(message);
+}
+
+async function main() {
+  const kind = process.argv[2] as ServerKind;
+  if (!process.send) throw new Error('servers.js runs as a forked child of bench/run.js');
+  if (!SERVER_KINDS.includes(kind)) throw new Error(`unknown server kind "${kind}"; one of ${SERVER_KINDS.join(', ')}`);
+
+  const running = await start(kind);
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= running
+      .close()
+      .catch((err: unknown) => console.error('bench server: close failed', err))
+      .finally(() => process.exit(0));
+    return stopping;
+  };
+  process.on('message', (raw) => {
+    const message = raw as ParentMessage;
+    if (message.type === 'cpu') send({ type: 'cpu', usage: process.cpuUsage() });
+    else if (message.type === 'stop') void stop();
+  });
+  process.on('disconnect', () => void stop());
+  // Ctrl-C reaches the whole process group: close and clean up rather than die with the data directory left behind.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => void stop());
+
+  try {
+    await running.app.listen({ host: '127.0.0.1', port: 0 });
+  } catch (err) {
+    await running.close();
+    throw err;
+  }
+  const address = running.app.server.address();
+  if (address === null || typeof address === 'string') throw new Error('no TCP address');
+  send({ type: 'ready', port: address.port, key: running.key });
+}
+
+main().catch((err: unknown) => {
+  send({ type: 'failed', message: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+  process.exit(1);
+});

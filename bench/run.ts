@@ -1,0 +1,187 @@
+/**
+ * `npm run bench [-- <filter>...] [--duration=s] [--warmup=s] [--connections=n] [--cpu-prof[=dir]] [--no-pin]`
+ *
+ * Runs every benchmark file in `bench/` (each top-level `*.ts` but this one exports `name`,
+ * `description` and `run(options)`; helpers live in `bench/lib/`), or those whose name contains a
+ * filter, prints one table and writes `bench/results/<name>.json`. Exits 1 when a row misses its
+ * target, sees a non-2xx answer or an error, or a benchmark fails to run.
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type BenchOptions, type BenchRow, type BenchSuite, DEFAULT_OPTIONS, pct } from './lib/harness.js';
+import { pinLoadGenerator } from './lib/affinity.js';
+import { killAllServers, stopAllServers } from './lib/server-process.js';
+
+const COMPILED_DIR = path.dirname(fileURLToPath(import.meta.url)); // dist/bench
+const SOURCE_DIR = path.resolve(COMPILED_DIR, '../../bench');
+const RESULTS_DIR = path.join(SOURCE_DIR, 'results');
+/** Other processes' CPU, in % of one core, above which a row's req/s are flagged as disturbed. */
+const BUSY_MACHINE_PERCENT = 20;
+const USAGE =
+  'usage: npm run bench [-- <filter>...] [--duration=<s>] [--warmup=<s>] [--connections=<n>] [--cpu-prof[=<dir>]] [--no-pin]';
+
+interface Args {
+  filters: string[];
+  options: BenchOptions;
+}
+
+function parseArgs(argv: string[]): Args {
+  const options = { ...DEFAULT_OPTIONS };
+  const filters: string[] = [];
+  const positive = (flag: string, value: string | undefined, min: number) => {
+    const n = Number(value);
+    if (value === undefined || !Number.isFinite(n) || n < min) throw new Error(`${flag} needs a number ≥ ${min}\n${USAGE}`);
+    return n;
+  };
+  for (const arg of argv) {
+    const [flag, value] = arg.startsWith('--') ? (arg.split(/=(.*)/s, 2) as [string, string | undefined]) : [arg, undefined];
+    if (flag === '--duration') options.durationSeconds = positive(flag, value, 1);
+    else if (flag === '--warmup') options.warmupSeconds = positive(flag, value, 0);
+    else if (flag === '--connections') options.connections = positive(flag, value, 1);
+    else if (flag === '--no-pin') options.pin = false;
+    else if (flag === '--cpu-prof') options.cpuProfileDir = path.resolve(value || path.join(RESULTS_DIR, 'profiles'));
+    else if (flag === '--help' || flag === '-h') {
+      console.log(USAGE);
+      process.exit(0);
+    } else if (flag.startsWith('-')) throw new Error(`unknown option ${flag}\n${USAGE}`);
+    else filters.push(flag);
+  }
+  return { filters, options };
+}
+
+/** The benchmark files, found from the sources so a deleted one left behind in dist/ is not run. */
+function suiteFiles(): string[] {
+  return fs
+    .readdirSync(SOURCE_DIR)
+    .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && f !== 'run.ts')
+    .map((f) => f.slice(0, -'.ts'.length))
+    .sort();
+}
+
+async function loadSuite(base: string): Promise<BenchSuite> {
+  const mod = (await import(`./${base}.js`)) as Partial<BenchSuite>;
+  if (typeof mod.name !== 'string' || typeof mod.run !== 'function') {
+    throw new Error(`bench/${base}.ts must export name, description and run(options)`);
+  }
+  return { name: mod.name, description: mod.description ?? '', run: mod.run };
+}
+
+function machine() {
+  const cpus = os.cpus();
+  let commit: string | null = null;
+  let dirty: boolean | null = null;
+  try {
+    const git = (...args: string[]) => execFileSync('git', args, { cwd: SOURCE_DIR, encoding: 'utf8', stdio: 'pipe' }).trim();
+    commit = git('rev-parse', 'HEAD');
+    dirty = git('status', '--porcelain') !== '';
+  } catch {
+    // not a git checkout: leave them null
+  }
+  return {
+    node: process.version,
+    v8: process.versions.v8,
+    platform: `${os.platform()} ${os.release()}`,
+    arch: os.arch(),
+    cpus: cpus.length,
+    cpuModel: cpus[0]?.model ?? 'unknown',
+    memoryGb: Math.round(os.totalmem() / 2 ** 30),
+    loadAverage: os.loadavg().map((n) => Math.round(n * 100) / 100),
+    commit,
+    dirty,
+  };
+}
+
+function table(rows: BenchRow[]): string {
+  const header = ['benchmark', 'req/s', 'p50 ms', 'p99 ms', 'ratio', 'target', 'result', 'server µs/req', 'server cpu', 'other cpu'];
+  const body = rows.map((r) => [
+    r.name,
+    r.requestsPerSecond.toLocaleString('en-US'),
+    String(r.latencyP50Ms),
+    String(r.latencyP99Ms),
+    r.ratioToCeiling === null ? '—' : r.isCeiling ? 'ceiling' : pct(r.ratioToCeiling),
+    r.targetRatio === null ? '—' : `≥ ${pct(r.targetRatio)}`,
+    r.pass ? 'pass' : 'FAIL',
+    r.serverCpuUsPerRequest === null ? '—' : String(r.serverCpuUsPerRequest),
+    r.serverCpuPercent === null ? '—' : `${r.serverCpuPercent} %`,
+    r.otherCpuPercent === null ? '—' : `${r.otherCpuPercent} %`,
+  ]);
+  const all = [header, ...body];
+  const widths = header.map((_, i) => Math.max(...all.map((cells) => (cells[i] ?? '').length)));
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ');
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
+}
+
+async function main(): Promise<number> {
+  const { filters, options } = parseArgs(process.argv.slice(2));
+  const suites = await Promise.all(suiteFiles().map(loadSuite));
+  const chosen = filters.length === 0 ? suites : suites.filter((s) => filters.some((f) => s.name.includes(f)));
+  if (chosen.length === 0) {
+    console.error(`No benchmark matches ${filters.join(', ')}; there are: ${suites.map((s) => s.name).join(', ')}`);
+    return 1;
+  }
+  if (options.cpuProfileDir) fs.mkdirSync(options.cpuProfileDir, { recursive: true });
+  fs.mkdirSync(RESULTS_DIR, { recursive: true });
+
+  if (options.pin) options.pinning = pinLoadGenerator();
+  const info = machine();
+  const pinned = options.pinning
+    ? `load generator on cpu ${options.pinning.load}, servers on cpu ${options.pinning.server}`
+    : 'unpinned';
+  console.log(
+    `Node ${info.node} on ${info.cpus} × ${info.cpuModel}; ${options.connections} connections, ` +
+      `${options.warmupSeconds}s warm-up + ${options.durationSeconds}s per case; ${pinned}\n`,
+  );
+  let ok = true;
+  for (const suite of chosen) {
+    console.log(`${suite.name}: ${suite.description}`);
+    const started = new Date();
+    let rows: BenchRow[];
+    try {
+      rows = await suite.run(options);
+    } catch (err) {
+      ok = false;
+      console.error(`\n${suite.name} failed: ${err instanceof Error ? err.message : String(err)}\n`);
+      continue;
+    }
+    const pass = rows.every((r) => r.pass);
+    ok &&= pass;
+    console.log(`\n${table(rows)}\n`);
+    for (const r of rows.filter((row) => !row.pass)) console.log(`  FAIL ${r.name}: ${r.failures.join('; ')}`);
+    const busy = rows.filter((r) => (r.otherCpuPercent ?? 0) > BUSY_MACHINE_PERCENT);
+    if (busy.length > 0) {
+      console.log(
+        `  NOTE other processes used > ${BUSY_MACHINE_PERCENT} % of a core during: ${busy.map((r) => r.name).join(', ')}; ` +
+          'req/s are low there, "server µs/req" holds up better.',
+      );
+    }
+
+    const file = path.join(RESULTS_DIR, `${suite.name}.json`);
+    const report = { suite: suite.name, description: suite.description, date: started.toISOString(), machine: info, options, pass, rows };
+    fs.writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+    console.log(`Wrote ${path.relative(process.cwd(), file)}${options.cpuProfileDir ? `; CPU profiles in ${options.cpuProfileDir}` : ''}\n`);
+  }
+  return ok ? 0 : 1;
+}
+
+process.on('exit', killAllServers);
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    console.error(`\n${signal}: stopping the servers`);
+    void stopAllServers().finally(() => process.exit(130));
+  });
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    console.error(err instanceof Error ? err.message : err);
+    killAllServers();
+    process.exitCode = 1;
+  },
+);
