@@ -23,6 +23,7 @@ import { errorHandler, frameworkErrorHandler, sendProblem } from './http/error-h
 import { healthRoutes } from './http/health.routes.js';
 import { registerIdempotencyHooks } from './http/idempotency-hooks.js';
 import { registerJsonBodyParser } from './http/json-body.js';
+import { registerResponseCache } from './http/response-cache.js';
 
 export const JSON_BODY_LIMIT = 1024 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -77,6 +78,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   });
   registerAuthHooks(app, services.auth);
   registerIdempotencyHooks(app, services.idempotency);
+  registerResponseCache(app, ctx.db.changeStamp);
 
   if (config.rateLimitPerMinute > 0) {
     await app.register(rateLimit, {

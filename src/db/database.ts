@@ -15,7 +15,32 @@ export interface Db {
   kysely: Kysely<Database>;
   /** The raw connection, for what Kysely does not cover: pragmas, online backup. */
   sqlite: SqliteDatabase.Database;
+  /**
+   * Changes whenever any row changes, by this connection (`total_changes()`) or by another process
+   * (`PRAGMA data_version`). Equal stamps mean nothing was written in between.
+   */
+  changeStamp(): string;
   close(): Promise<void>;
+}
+
+/** Most statements repeat; preparing one costs more than running it. Bounded: SQL with inlined values varies. */
+const STATEMENT_CACHE_SIZE = 500;
+
+/** The connection as Kysely sees it, with prepared statements reused by SQL text. */
+function withStatementCache(sqlite: SqliteDatabase.Database) {
+  const statements = new Map<string, SqliteDatabase.Statement>();
+  return {
+    close: () => sqlite.close(),
+    prepare(sql: string) {
+      let stmt = statements.get(sql);
+      if (!stmt) {
+        stmt = sqlite.prepare(sql);
+        if (statements.size >= STATEMENT_CACHE_SIZE) statements.clear();
+        statements.set(sql, stmt);
+      }
+      return stmt;
+    },
+  };
 }
 
 export interface OpenDatabaseOptions {
@@ -34,11 +59,14 @@ export function openDatabase(opts: OpenDatabaseOptions): Db {
   // Another process (the CLI, a backup) may hold the write lock briefly.
   sqlite.pragma('busy_timeout = 5000');
   sqliteVec.load(sqlite);
-  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  const totalChanges = sqlite.prepare('SELECT total_changes()').pluck();
+  const dataVersion = sqlite.prepare('PRAGMA data_version').pluck();
   let closed = false;
   return {
     kysely,
     sqlite,
+    changeStamp: () => `${totalChanges.get() as number}:${dataVersion.get() as number}`,
     async close() {
       if (closed) return;
       closed = true;

@@ -15,5 +15,7 @@ declare module 'fastify' {
     scope?: Scope;
     /** A creating POST that honours `Idempotency-Key`. */
     idempotent?: boolean;
+    /** A GET whose answer depends only on stored rows: served from the response cache while they are unchanged. */
+    cache?: boolean;
   }
 }

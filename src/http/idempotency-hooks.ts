@@ -1,6 +1,7 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hashRequestBody, type IdempotencyService } from '../core/idempotency/idempotency.service.js';
 import { ValidationError } from '../errors.js';
+import { onRoutesWhere } from './route-hooks.js';
 
 const KEY = /^[\x21-\x7e]{1,255}$/;
 const KEPT_HEADERS = ['content-type', 'location'];
@@ -9,9 +10,9 @@ const KEPT_HEADERS = ['content-type', 'location'];
 export function registerIdempotencyHooks(app: FastifyInstance, service: IdempotencyService) {
   app.decorateRequest('idempotency', null);
 
-  app.addHook('preHandler', async (request, reply) => {
+  const preHandler = async (request: FastifyRequest, reply: FastifyReply) => {
     const key = request.headers['idempotency-key'];
-    if (key === undefined || request.routeOptions.config?.idempotent !== true || !request.principal) return;
+    if (key === undefined || !request.principal) return;
     if (typeof key !== 'string' || !KEY.test(key)) {
       throw ValidationError.field('Idempotency-Key', 'must be 1–255 visible ASCII characters');
     }
@@ -26,9 +27,9 @@ export function registerIdempotencyHooks(app: FastifyInstance, service: Idempote
       return reply.code(stored.statusCode).headers(stored.headers).header('idempotent-replayed', 'true').send(stored.body);
     }
     request.idempotency = scope;
-  });
+  };
 
-  app.addHook('onSend', async (request, reply, payload) => {
+  const onSend = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const scope = request.idempotency;
     if (!scope) return payload;
     request.idempotency = null;
@@ -43,9 +44,11 @@ export function registerIdempotencyHooks(app: FastifyInstance, service: Idempote
     }
     await service.complete(scope, { statusCode: reply.statusCode, headers, body: payload.toString() });
     return payload;
-  });
+  };
 
-  app.addHook('onRequestAbort', async (request) => {
+  const onRequestAbort = async (request: FastifyRequest) => {
     if (request.idempotency) await service.release(request.idempotency);
-  });
+  };
+
+  onRoutesWhere(app, (route) => route.config?.idempotent === true, { preHandler, onSend, onRequestAbort });
 }

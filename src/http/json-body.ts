@@ -1,5 +1,6 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { InvalidJsonError } from '../errors.js';
+import { onRoutesWhere } from './route-hooks.js';
 
 const ESCAPED_SURROGATE = /\\u[dD][89a-fA-F]/;
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
@@ -43,7 +44,9 @@ export function registerJsonBodyParser(app: FastifyInstance) {
     });
   });
   // A bodiless POST/PUT (no Content-Type at all) is `{}` too.
-  app.addHook('preValidation', async (request) => {
-    if (request.body === undefined && ['POST', 'PUT', 'PATCH'].includes(request.method)) request.body = {};
+  onRoutesWhere(app, (route) => [route.method].flat().some((m) => ['POST', 'PUT', 'PATCH'].includes(m)), {
+    preValidation: async (request: FastifyRequest) => {
+      if (request.body === undefined) request.body = {};
+    },
   });
 }

@@ -25,6 +25,7 @@ export function personaRoutes(ctx: AppContext): FastifyPluginAsyncZod {
     app.get(
       '/personas',
       {
+        config: { cache: true },
         schema: {
           tags,
           summary: 'List personas, newest first',
@@ -40,7 +41,7 @@ export function personaRoutes(ctx: AppContext): FastifyPluginAsyncZod {
 
     app.get(
       '/personas/:id',
-      { schema: { tags, summary: 'Get a persona', params: idParams, response: withErrors({ 200: personaSchema }, [404]) } },
+      { config: { cache: true }, schema: { tags, summary: 'Get a persona', params: idParams, response: withErrors({ 200: personaSchema }, [404]) } },
       async (request) => personas.get(principalOf(request).workspaceId, request.params.id),
     );
 
