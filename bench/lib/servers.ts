@@ -13,6 +13,7 @@ import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { type AppContext, createContext } from '../../src/context.js';
 import type { PersonaRow } from '../../src/db/schema.js';
+import { toPersona } from '../../src/core/personas/personas.service.js';
 import {
   type ChildMessage,
   HIGH_RATE_LIMIT,
@@ -106,18 +107,7 @@ async function startReference(): Promise<Running> {
   const app = Fastify({ logger: false });
   app.get('/personas', async () => {
     const rows = list.all(seeded.workspaceId, PERSONA_COUNT) as PersonaRow[];
-    const data = rows.map((row) => ({
-      id: row.id,
-      name: row.name,
-      instructions: row.instructions,
-      traits: JSON.parse(row.traits) as string[],
-      model: row.model,
-      temperature: row.temperature,
-      maxTokens: row.max_tokens,
-      tools: JSON.parse(row.tools) as string[],
-      createdAt: row.created_at,
-      updatedAt: row.updated_at,
-    }));
+    const data = rows.map(toPersona);
     return { data, nextCursor: null };
   });
   return {

@@ -6,7 +6,8 @@ import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
 import type { CreatePersonaInput, Persona, UpdatePersonaInput } from './personas.schemas.js';
 import type { PersonaStore } from './personas.store.js';
 
-function toPersona(row: PersonaRow): Persona {
+/** A stored row as the API object. */
+export function toPersona(row: PersonaRow): Persona {
   return {
     id: row.id,
     name: row.name,
