@@ -8,7 +8,6 @@ import {
   NotFoundError,
   PayloadTooLargeError,
   toProblem,
-  UnavailableError,
   UnsupportedMediaTypeError,
   UriTooLongError,
   ValidationError,
@@ -68,7 +67,6 @@ export function toAppError(err: FastifyError, request: FastifyRequest): AppError
     return new InvalidJsonError();
   }
   if (err.statusCode === 404) return new NotFoundError('Route');
-  if (err.statusCode === 503) return new UnavailableError('Temporarily unavailable; retry shortly.');
   if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) return new ValidationError(err.message);
   if (isResponseSerializationError(err)) {
     request.log.error({ err, issues: err.cause.issues }, 'response does not match its schema');
