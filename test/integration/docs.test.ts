@@ -64,6 +64,20 @@ describe('health, OpenAPI and docs (API.md §11)', () => {
   });
 });
 
+describe('GET /health when the database is gone', () => {
+  it('answers 503 with database "error" instead of failing', async () => {
+    const t = await createTestApp();
+    try {
+      t.ctx.db.sqlite.close();
+      const res = await t.request({ method: 'GET', url: '/health', as: null });
+      expect(res.statusCode).toBe(503);
+      expect(res.json()).toMatchObject({ status: 'degraded', database: 'error' });
+    } finally {
+      await t.close();
+    }
+  });
+});
+
 describe('CORS', () => {
   it('is off by default', async () => {
     const t = await createTestApp();

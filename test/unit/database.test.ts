@@ -1,0 +1,61 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { migrate, openDatabase } from '../../src/db/database.js';
+import { tempDir } from '../helpers/app.js';
+
+describe('openDatabase', () => {
+  const dirs: string[] = [];
+  afterEach(() => {
+    for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+  });
+  const file = () => {
+    const d = tempDir();
+    dirs.push(d);
+    return path.join(d, 'nested', 'switchboard.db');
+  };
+
+  it('uses WAL, foreign keys, sqlite-vec, and synchronous NORMAL or FULL by durability', async () => {
+    for (const [durability, level] of [['normal', 1], ['full', 2]] as const) {
+      const db = openDatabase({ filename: file(), durability });
+      try {
+        expect(db.sqlite.pragma('journal_mode', { simple: true })).toBe('wal');
+        expect(db.sqlite.pragma('foreign_keys', { simple: true })).toBe(1);
+        expect(db.sqlite.pragma('synchronous', { simple: true })).toBe(level);
+        expect(db.sqlite.prepare('SELECT vec_version() AS v').get()).toMatchObject({ v: expect.stringMatching(/^v0\./) });
+      } finally {
+        await db.close();
+      }
+    }
+  });
+
+  it('applies migrations once', async () => {
+    const db = openDatabase({ filename: file(), durability: 'normal' });
+    try {
+      expect(await migrate(db)).toEqual(['001-initial']);
+      expect(await migrate(db)).toEqual([]);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('changes its change stamp on a write by this connection or by another one', async () => {
+    const filename = file();
+    const db = openDatabase({ filename, durability: 'normal' });
+    try {
+      await migrate(db);
+      const s0 = db.changeStamp();
+      expect(db.changeStamp()).toBe(s0);
+      await db.kysely.insertInto('workspaces').values({ id: 'wsp_a', name: 'a', created_at: '2026-01-01T00:00:00.000Z' }).execute();
+      const s1 = db.changeStamp();
+      expect(s1).not.toBe(s0);
+      const other = new SqliteDatabase(filename);
+      other.prepare("INSERT INTO workspaces (id, name, created_at) VALUES ('wsp_b', 'b', '2026-01-01T00:00:00.000Z')").run();
+      other.close();
+      expect(db.changeStamp()).not.toBe(s1);
+    } finally {
+      await db.close();
+    }
+  });
+});
