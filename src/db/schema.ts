@@ -6,6 +6,9 @@ export interface Database {
   api_keys: ApiKeysTable;
   personas: PersonasTable;
   idempotency_keys: IdempotencyKeysTable;
+  knowledge_sources: KnowledgeSourcesTable;
+  knowledge_chunks: KnowledgeChunksTable;
+  settings: SettingsTable;
 }
 
 export interface WorkspacesTable {
@@ -65,3 +68,56 @@ export type WorkspaceRow = Selectable<WorkspacesTable>;
 export type ApiKeyRow = Selectable<ApiKeysTable>;
 export type NewApiKeyRow = Insertable<ApiKeysTable>;
 export type PersonaRow = Selectable<PersonasTable>;
+
+export type SourceKind = 'text' | 'markdown' | 'html' | 'url' | 'pdf' | 'docx' | 'csv' | 'json';
+export type SourceStatus = 'processing' | 'ready' | 'failed';
+
+export interface KnowledgeSourcesTable {
+  id: string;
+  workspace_id: string;
+  /** null: shared by every persona of the workspace. */
+  persona_id: string | null;
+  name: string;
+  kind: SourceKind;
+  status: SourceStatus;
+  error: string | null;
+  bytes: number;
+  chunk_count: number;
+  /** JSON object. */
+  metadata: string;
+  url: string | null;
+  filename: string | null;
+  media_type: string | null;
+  /** The original bytes, kept so a source can be re-processed (PUT, restart, reindex); null for `url` until fetched. */
+  content: Buffer | null;
+  /** Bumped by every PUT: a job that finishes for an older generation is discarded. */
+  generation: number;
+  /** Processing runs started; a source interrupted too often fails instead of looping. */
+  attempts: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface KnowledgeChunksTable {
+  rowid: number;
+  id: string;
+  workspace_id: string;
+  source_id: string;
+  /** The persona id of a private source, or SHARED_SCOPE. */
+  scope: string;
+  position: number;
+  text: string;
+  /** JSON array of headings, outermost first. */
+  heading_path: string;
+  tokens: number;
+  /** float32 little-endian, L2-normalised. */
+  embedding: Buffer;
+}
+
+export interface SettingsTable {
+  key: string;
+  value: string;
+}
+
+export type KnowledgeSourceRow = Selectable<KnowledgeSourcesTable>;
+export type KnowledgeChunkRow = Selectable<KnowledgeChunksTable>;
