@@ -133,7 +133,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .filter((k) => env[k] !== undefined && env[k] !== '')
       .map((k) => [k, env[k]]),
   );
-  const parsed = envSchema.safeParse(present);
+  const parsed = envSchema
+    .refine((e) => e.SWITCHBOARD_EMBEDDINGS !== 'openai' || e.OPENAI_API_KEY !== undefined || e.OPENAI_BASE_URL !== undefined, {
+      path: ['SWITCHBOARD_EMBEDDINGS'],
+      message: '"openai" needs OPENAI_API_KEY or OPENAI_BASE_URL',
+      // Reported next to every other bad variable, even when those fail parsing.
+      when: (payload) => payload.value !== null && typeof payload.value === 'object',
+    })
+    .safeParse(present);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => ({
       variable: String(i.path[0] ?? 'environment'),

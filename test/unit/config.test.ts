@@ -32,6 +32,7 @@ describe('loadConfig (API.md §12)', () => {
       SWITCHBOARD_ADMIN_KEY: `sb_${'a'.repeat(40)}`,
       SWITCHBOARD_API_KEY: 'sb_whatever',
       SWITCHBOARD_SECRET: hex,
+      OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1',
       SWITCHBOARD_EMBEDDINGS: 'openai',
       SWITCHBOARD_EMBEDDING_MODEL: 'nomic',
       SWITCHBOARD_RATE_LIMIT: '0',
@@ -78,6 +79,25 @@ describe('loadConfig (API.md §12)', () => {
       ['LOG_LEVEL', 'OPENAI_BASE_URL', 'PORT', 'SWITCHBOARD_ADMIN_KEY', 'SWITCHBOARD_CORS_ORIGINS', 'SWITCHBOARD_DURABILITY', 'SWITCHBOARD_RATE_LIMIT', 'SWITCHBOARD_SECRET'].sort(),
     );
     for (const v of vars) expect((error as Error).message).toContain(v);
+  });
+
+  it('refuses openai embeddings without a key or a base URL, alongside other bad variables', () => {
+    const problems = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+        return [];
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        return (err as ConfigError).problems;
+      }
+    };
+    expect(problems({ SWITCHBOARD_EMBEDDINGS: 'openai' })).toEqual([
+      { variable: 'SWITCHBOARD_EMBEDDINGS', message: '"openai" needs OPENAI_API_KEY or OPENAI_BASE_URL' },
+    ]);
+    expect(problems({ SWITCHBOARD_EMBEDDINGS: 'openai', OPENAI_API_KEY: '' }).map((p) => p.variable)).toEqual(['SWITCHBOARD_EMBEDDINGS']);
+    expect(problems({ SWITCHBOARD_EMBEDDINGS: 'openai', PORT: 'eighty' }).map((p) => p.variable).sort()).toEqual(['PORT', 'SWITCHBOARD_EMBEDDINGS']);
+    expect(loadConfig({ SWITCHBOARD_EMBEDDINGS: 'openai', OPENAI_API_KEY: 'sk-x' }).embeddings.provider).toBe('openai');
+    expect(loadConfig({ SWITCHBOARD_EMBEDDINGS: 'openai', OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1' }).embeddings.provider).toBe('openai');
   });
 
   it('reads empty variables as unset', () => {

@@ -1,0 +1,155 @@
+/**
+ * The one module that imports the `openai` package (DESIGN.md, house style). It builds clients for
+ * any OpenAI-compatible endpoint and maps the package's errors to AppErrors.
+ */
+import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import { AppError, UpstreamError, UpstreamTimeoutError } from '../errors.js';
+
+export type { OpenAI };
+
+export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
+/** Per attempt. Local CPU models answer a large batch slowly; the package's own default is 10 min. */
+export const DEFAULT_TIMEOUT_MS = 120_000;
+/** The package's default: 429, 408, 409, 5xx and connection failures, with exponential back-off. */
+export const DEFAULT_MAX_RETRIES = 2;
+/** Sent as the bearer when only a base URL is configured (Ollama, llama.cpp...): the package insists on a key. */
+export const PLACEHOLDER_API_KEY = 'not-needed';
+
+export interface OpenAiOptions {
+  apiKey?: string | undefined;
+  /** Any OpenAI-compatible base URL (ending in /v1 for most servers); default OpenAI's. */
+  baseUrl?: string | undefined;
+  /** Per attempt, in ms (the package retries time-outs too). */
+  timeoutMs?: number | undefined;
+  maxRetries?: number | undefined;
+}
+
+/**
+ * A client for an OpenAI-compatible endpoint. Everything is passed explicitly so the package never
+ * falls back to its own environment variables (config.ts is the only reader of the environment).
+ */
+export function createOpenAi(options: OpenAiOptions): OpenAI {
+  if (!options.apiKey && !options.baseUrl) {
+    throw new Error('createOpenAi needs an apiKey or a baseUrl.');
+  }
+  const timeout = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  return new OpenAI({
+    apiKey: options.apiKey || PLACEHOLDER_API_KEY,
+    baseURL: options.baseUrl ?? OPENAI_DEFAULT_BASE_URL,
+    organization: null,
+    project: null,
+    adminAPIKey: null,
+    webhookSecret: null,
+    timeout,
+    maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES,
+    fetch: fetchWithIdleTimeout(timeout),
+    // Set explicitly so OPENAI_LOG is not consulted; the package logs warnings to the console.
+    logLevel: 'warn',
+  });
+}
+
+/**
+ * `fetch` whose response body fails with APIConnectionTimeoutError when no bytes arrive for `ms`.
+ * The package's `timeout` stops at the response headers: a server that sends headers and then
+ * stalls would otherwise hang the call forever (and a stalled stream, for streamed chat).
+ */
+function fetchWithIdleTimeout(ms: number): (input: string | URL | Request, init?: RequestInit) => Promise<Response> {
+  return async (input, init) => {
+    const response = await fetch(input, init);
+    if (!response.body) return response;
+    const reader = response.body.getReader();
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        let timer: NodeJS.Timeout | undefined;
+        const idle = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new APIConnectionTimeoutError({ message: `No data for ${ms} ms.` })), ms);
+        });
+        try {
+          const { done, value } = await Promise.race([reader.read(), idle]);
+          if (done) controller.close();
+          else controller.enqueue(value);
+        } catch (err) {
+          // Closes the connection, so the server sees the client give up.
+          reader.cancel(err).catch(() => {});
+          controller.error(err);
+        } finally {
+          clearTimeout(timer);
+        }
+      },
+      cancel: (reason) => reader.cancel(reason),
+    });
+    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+}
+
+/** The parts of a client `toUpstreamError` uses to phrase (and scrub) its message. */
+export type OpenAiClientInfo = Pick<OpenAI, 'baseURL' | 'apiKey' | 'timeout'>;
+
+/** True for an abort the caller asked for (its signal), as opposed to a time-out. */
+export function isAbortError(err: unknown): boolean {
+  return err instanceof APIUserAbortError || (err instanceof Error && err.name === 'AbortError');
+}
+
+/**
+ * Maps an error from an `openai` call to an AppError for `what` ("Embedding", "Chat completion"):
+ * a time-out to UpstreamTimeoutError (504), anything else to UpstreamError (502) with a short
+ * message that never carries the API key or the upstream body. A caller's abort comes back
+ * unchanged (not an AppError), so `throw toUpstreamError(err, ...)` lets the caller see its abort.
+ */
+export function toUpstreamError(err: unknown, what: string, client?: OpenAiClientInfo): Error {
+  if (err instanceof AppError) return err;
+  if (isAbortError(err)) return err as Error;
+  const host = client ? hostOf(client.baseURL) : 'the model endpoint';
+  if (err instanceof APIConnectionTimeoutError) {
+    const after = client ? ` after ${client.timeout} ms` : '';
+    return new UpstreamTimeoutError(`${what} timed out: ${host} did not answer${after}.`);
+  }
+  if (err instanceof APIConnectionError) {
+    return new UpstreamError(`${what} failed: could not reach ${host}.`);
+  }
+  if (err instanceof APIError && typeof err.status === 'number') {
+    return new UpstreamError(`${what} failed: ${host} answered ${err.status}${explain(err, client)}.`);
+  }
+  if (err instanceof SyntaxError) {
+    return new UpstreamError(`${what} failed: ${host} answered with malformed JSON.`);
+  }
+  return new UpstreamError(`${what} failed: unexpected answer from ${host}.`);
+}
+
+/** `host[:port]` of a base URL, for messages that must not show paths or credentials. */
+export function hostOf(baseUrl: string): string {
+  try {
+    return new URL(baseUrl).host;
+  } catch {
+    return 'the model endpoint';
+  }
+}
+
+const MAX_UPSTREAM_MESSAGE = 200;
+
+/** A short reason. 401/403 say nothing of the body: OpenAI's 401 echoes (part of) the key. */
+function explain(err: APIError, client?: OpenAiClientInfo): string {
+  switch (err.status) {
+    case 401:
+      return ' (the API key was rejected; check OPENAI_API_KEY)';
+    case 403:
+      return ' (permission denied for this key or model)';
+    case 429:
+      return ' (rate limited or out of quota; retries exhausted)';
+  }
+  if (err.status! >= 500) return ' (server error; retries exhausted)';
+  const body = err.error as { message?: unknown } | undefined;
+  const message = typeof body?.message === 'string' ? scrub(body.message, client?.apiKey) : '';
+  return message ? `: ${message}` : '';
+}
+
+function scrub(message: string, apiKey: string | null | undefined): string {
+  let m = message;
+  if (apiKey && apiKey !== PLACEHOLDER_API_KEY) m = m.split(apiKey).join('[redacted]');
+  m = m
+    .replace(/\b(sk|sb)[-_][\w-]{8,}/g, '[redacted]')
+    .replace(/Bearer\s+\S+/gi, 'Bearer [redacted]')
+    .replace(/\s+/g, ' ')
+    .trim();
+  return m.length > MAX_UPSTREAM_MESSAGE ? `${m.slice(0, MAX_UPSTREAM_MESSAGE - 1)}…` : m;
+}
