@@ -15,6 +15,7 @@ import { z } from 'zod';
 import type { AppContext } from './context.js';
 import { VERSION } from './context.js';
 import { authRoutes } from './core/auth/auth.routes.js';
+import { knowledgeRoutes } from './core/knowledge/knowledge.routes.js';
 import { personaRoutes } from './core/personas/personas.routes.js';
 import { NotFoundError, RateLimitedError, UnavailableError, UriTooLongError } from './errors.js';
 import { registerAuthHooks } from './http/auth-hooks.js';
@@ -132,6 +133,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   });
   await app.register(authRoutes(ctx));
   await app.register(personaRoutes(ctx));
+  await app.register(knowledgeRoutes(ctx));
 
   app.setNotFoundHandler(
     config.rateLimitPerMinute > 0 ? { preHandler: app.rateLimit() } : {},

@@ -3,9 +3,11 @@ import { parseArgs } from 'node:util';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { createContext, databaseFile } from './context.js';
 import { DEFAULT_WORKSPACE } from './core/auth/auth.service.js';
+import { EmbedderMismatchError } from './core/knowledge/vector-state.js';
 import { type Scope, SCOPES } from './core/auth/keys.js';
 import { backupDatabase, migrate, openDatabase } from './db/database.js';
 import { AppError } from './errors.js';
+import { runIngest, runReindex } from './knowledge-cli.js';
 import { startServer } from './server.js';
 
 export interface CliIo {
@@ -14,6 +16,8 @@ export interface CliIo {
   stderr: (text: string) => void;
   /** Called by `serve` once it listens, so the caller can wire signals; tests use it to reach and stop the server. */
   onServing?: (server: { url: string; stop: () => Promise<void> }) => void;
+  /** stderr is a terminal (progress bars redraw in place). */
+  isTTY?: boolean;
 }
 
 const HELP = `Usage: switchboard <command> [options]
@@ -23,6 +27,10 @@ Commands:
   keys create --name N [--scopes read,write] [--workspace NAME]
                                           create an API key; prints its secret once
   workspaces create NAME                  create a workspace and print its first admin key
+  ingest PATH|URL... [--persona ID] [--workspace NAME]
+                                          add files, folders (walked for pdf, docx, md, txt, html,
+                                          csv, json) and URLs as knowledge; again = update
+  reindex                                 re-embed every chunk after changing SWITCHBOARD_EMBEDDINGS
   backup FILE                             consistent copy of the live database (SQLite online backup)
   migrate                                 apply pending database migrations
 
@@ -45,6 +53,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         name: { type: 'string' },
         scopes: { type: 'string' },
         workspace: { type: 'string' },
+        persona: { type: 'string' },
       },
     });
   } catch (err) {
@@ -92,6 +101,15 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         }
         return 0;
       }
+      case 'ingest': {
+        const inputs = [sub, ...rest].filter((x): x is string => x !== undefined);
+        if (inputs.length === 0) throw new UsageError('Usage: switchboard ingest PATH|URL... [--persona ID] [--workspace NAME]');
+        return await runIngest(config, { inputs, personaId: values.persona, workspace: values.workspace, json }, io);
+      }
+      case 'reindex': {
+        if (sub !== undefined) throw new UsageError('Usage: switchboard reindex');
+        return await runReindex(config, json, io);
+      }
       case 'backup': {
         const file = sub;
         if (!file || rest.length > 0) throw new UsageError('Usage: switchboard backup FILE');
@@ -123,7 +141,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         throw new UsageError(`Unknown command "${command}".\n\n${HELP}`);
     }
   } catch (err) {
-    const message = err instanceof ConfigError || err instanceof UsageError || err instanceof AppError ? err.message : String((err as Error)?.stack ?? err);
+    const message = err instanceof ConfigError || err instanceof UsageError || err instanceof AppError || err instanceof EmbedderMismatchError ? err.message : String((err as Error)?.stack ?? err);
     if (json) io.stdout(`${JSON.stringify({ error: { message, ...(err instanceof AppError ? { code: err.code } : {}) } })}\n`);
     else io.stderr(`${message}\n`);
     return err instanceof UsageError ? 2 : 1;

@@ -4,12 +4,22 @@ import type { Config } from './config.js';
 import { createAuthService } from './core/auth/auth.service.js';
 import { createAuthStore } from './core/auth/auth.store.js';
 import { createIdempotencyService } from './core/idempotency/idempotency.service.js';
+import { createIngestor, createJobQueue } from './core/knowledge/ingest.js';
+import { createKnowledgeService } from './core/knowledge/knowledge.service.js';
+import { createKnowledgeStore } from './core/knowledge/knowledge.store.js';
+import type { SqliteSearchIndexOptions } from './core/knowledge/search-index.js';
+import type { UrlFetchOptions } from './core/knowledge/url-fetch.js';
+import { createVectorState } from './core/knowledge/vector-state.js';
 import { createPersonaService } from './core/personas/personas.service.js';
 import { createPersonaStore } from './core/personas/personas.store.js';
 import { type Db, migrate, openDatabase } from './db/database.js';
 import { type Cipher, createCipher, loadSecretKey } from './lib/cipher.js';
 import { type Clock, systemClock } from './lib/clock.js';
 import { type IdGenerator, randomIds } from './lib/ids.js';
+import type { Embedder } from './llm/embedder.js';
+import { createHashedEmbedder } from './llm/hashed-embedder.js';
+import { createOpenAi } from './llm/openai-client.js';
+import { createOpenAiEmbedder } from './llm/openai-embedder.js';
 
 export const VERSION = '0.1.0';
 
@@ -39,7 +49,9 @@ export interface AppContext {
     auth: ReturnType<typeof createAuthService>;
     personas: ReturnType<typeof createPersonaService>;
     idempotency: ReturnType<typeof createIdempotencyService>;
+    knowledge: ReturnType<typeof createKnowledgeService>;
   };
+  embedder: Embedder;
   /** Flushes what is kept in memory and closes the database. Safe to call twice. */
   close(): Promise<void>;
 }
@@ -50,6 +62,22 @@ export interface ContextOverrides {
   logger?: Logger;
   /** Database file; defaults to `<dataDir>/switchboard.db`. ':memory:' for throwaway tests. */
   databaseFile?: string;
+  /** Replaces the configured embedder (tests, benchmarks). */
+  embedder?: Embedder;
+  /** URL ingestion settings: tests inject a resolver and an address policy so the guard runs against loopback servers. */
+  fetch?: Partial<UrlFetchOptions>;
+  /** Search index tuning (benchmarks, retrieval evaluation). */
+  index?: SqliteSearchIndexOptions;
+}
+
+/** URL fetches take at most this long, redirects included. */
+const URL_FETCH_TIMEOUT_MS = 15_000;
+
+/** The embedder SWITCHBOARD_EMBEDDINGS selects. */
+export function configuredEmbedder(config: Config): Embedder {
+  if (config.embeddings.provider === 'hashed') return createHashedEmbedder();
+  const client = createOpenAi({ apiKey: config.model.apiKey, baseUrl: config.model.baseUrl });
+  return createOpenAiEmbedder({ client, model: config.embeddings.model });
 }
 
 export function databaseFile(config: Config): string {
@@ -75,6 +103,36 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const personas = createPersonaService({ store: createPersonaStore(db.kysely), clock, ids });
   const idempotency = createIdempotencyService({ db: db.kysely, cipher, clock });
 
+  const embedder = overrides.embedder ?? configuredEmbedder(config);
+  let vectors;
+  try {
+    vectors = createVectorState(db, embedder, overrides.index);
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
+  const fetchOptions: UrlFetchOptions = {
+    allowPrivate: config.allowPrivateUrls,
+    maxBytes: config.uploadLimitBytes,
+    timeoutMs: URL_FETCH_TIMEOUT_MS,
+    ...overrides.fetch,
+  };
+  const knowledgeStore = createKnowledgeStore(db);
+  const ingestor = createIngestor({ store: knowledgeStore, vectors, embedder, clock, ids, logger, fetchOptions });
+  const queue = createJobQueue((id, signal) => ingestor.process(id, signal), logger);
+  const knowledge = createKnowledgeService({
+    store: knowledgeStore,
+    vectors,
+    embedder,
+    ingestor,
+    queue,
+    personas,
+    clock,
+    ids,
+    logger,
+    fetchOptions,
+  });
+
   // lastUsedAt may lag by up to a minute (API.md §2); expired idempotency records go hourly.
   const timers = [
     setInterval(() => void auth.flushUsage().catch((err) => logger.error({ err }, 'lastUsedAt flush failed')), 60_000),
@@ -90,11 +148,14 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     clock,
     ids,
     cipher,
-    services: { auth, personas, idempotency },
+    services: { auth, personas, idempotency, knowledge },
+    embedder,
     close() {
       closing ??= (async () => {
         for (const t of timers) clearInterval(t);
         try {
+          // An interrupted job stays `processing` and is resumed at the next start.
+          await queue.close();
           await auth.flushUsage();
         } finally {
           await db.close();

@@ -6,6 +6,7 @@ const code = await runCli(process.argv.slice(2), {
   env: process.env,
   stdout: (t) => process.stdout.write(t),
   stderr: (t) => process.stderr.write(t),
+  isTTY: process.stderr.isTTY === true,
   onServing: ({ stop }) => {
     let stopping = false;
     const shutdown = (signal: string) => {

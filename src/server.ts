@@ -30,6 +30,8 @@ export async function startServer(config: Config, printBanner: (text: string) =>
       );
     }
     const app = await buildApp(ctx);
+    const resumed = await ctx.services.knowledge.resumeUnfinished();
+    if (resumed > 0) ctx.logger.info({ resumed }, 'resuming unfinished knowledge processing');
     const address = await app.listen({ port: config.server.port, host: config.server.host });
     ctx.logger.info(
       { url: address, model: config.model.name, provider: config.model.provider, embeddings: config.embeddings.provider },

@@ -234,6 +234,12 @@ export function createAuthService({ store, clock, ids }: AuthServiceDeps) {
       return { workspace, key };
     },
 
+    /** A workspace by name, or undefined (CLI). */
+    async findWorkspace(name: string) {
+      const ws = await store.findWorkspaceByName(name);
+      return ws && { id: ws.id, name: ws.name };
+    },
+
     /** A key for a named workspace (CLI `keys create`). */
     async createKeyInWorkspace(workspaceName: string, name: string, scopes: Scope[]) {
       const ws = await store.findWorkspaceByName(workspaceName);

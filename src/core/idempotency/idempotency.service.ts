@@ -24,6 +24,8 @@ export interface StoredResponse {
 
 /** JSON with sorted keys, so `{a,b}` and `{b,a}` are the same body. */
 function canonicalJson(value: unknown): string {
+  // An uploaded file counts by its digest, not as a 25 MiB array of numbers.
+  if (value instanceof Uint8Array) return `"sha256:${crypto.createHash('sha256').update(value).digest('hex')}"`;
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
     const entries = Object.entries(value as Record<string, unknown>)

@@ -1,0 +1,290 @@
+import type { Logger } from 'pino';
+import type { KnowledgeSourceRow, SourceKind, SourceStatus } from '../../db/schema.js';
+import { NotFoundError, UnsupportedMediaTypeError, ValidationError } from '../../errors.js';
+import type { Embedder } from '../../llm/embedder.js';
+import type { Clock } from '../../lib/clock.js';
+import type { IdGenerator } from '../../lib/ids.js';
+import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
+import type { PersonaService } from '../personas/personas.service.js';
+import { detectKind, FILE_KINDS, type FileKind } from './extract.js';
+import { type Ingestor, type JobQueue, MAX_ATTEMPTS } from './ingest.js';
+import type { CreateSourceJson, KnowledgeChunk, KnowledgeSource, SearchMode, SearchResult } from './knowledge.schemas.js';
+import type { KnowledgeStore } from './knowledge.store.js';
+import { fuse, type FusionOptions, DEFAULT_FUSION } from './fusion.js';
+import type { Hit, SearchFilter } from './search-index.js';
+import { assertPublicUrl, type UrlFetchOptions } from './url-fetch.js';
+import type { VectorState } from './vector-state.js';
+
+/** A document small enough to process inside the request, so it answers `ready` at once. */
+export const INLINE_BYTES = 64 * 1024;
+
+/** An uploaded file (multipart `file` part, or a file the CLI read). */
+export interface UploadedFile {
+  filename: string | null;
+  mediaType: string | null;
+  data: Buffer;
+}
+
+/** Everything `POST /knowledge` accepts, whichever way it arrived. */
+export type CreateSourceInput =
+  | CreateSourceJson
+  | { kind: 'file'; file: UploadedFile; name?: string | undefined; personaId?: string | null | undefined; metadata?: Record<string, unknown> | undefined };
+
+/** `PUT /knowledge/:id`: new content, or only new settings (then the stored content is re-processed). */
+export type UpdateSourceInput =
+  | (CreateSourceInput & { name?: string | undefined })
+  | { kind?: undefined; name?: string | undefined; personaId?: string | null | undefined; metadata?: Record<string, unknown> | undefined };
+
+export interface SearchInput {
+  q: string;
+  personaId?: string | undefined;
+  limit: number;
+  mode: SearchMode;
+  filter?: Record<string, unknown> | undefined;
+}
+
+export function toKnowledgeSource(row: Omit<KnowledgeSourceRow, 'content' | 'url' | 'filename' | 'media_type' | 'generation' | 'attempts'>): KnowledgeSource {
+  return {
+    id: row.id,
+    name: row.name,
+    kind: row.kind,
+    personaId: row.persona_id,
+    status: row.status,
+    error: row.error,
+    bytes: row.bytes,
+    chunkCount: row.chunk_count,
+    metadata: JSON.parse(row.metadata) as Record<string, unknown>,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+/** Deep equality of JSON values, for metadata filters. */
+function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  return ka.length === kb.length && ka.every((k) => jsonEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+}
+
+export interface KnowledgeServiceDeps {
+  store: KnowledgeStore;
+  vectors: VectorState;
+  embedder: Embedder;
+  ingestor: Ingestor;
+  queue: JobQueue;
+  personas: PersonaService;
+  clock: Clock;
+  ids: IdGenerator;
+  logger: Logger;
+  fetchOptions: UrlFetchOptions;
+  fusion?: FusionOptions;
+}
+
+/** Knowledge sources (API.md §4): create, re-process, delete, list chunks, and search. */
+export function createKnowledgeService(deps: KnowledgeServiceDeps) {
+  const { store, vectors, embedder, ingestor, queue, personas, clock, ids } = deps;
+  const fusion = deps.fusion ?? DEFAULT_FUSION;
+
+  async function find(workspaceId: string, id: string): Promise<KnowledgeSourceRow> {
+    const row = await store.find(workspaceId, id);
+    if (!row) throw new NotFoundError('Knowledge source', id);
+    return row;
+  }
+
+  /** A persona id from a body or query must name a persona of this workspace (404 otherwise). */
+  async function checkPersona(workspaceId: string, personaId: string | null | undefined) {
+    if (personaId) await personas.get(workspaceId, personaId);
+  }
+
+  /** The content columns for new content, validated; URLs are checked against the SSRF guard before anything is stored. */
+  async function contentColumns(input: CreateSourceInput) {
+    switch (input.kind) {
+      case 'url': {
+        const url = await assertPublicUrl(input.url, deps.fetchOptions, 'url');
+        return { kind: 'url' as SourceKind, name: input.name ?? url.href, url: url.href, content: null, filename: null, media_type: null, bytes: 0 };
+      }
+      case 'file': {
+        const { file } = input;
+        const kind = detectKind({ mediaType: file.mediaType, filename: file.filename, bytes: file.data });
+        if (kind === null) {
+          throw new UnsupportedMediaTypeError(
+            `${file.filename ?? 'The file'} (${file.mediaType ?? 'unknown type'}) is not a supported document; send pdf, docx, md, txt, html, csv or json.`,
+          );
+        }
+        if (file.data.length === 0) throw ValidationError.field('file', 'is empty');
+        const name = input.name ?? file.filename ?? `Untitled ${kind}`;
+        return { kind: kind as SourceKind, name, url: null, content: file.data, filename: file.filename, media_type: file.mediaType, bytes: file.data.length };
+      }
+      default: {
+        const content = Buffer.from(input.content, 'utf8');
+        return { kind: input.kind as SourceKind, name: input.name, url: null, content, filename: null, media_type: null, bytes: content.length };
+      }
+    }
+  }
+
+  /** Processes inside the request when small, else queues; answers the row as it stands then. */
+  async function schedule(row: KnowledgeSourceRow): Promise<KnowledgeSource> {
+    if (row.kind !== 'url' && row.bytes <= INLINE_BYTES) {
+      await ingestor.process(row.id);
+    } else {
+      queue.enqueue(row.id);
+    }
+    return toKnowledgeSource((await store.find(row.workspace_id, row.id)) ?? row);
+  }
+
+  return {
+    async create(workspaceId: string, input: CreateSourceInput): Promise<KnowledgeSource> {
+      await checkPersona(workspaceId, input.personaId);
+      const content = await contentColumns(input);
+      const now = clock.now().toISOString();
+      const row: KnowledgeSourceRow = {
+        id: ids('src'),
+        workspace_id: workspaceId,
+        persona_id: input.personaId ?? null,
+        status: 'processing',
+        error: null,
+        chunk_count: 0,
+        metadata: JSON.stringify(input.metadata ?? {}),
+        generation: 1,
+        attempts: 0,
+        created_at: now,
+        updated_at: now,
+        ...content,
+      };
+      await store.insert(row);
+      return schedule(row);
+    },
+
+    async list(workspaceId: string, page: PageRequest, filters: { personaId?: string | undefined; status?: SourceStatus | undefined }): Promise<Page<KnowledgeSource>> {
+      await checkPersona(workspaceId, filters.personaId);
+      return mapPage(await store.list(workspaceId, page, filters), toKnowledgeSource);
+    },
+
+    async get(workspaceId: string, id: string): Promise<KnowledgeSource> {
+      return toKnowledgeSource(await find(workspaceId, id));
+    },
+
+    async update(workspaceId: string, id: string, input: UpdateSourceInput): Promise<KnowledgeSource> {
+      const existing = await find(workspaceId, id);
+      await checkPersona(workspaceId, input.personaId);
+      const patch: Partial<KnowledgeSourceRow> = {
+        status: 'processing',
+        error: null,
+        generation: existing.generation + 1,
+        attempts: 0,
+        updated_at: clock.now().toISOString(),
+      };
+      if (input.kind !== undefined) {
+        // New content keeps the source's name unless a new one is given.
+        const { name: _derived, ...content } = await contentColumns({ ...input, name: input.name ?? existing.name } as CreateSourceInput);
+        Object.assign(patch, content);
+      }
+      else if (existing.kind !== 'url' && existing.content === null) {
+        throw new ValidationError('This source has no stored content to re-process; send new content.');
+      }
+      if (input.name !== undefined) patch.name = input.name;
+      if (input.personaId !== undefined) patch.persona_id = input.personaId;
+      // Chunks carry the old persona scope until re-processing rewrites them: drop them now, or a
+      // queued (large or URL) source stays visible to personas it no longer belongs to meanwhile.
+      if (input.personaId !== undefined && input.personaId !== existing.persona_id) {
+        store.dropChunks(id);
+        patch.chunk_count = 0;
+      }
+      if (input.metadata !== undefined) patch.metadata = JSON.stringify(input.metadata);
+      await store.update(workspaceId, id, patch);
+      return schedule({ ...existing, ...patch });
+    },
+
+    async delete(workspaceId: string, id: string): Promise<void> {
+      // Chunks, and through triggers their keyword and vector rows, go with the source (ON DELETE CASCADE).
+      if (!(await store.delete(workspaceId, id))) throw new NotFoundError('Knowledge source', id);
+    },
+
+    async chunks(workspaceId: string, id: string, page: PageRequest): Promise<Page<KnowledgeChunk>> {
+      await find(workspaceId, id);
+      return mapPage(await store.chunks(id, page), (r) => ({
+        id: r.id,
+        position: r.position,
+        text: r.text,
+        headingPath: JSON.parse(r.heading_path) as string[],
+        tokens: r.tokens,
+      }));
+    },
+
+    async search(workspaceId: string, input: SearchInput): Promise<SearchResult> {
+      await checkPersona(workspaceId, input.personaId);
+      const filter: SearchFilter = { workspaceId, personaId: input.personaId };
+      if (input.filter && Object.keys(input.filter).length > 0) {
+        const wanted = Object.entries(input.filter);
+        const sources = await store.sourcesForFilter(workspaceId, input.personaId);
+        filter.sourceIds = sources
+          .filter((s) => {
+            const meta = JSON.parse(s.metadata) as Record<string, unknown>;
+            return wanted.every(([k, v]) => Object.hasOwn(meta, k) && jsonEqual(meta[k], v));
+          })
+          .map((s) => s.id);
+      }
+      const index = vectors.index();
+      const depth = Math.max(input.limit, fusion.depth);
+      let keywordHits: Hit[] = [];
+      let vectorHits: Hit[] = [];
+      if (input.mode !== 'vector' && index) keywordHits = index.keyword(filter, input.q, input.mode === 'keyword' ? input.limit : depth);
+      if (input.mode !== 'keyword' && index) {
+        const [queryVector] = await embedder.embed([input.q]);
+        vectorHits = index.vector(filter, queryVector!, input.mode === 'vector' ? input.limit : depth);
+      }
+      const ranked = input.mode === 'keyword' ? keywordHits : input.mode === 'vector' ? vectorHits : fuse(keywordHits, vectorHits, fusion).slice(0, input.limit);
+      const rows = new Map(store.hits(workspaceId, ranked.map((h) => h.rowid)).map((r) => [r.rowid, r]));
+      const data = ranked.flatMap((hit) => {
+        const row = rows.get(hit.rowid);
+        if (!row) return [];
+        return [{
+          chunkId: row.id,
+          sourceId: row.source_id,
+          sourceName: row.source_name,
+          text: row.text,
+          score: hit.score,
+          position: row.position,
+          metadata: JSON.parse(row.metadata) as Record<string, unknown>,
+        }];
+      });
+      return { data, mode: input.mode };
+    },
+
+    /** Queues every source a previous process left `processing`; fails those interrupted too often. */
+    async resumeUnfinished(): Promise<number> {
+      let resumed = 0;
+      for (const { id, attempts } of await store.unfinished()) {
+        const source = await store.findForJob(id);
+        if (!source) continue;
+        if (attempts + 1 >= MAX_ATTEMPTS) {
+          store.markFailed(id, source.generation, `Processing was interrupted ${attempts + 1} times; send the content again to retry.`, clock.now().toISOString());
+          continue;
+        }
+        await store.update(source.workspace_id, id, { attempts: attempts + 1 });
+        queue.enqueue(id);
+        resumed++;
+      }
+      return resumed;
+    },
+
+    /** Source ids by `metadata.origin` (the file or URL `switchboard ingest` read them from). */
+    async originIndex(workspaceId: string): Promise<Map<string, string>> {
+      const out = new Map<string, string>();
+      for (const s of await store.sourcesForFilter(workspaceId, undefined)) {
+        const origin = (JSON.parse(s.metadata) as { origin?: unknown }).origin;
+        if (typeof origin === 'string') out.set(origin, s.id);
+      }
+      return out;
+    },
+
+    /** Resolves once queued processing is done (CLI ingest, tests). */
+    idle: () => queue.idle(),
+  };
+}
+
+export type KnowledgeService = ReturnType<typeof createKnowledgeService>;
+export { FILE_KINDS, type FileKind };

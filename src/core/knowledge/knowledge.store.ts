@@ -1,0 +1,166 @@
+import type { Db } from '../../db/database.js';
+import type { KnowledgeSourceRow, SourceStatus } from '../../db/schema.js';
+import { ValidationError } from '../../errors.js';
+import { type PageRequest, paginate, type Page } from '../../lib/pagination.js';
+import type { Chunk } from './chunk.js';
+import { blobFromVector, type SearchIndex } from './search-index.js';
+
+export interface ChunkWrite extends Chunk {
+  id: string;
+  vector: Float32Array;
+}
+
+export interface ChunkListRow {
+  id: string;
+  position: number;
+  text: string;
+  heading_path: string;
+  tokens: number;
+}
+
+export interface ChunkHitRow {
+  rowid: number;
+  id: string;
+  source_id: string;
+  text: string;
+  position: number;
+  source_name: string;
+  metadata: string;
+}
+
+function decodePositionCursor(cursor: string): number {
+  const text = Buffer.from(cursor, 'base64url').toString('utf8');
+  const n = Number(text);
+  // Number('') is 0: a cursor of junk characters decodes to '' and must not read as position 0.
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n)) throw ValidationError.field('cursor', 'is not a cursor this list returned');
+  return n;
+}
+
+export function createKnowledgeStore(db: Db) {
+  const k = db.kysely;
+  const sqlite = db.sqlite;
+  const insertChunk = sqlite.prepare(`
+    INSERT INTO knowledge_chunks (id, workspace_id, source_id, scope, position, text, heading_path, tokens, embedding)
+    VALUES (@id, @workspaceId, @sourceId, @scope, @position, @text, @headingPath, @tokens, @embedding)`);
+  const deleteChunks = sqlite.prepare('DELETE FROM knowledge_chunks WHERE source_id = ?');
+  const generationOf = sqlite.prepare('SELECT generation FROM knowledge_sources WHERE id = ?').pluck();
+  const markReady = sqlite.prepare(`
+    UPDATE knowledge_sources SET status = 'ready', error = NULL, chunk_count = @count, bytes = @bytes, name = @name,
+      content = COALESCE(@content, content), updated_at = @now
+    WHERE id = @id AND generation = @generation`);
+  const markFailedStmt = sqlite.prepare(
+    `UPDATE knowledge_sources SET status = 'failed', error = @error, chunk_count = 0, updated_at = @now WHERE id = @id`,
+  );
+  const hitRows = sqlite.prepare(`
+    SELECT c.rowid AS rowid, c.id AS id, c.source_id AS source_id, c.text AS text, c.position AS position,
+      s.name AS source_name, s.metadata AS metadata
+    FROM knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id
+    WHERE c.rowid IN (SELECT value FROM json_each(?)) AND c.workspace_id = ?`);
+
+  return {
+    insert: (row: KnowledgeSourceRow) => k.insertInto('knowledge_sources').values(row).execute(),
+
+    find: (workspaceId: string, id: string) =>
+      k.selectFrom('knowledge_sources').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
+
+    /** Any workspace's source: for the job runner, which got the id from a trusted place. */
+    findForJob: (id: string) => k.selectFrom('knowledge_sources').selectAll().where('id', '=', id).executeTakeFirst(),
+
+    list(workspaceId: string, page: PageRequest, filters: { personaId?: string | undefined; status?: SourceStatus | undefined }) {
+      let q = k
+        .selectFrom('knowledge_sources')
+        .select(['id', 'workspace_id', 'persona_id', 'name', 'kind', 'status', 'error', 'bytes', 'chunk_count', 'metadata', 'created_at', 'updated_at'])
+        .where('workspace_id', '=', workspaceId);
+      if (filters.personaId !== undefined) q = q.where('persona_id', '=', filters.personaId);
+      if (filters.status !== undefined) q = q.where('status', '=', filters.status);
+      return paginate(q, page);
+    },
+
+    update: (workspaceId: string, id: string, patch: Partial<KnowledgeSourceRow>) =>
+      k.updateTable('knowledge_sources').set(patch).where('workspace_id', '=', workspaceId).where('id', '=', id).execute(),
+
+    /** Drops a source's chunks (and through triggers their index rows) without touching the source. */
+    dropChunks: (sourceId: string) => void deleteChunks.run(sourceId),
+
+    async delete(workspaceId: string, id: string): Promise<boolean> {
+      const r = await k.deleteFrom('knowledge_sources').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+      return Number(r.numDeletedRows) > 0;
+    },
+
+    /** Sources still `processing`, oldest first: the jobs a restart must resume. */
+    unfinished: () =>
+      k.selectFrom('knowledge_sources').select(['id', 'attempts']).where('status', '=', 'processing').orderBy('created_at').execute(),
+
+    /** Id, scope and metadata of the sources a search may see, for metadata filters. */
+    sourcesForFilter(workspaceId: string, personaId: string | undefined) {
+      let q = k.selectFrom('knowledge_sources').select(['id', 'metadata']).where('workspace_id', '=', workspaceId);
+      if (personaId !== undefined) q = q.where((eb) => eb.or([eb('persona_id', 'is', null), eb('persona_id', '=', personaId)]));
+      return q.execute();
+    },
+
+    async chunks(sourceId: string, page: PageRequest): Promise<Page<ChunkListRow>> {
+      let q = k
+        .selectFrom('knowledge_chunks')
+        .select(['id', 'position', 'text', 'heading_path', 'tokens'])
+        .where('source_id', '=', sourceId);
+      if (page.cursor !== undefined) q = q.where('position', '>', decodePositionCursor(page.cursor));
+      const rows = await q.orderBy('position').limit(page.limit + 1).execute();
+      const more = rows.length > page.limit;
+      const data = more ? rows.slice(0, page.limit) : rows;
+      const last = data[data.length - 1];
+      return { data, nextCursor: more && last ? Buffer.from(String(last.position)).toString('base64url') : null };
+    },
+
+    /** Chunk rows of search hits with their source's name and metadata, only from this workspace. */
+    hits: (workspaceId: string, rowids: number[]) => hitRows.all(JSON.stringify(rowids), workspaceId) as ChunkHitRow[],
+
+    /**
+     * Swaps a source's chunks for new ones and marks it ready, atomically, unless the source was
+     * changed (or deleted) since `generation`: then nothing is written and false is returned.
+     */
+    replaceChunks(
+      index: SearchIndex,
+      source: { id: string; workspaceId: string; scope: string; name: string; generation: number; bytes: number; content: Buffer | null },
+      chunks: ChunkWrite[],
+      title: (chunk: Chunk) => string,
+      now: string,
+    ): boolean {
+      return sqlite.transaction(() => {
+        if (generationOf.get(source.id) !== source.generation) return false;
+        deleteChunks.run(source.id);
+        const indexed = chunks.map((c) => {
+          const { lastInsertRowid } = insertChunk.run({
+            id: c.id,
+            workspaceId: source.workspaceId,
+            sourceId: source.id,
+            scope: source.scope,
+            position: c.position,
+            text: c.text,
+            headingPath: JSON.stringify(c.headingPath),
+            tokens: c.tokens,
+            embedding: blobFromVector(c.vector),
+          });
+          return { rowid: Number(lastInsertRowid), workspaceId: source.workspaceId, sourceId: source.id, scope: source.scope, title: title(c), text: c.text, vector: c.vector };
+        });
+        index.add(indexed);
+        markReady.run({ id: source.id, generation: source.generation, count: chunks.length, bytes: source.bytes, name: source.name, content: source.content, now });
+        return true;
+      })();
+    },
+
+    /**
+     * Marks a source failed, unless it changed since `generation`, and drops its chunks: a failed
+     * source is not searchable, not even with the text of an earlier version.
+     */
+    markFailed(id: string, generation: number, error: string, now: string): boolean {
+      return sqlite.transaction(() => {
+        if (generationOf.get(id) !== generation) return false;
+        deleteChunks.run(id);
+        markFailedStmt.run({ id, error, now });
+        return true;
+      })();
+    },
+  };
+}
+
+export type KnowledgeStore = ReturnType<typeof createKnowledgeStore>;

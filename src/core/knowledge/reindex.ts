@@ -1,0 +1,77 @@
+import type { Db } from '../../db/database.js';
+import type { Embedder } from '../../llm/embedder.js';
+import { embedAll, embeddingText, chunkTitle } from './ingest.js';
+import { blobFromVector } from './search-index.js';
+import { createVectorState } from './vector-state.js';
+
+/** Chunks re-embedded per transaction: small enough that a crash loses little, large enough to batch embedder calls. */
+const BATCH = 256;
+
+interface ChunkToEmbed {
+  rowid: number;
+  workspace_id: string;
+  source_id: string;
+  scope: string;
+  text: string;
+  heading_path: string;
+  source_name: string;
+}
+
+/**
+ * Rebuilds both indexes from the stored chunk text with the configured embedder (after
+ * SWITCHBOARD_EMBEDDINGS or the model changed): no document is extracted or fetched again. The new
+ * embedder is recorded only at the end, so an interrupted reindex is simply run again.
+ */
+export async function reindexKnowledge(
+  db: Db,
+  embedder: Embedder,
+  onProgress: (done: number, total: number) => void = () => {},
+): Promise<{ chunks: number; dimension: number | null }> {
+  const sqlite = db.sqlite;
+  const total = sqlite.prepare('SELECT count(*) FROM knowledge_chunks').pluck().get() as number;
+  const vectors = createVectorState(db, embedder, {}, { allowMismatch: true });
+  const page = sqlite.prepare(`
+    SELECT c.rowid AS rowid, c.workspace_id, c.source_id, c.scope, c.text, c.heading_path, s.name AS source_name
+    FROM knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id
+    WHERE c.rowid > ? ORDER BY c.rowid LIMIT ?`);
+  const setEmbedding = sqlite.prepare('UPDATE knowledge_chunks SET embedding = ? WHERE rowid = ?');
+  onProgress(0, total);
+  let done = 0;
+  let after = 0;
+  let dimension = embedder.dimension();
+  let reset = false;
+  for (;;) {
+    const rows = page.all(after, BATCH) as ChunkToEmbed[];
+    if (rows.length === 0) break;
+    const headings = rows.map((r) => JSON.parse(r.heading_path) as string[]);
+    const embedded = await embedAll(embedder, rows.map((r, i) => embeddingText(r.source_name, { text: r.text, headingPath: headings[i]! })));
+    dimension = embedded[0]!.length;
+    if (!reset) {
+      vectors.reset(dimension);
+      reset = true;
+    }
+    const index = vectors.index()!;
+    sqlite.transaction(() => {
+      rows.forEach((r, i) => setEmbedding.run(blobFromVector(embedded[i]!), r.rowid));
+      index.add(
+        rows.map((r, i) => ({
+          rowid: r.rowid,
+          workspaceId: r.workspace_id,
+          sourceId: r.source_id,
+          scope: r.scope,
+          title: chunkTitle(r.source_name, headings[i]!),
+          text: r.text,
+          vector: embedded[i]!,
+        })),
+      );
+    })();
+    done += rows.length;
+    after = rows[rows.length - 1]!.rowid;
+    onProgress(done, total);
+  }
+  if (dimension !== null) {
+    if (!reset) vectors.reset(dimension);
+    vectors.record(dimension);
+  }
+  return { chunks: done, dimension };
+}
