@@ -27,6 +27,12 @@ export function wordsOf(text: string): string[] {
 }
 
 const WIDE = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/gu;
+const WIDE_CHAR = new RegExp(WIDE.source, 'u');
+
+/** Whether one character counts as a whole token in `estimateTokens` (CJK). */
+export function isWideChar(char: string): boolean {
+  return WIDE_CHAR.test(char);
+}
 
 /**
  * Approximate model tokens: ~4 characters each for alphabetic scripts, one per CJK character. Good

@@ -135,7 +135,8 @@ export function createJobQueue(run: (sourceId: string, signal: AbortSignal) => P
       const [id] = queued;
       queued.delete(id!);
       try {
-        await run(id!, controller.signal);
+        // Through a promise: a job throwing synchronously must not end pump before `running` is set, wedging the queue.
+        await Promise.resolve().then(() => run(id!, controller.signal));
       } catch (err) {
         if (!controller.signal.aborted) logger.error({ err, sourceId: id }, 'knowledge job failed');
       }
