@@ -9,8 +9,23 @@ export interface FusionOptions {
   depth: number;
 }
 
-/** Tuned on SciFact's train queries only (`npm run eval:retrieval -- --tune`); see README. */
+/**
+ * Standard RRF (k = 60, equal weights): for semantic embeddings (`openai`), which find what
+ * keywords miss. Not tuned here: that needs the model, hence the network.
+ */
 export const DEFAULT_FUSION: FusionOptions = { k: 60, keywordWeight: 1, vectorWeight: 1, depth: 100 };
+
+/**
+ * For the offline `hashed` embedder, tuned on SciFact's 505 train queries only (`npm run
+ * eval:retrieval -- --tune`): its vectors are lexical too, without IDF, so they mostly repeat what
+ * BM25 knows less well; a small weight lets them break BM25's near-ties without outvoting it.
+ */
+export const HASHED_FUSION: FusionOptions = { k: 10, keywordWeight: 1, vectorWeight: 0.05, depth: 100 };
+
+/** The fusion weights for an embedder's vectors. */
+export function fusionFor(provider: 'hashed' | 'openai'): FusionOptions {
+  return provider === 'hashed' ? HASHED_FUSION : DEFAULT_FUSION;
+}
 
 /**
  * Weighted reciprocal rank fusion: each list adds `weight / (k + rank)` for every hit it holds

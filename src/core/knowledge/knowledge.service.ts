@@ -10,7 +10,7 @@ import { detectKind, FILE_KINDS, type FileKind } from './extract.js';
 import { type Ingestor, type JobQueue, MAX_ATTEMPTS } from './ingest.js';
 import type { CreateSourceJson, KnowledgeChunk, KnowledgeSource, SearchMode, SearchResult } from './knowledge.schemas.js';
 import type { KnowledgeStore } from './knowledge.store.js';
-import { fuse, type FusionOptions, DEFAULT_FUSION } from './fusion.js';
+import { fuse, fusionFor, type FusionOptions } from './fusion.js';
 import type { Hit, SearchFilter } from './search-index.js';
 import { assertPublicUrl, type UrlFetchOptions } from './url-fetch.js';
 import type { VectorState } from './vector-state.js';
@@ -86,7 +86,7 @@ export interface KnowledgeServiceDeps {
 /** Knowledge sources (API.md §4): create, re-process, delete, list chunks, and search. */
 export function createKnowledgeService(deps: KnowledgeServiceDeps) {
   const { store, vectors, embedder, ingestor, queue, personas, clock, ids } = deps;
-  const fusion = deps.fusion ?? DEFAULT_FUSION;
+  const fusion = deps.fusion ?? fusionFor(embedder.provider);
 
   async function find(workspaceId: string, id: string): Promise<KnowledgeSourceRow> {
     const row = await store.find(workspaceId, id);
@@ -96,7 +96,8 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
 
   /** A persona id from a body or query must name a persona of this workspace (404 otherwise). */
   async function checkPersona(workspaceId: string, personaId: string | null | undefined) {
-    if (personaId) await personas.get(workspaceId, personaId);
+    // '' (as in `?personaId=`) names no persona: 404, not a silent "shared only" view.
+    if (personaId !== undefined && personaId !== null) await personas.get(workspaceId, personaId);
   }
 
   /** The content columns for new content, validated; URLs are checked against the SSRF guard before anything is stored. */
@@ -115,7 +116,8 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
           );
         }
         if (file.data.length === 0) throw ValidationError.field('file', 'is empty');
-        const name = input.name ?? file.filename ?? `Untitled ${kind}`;
+        // Names are 1–200 characters (as in a JSON body); a longer file name is cut.
+        const name = input.name ?? file.filename?.slice(0, 200) ?? `Untitled ${kind}`;
         return { kind: kind as SourceKind, name, url: null, content: file.data, filename: file.filename, media_type: file.mediaType, bytes: file.data.length };
       }
       default: {
@@ -234,7 +236,8 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
       if (input.mode !== 'vector' && index) keywordHits = index.keyword(filter, input.q, input.mode === 'keyword' ? input.limit : depth);
       if (input.mode !== 'keyword' && index) {
         const [queryVector] = await embedder.embed([input.q]);
-        vectorHits = index.vector(filter, queryVector!, input.mode === 'vector' ? input.limit : depth);
+        // A query of stop words only embeds to zero: every chunk would tie at 0, so none is a hit; nor is one pointing away.
+        vectorHits = index.vector(filter, queryVector!, input.mode === 'vector' ? input.limit : depth).filter((h) => h.score > 0);
       }
       const ranked = input.mode === 'keyword' ? keywordHits : input.mode === 'vector' ? vectorHits : fuse(keywordHits, vectorHits, fusion).slice(0, input.limit);
       const rows = new Map(store.hits(workspaceId, ranked.map((h) => h.rowid)).map((r) => [r.rowid, r]));

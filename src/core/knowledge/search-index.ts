@@ -60,6 +60,9 @@ export interface SqliteSearchIndexOptions {
 
 export const DEFAULT_INDEX_OPTIONS: Required<SqliteSearchIndexOptions> = { titleWeight: 1, bodyWeight: 1, candidates: 160 };
 
+/** sqlite-vec's largest k. */
+const MAX_KNN = 4096;
+
 /** Longest keyword query, in distinct terms: more only slows BM25 down. */
 const MAX_QUERY_TERMS = 64;
 
@@ -202,7 +205,7 @@ export function openSqliteSearchIndex(
       if (vector.length !== dimension) throw new Error(`query vector of length ${vector.length}, index dimension ${dimension}`);
       const candidates = vectorStatement(filter)
         .pluck()
-        .all({ ...params(filter), code: coder.encode(vector), k: Math.max(k, opts.candidates) }) as number[];
+        .all({ ...params(filter), code: coder.encode(vector), k: Math.min(MAX_KNN, Math.max(k, opts.candidates)) }) as number[];
       if (candidates.length === 0) return [];
       const rows = rescoreRows.all(JSON.stringify(candidates)) as { rowid: number; embedding: Buffer }[];
       return rows
