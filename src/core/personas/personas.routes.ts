@@ -65,6 +65,7 @@ export function personaRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         schema: {
           tags,
           summary: 'Delete a persona',
+          description: 'Its private knowledge sources (those with its `personaId`) are deleted with it.',
           params: idParams,
           response: withErrors({ 204: z.undefined().describe('Deleted') }, [404, 409]),
         },
