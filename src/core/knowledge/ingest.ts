@@ -28,6 +28,11 @@ export interface IngestDeps {
   chunking?: ChunkOptions;
 }
 
+/** The name of a URL source given none: its address, cut to the 200 characters a name may have (until the page's title replaces it). */
+export function urlName(url: string): string {
+  return url.slice(0, 200);
+}
+
 /** What the index's title column holds for a chunk: the source name and the headings above it. */
 export function chunkTitle(sourceName: string, headingPath: string[]): string {
   return [sourceName, ...headingPath].join(' › ');
@@ -86,7 +91,7 @@ export function createIngestor(deps: IngestDeps) {
       const chunks = chunkBlocks(extracted.blocks, deps.chunking);
       if (chunks.length === 0) throw new ExtractionError('No text could be extracted from the document.');
       // A URL source without a name is named after the page's title once it is known.
-      const name = source.kind === 'url' && source.name === source.url && extracted.title ? extracted.title.slice(0, 200) : source.name;
+      const name = source.kind === 'url' && source.name === urlName(source.url ?? '') && extracted.title ? extracted.title.slice(0, 200) : source.name;
       const vectorsOf = await embedAll(embedder, chunks.map((c) => embeddingText(name, c)), signal);
       signal?.throwIfAborted();
       const index = vectors.indexFor(vectorsOf[0]!.length);

@@ -7,7 +7,7 @@ import type { IdGenerator } from '../../lib/ids.js';
 import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
 import type { PersonaService } from '../personas/personas.service.js';
 import { detectKind, FILE_KINDS, type FileKind } from './extract.js';
-import { type Ingestor, type JobQueue, MAX_ATTEMPTS } from './ingest.js';
+import { type Ingestor, type JobQueue, MAX_ATTEMPTS, urlName } from './ingest.js';
 import type { CreateSourceJson, KnowledgeChunk, KnowledgeSource, SearchMode, SearchResult } from './knowledge.schemas.js';
 import type { KnowledgeStore } from './knowledge.store.js';
 import { fuse, fusionFor, type FusionOptions } from './fusion.js';
@@ -105,7 +105,7 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
     switch (input.kind) {
       case 'url': {
         const url = await assertPublicUrl(input.url, deps.fetchOptions, 'url');
-        return { kind: 'url' as SourceKind, name: input.name ?? url.href, url: url.href, content: null, filename: null, media_type: null, bytes: 0 };
+        return { kind: 'url' as SourceKind, name: input.name ?? urlName(url.href), url: url.href, content: null, filename: null, media_type: null, bytes: 0 };
       }
       case 'file': {
         const { file } = input;

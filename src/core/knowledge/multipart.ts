@@ -16,6 +16,8 @@ function metadataField(text: string): Record<string, unknown> {
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw ValidationError.field('metadata', 'must be a JSON object');
   if (Object.keys(value).length > 50) throw ValidationError.field('metadata', 'at most 50 keys');
+  // The same key rule as the JSON body's metadata (knowledge.schemas.ts).
+  if (Object.keys(value).some((k) => k.length < 1 || k.length > 100)) throw ValidationError.field('metadata', 'keys must be 1–100 characters');
   if (text.length > 16_384) throw ValidationError.field('metadata', 'at most 16 KiB as JSON');
   return value as Record<string, unknown>;
 }
