@@ -1,0 +1,142 @@
+/**
+ * Rows for benchmarks that call a service in this process instead of loading a server over HTTP.
+ * They keep the BenchRow shape run.ts prints and stores: `requestsPerSecond` is operations per
+ * second (chunks, queries), the "server" is this process (so `serverCpuUsPerRequest` is CPU µs per
+ * operation, steadier than a rate on a shared machine), and `loadCpuPercent` is 0 (no separate load
+ * generator). Each row also carries the figure it is judged on, its target and notes.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import { type BenchRow, round } from './harness.js';
+
+export interface MetricTarget {
+  /** `min`: the value must be at least `value`; `max`: at most. */
+  kind: 'min' | 'max';
+  value: number;
+}
+
+export interface MetricRow extends BenchRow {
+  /** What `value` measures, e.g. "chunks/s", "p95 ms", "recall@10". */
+  metric: string;
+  value: number;
+  target: MetricTarget | null;
+  notes: string[];
+  latencyP95Ms: number | null;
+}
+
+/** Wall time, this process's CPU and the whole machine's busy CPU over one phase. */
+export interface Window {
+  elapsedMs: number;
+  cpuUs: number;
+  cpuPercent: number;
+  /** CPU every other process used meanwhile, in % of one core. */
+  otherCpuPercent: number;
+}
+
+/** Busy CPU time of the whole machine so far, in µs (/proc/stat on Linux, else os.cpus()). */
+function machineBusyUs(): number {
+  try {
+    const fields = fs.readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]?.trim().split(/\s+/).slice(1).map(Number) ?? [];
+    if (fields.length >= 8 && fields.every(Number.isFinite)) {
+      const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = fields;
+      return (user + nice + system + irq + softirq + steal) * 10_000;
+    }
+  } catch {
+    // not Linux
+  }
+  let ms = 0;
+  for (const { times } of os.cpus()) ms += times.user + times.nice + times.sys + times.irq;
+  return ms * 1000;
+}
+
+/** Starts measuring; call the result to end the window. */
+export function startWindow(): () => Window {
+  const started = performance.now();
+  const cpu = process.cpuUsage();
+  const machine = machineBusyUs();
+  return () => {
+    const elapsedMs = performance.now() - started;
+    const used = process.cpuUsage(cpu);
+    const cpuUs = used.user + used.system;
+    const machineUs = machineBusyUs() - machine;
+    const percent = (us: number) => round((us / (elapsedMs * 1000)) * 100, 0);
+    return { elapsedMs, cpuUs, cpuPercent: percent(cpuUs), otherCpuPercent: Math.max(0, percent(machineUs - cpuUs)) };
+  };
+}
+
+/** Nearest-rank percentile of ascending `sorted`. */
+export function percentile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+}
+
+export interface MetricSpec {
+  name: string;
+  metric: string;
+  value: number;
+  target?: MetricTarget;
+  /** Operations in the window (chunks, queries). */
+  operations: number;
+  window?: Window;
+  /** Per-operation latencies in ms, any order. */
+  latenciesMs?: number[];
+  notes?: string[];
+}
+
+export function metricRow(spec: MetricSpec): MetricRow {
+  const w = spec.window;
+  const sorted = spec.latenciesMs ? [...spec.latenciesMs].sort((a, b) => a - b) : null;
+  const ms = (n: number) => round(n, 2);
+  const failures: string[] = [];
+  const t = spec.target;
+  if (t && (t.kind === 'min' ? !(spec.value >= t.value) : !(spec.value <= t.value))) {
+    failures.push(`${spec.metric} ${spec.value}, target ${t.kind === 'min' ? '≥' : '≤'} ${t.value}`);
+  }
+  if (spec.operations === 0) failures.push('nothing measured');
+  return {
+    name: spec.name,
+    requestsPerSecond: w && w.elapsedMs > 0 ? round((spec.operations / w.elapsedMs) * 1000, 0) : 0,
+    latencyP50Ms: sorted ? ms(percentile(sorted, 0.5)) : 0,
+    latencyP99Ms: sorted ? ms(percentile(sorted, 0.99)) : 0,
+    latencyMeanMs: sorted && sorted.length > 0 ? ms(sorted.reduce((a, b) => a + b, 0) / sorted.length) : 0,
+    requests: spec.operations,
+    non2xx: 0,
+    errors: 0,
+    timeouts: 0,
+    serverCpuPercent: w ? w.cpuPercent : null,
+    serverCpuUsPerRequest: w && spec.operations > 0 ? round(w.cpuUs / spec.operations, 1) : null,
+    loadCpuPercent: 0,
+    otherCpuPercent: w ? w.otherCpuPercent : null,
+    ratioToCeiling: null,
+    targetRatio: null,
+    isCeiling: false,
+    pass: failures.length === 0,
+    failures,
+    metric: spec.metric,
+    value: spec.value,
+    target: t ?? null,
+    notes: spec.notes ?? [],
+    latencyP95Ms: sorted ? ms(percentile(sorted, 0.95)) : null,
+  };
+}
+
+/** The rows with their own figures (run.ts's table has no column for p95, recall or targets), then their notes. */
+export function metricTable(rows: MetricRow[]): string {
+  const header = ['case', 'metric', 'value', 'target', 'p50 ms', 'p95 ms', 'p99 ms', 'cpu µs/op', 'other cpu'];
+  const body = rows.map((r) => [
+    r.name,
+    r.metric,
+    r.value.toLocaleString('en-US'),
+    r.target ? `${r.target.kind === 'min' ? '≥' : '≤'} ${r.target.value.toLocaleString('en-US')}` : '—',
+    r.latencyP95Ms === null ? '—' : String(r.latencyP50Ms),
+    r.latencyP95Ms === null ? '—' : String(r.latencyP95Ms),
+    r.latencyP95Ms === null ? '—' : String(r.latencyP99Ms),
+    r.serverCpuUsPerRequest === null ? '—' : String(r.serverCpuUsPerRequest),
+    r.otherCpuPercent === null ? '—' : `${r.otherCpuPercent} %`,
+  ]);
+  const all = [header, ...body];
+  const widths = header.map((_, i) => Math.max(...all.map((c) => (c[i] ?? '').length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i <= 1 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  const notes = rows.flatMap((r) => r.notes.map((n) => `  ${r.name}: ${n}`));
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line), '', ...notes].join('\n');
+}
