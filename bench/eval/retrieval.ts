@@ -17,6 +17,7 @@ import { loadConfig } from '../../src/config.js';
 import { type AppContext, createContext } from '../../src/context.js';
 import { DEFAULT_FUSION, type FusionOptions, fuse, fusionFor } from '../../src/core/knowledge/fusion.js';
 import { type SearchMode, SEARCH_MODES } from '../../src/core/knowledge/knowledge.schemas.js';
+import { readJsonl } from '../lib/knowledge-corpus.js';
 import { DEFAULT_INDEX_OPTIONS, openSqliteSearchIndex, type Hit } from '../../src/core/knowledge/search-index.js';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -28,14 +29,6 @@ interface Query {
   id: string;
   text: string;
   relevant: Set<string>;
-}
-
-function readJsonl<T>(file: string): T[] {
-  return fs
-    .readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim() !== '')
-    .map((l) => JSON.parse(l) as T);
 }
 
 function loadDataset(dir: string) {

@@ -141,7 +141,7 @@ export async function measure(spec: CaseSpec, options: BenchOptions): Promise<Be
  * Busy CPU time of the whole machine so far, in µs. Linux: /proc/stat, counting softirq (where
  * loopback TCP is processed) and steal, which os.cpus() leaves out; elsewhere os.cpus().
  */
-function machineBusyUs(): number {
+export function machineBusyUs(): number {
   try {
     // cpu  user nice system idle iowait irq softirq steal guest guest_nice, in USER_HZ (100 on Linux)
     const fields = fs.readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]?.trim().split(/\s+/).slice(1).map(Number) ?? [];

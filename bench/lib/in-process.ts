@@ -5,9 +5,7 @@
  * operation, steadier than a rate on a shared machine), and `loadCpuPercent` is 0 (no separate load
  * generator). Each row also carries the figure it is judged on, its target and notes.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import { type BenchRow, round } from './harness.js';
+import { type BenchRow, machineBusyUs, round } from './harness.js';
 
 export interface MetricTarget {
   /** `min`: the value must be at least `value`; `max`: at most. */
@@ -33,21 +31,6 @@ export interface Window {
   otherCpuPercent: number;
 }
 
-/** Busy CPU time of the whole machine so far, in µs (/proc/stat on Linux, else os.cpus()). */
-function machineBusyUs(): number {
-  try {
-    const fields = fs.readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]?.trim().split(/\s+/).slice(1).map(Number) ?? [];
-    if (fields.length >= 8 && fields.every(Number.isFinite)) {
-      const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = fields;
-      return (user + nice + system + irq + softirq + steal) * 10_000;
-    }
-  } catch {
-    // not Linux
-  }
-  let ms = 0;
-  for (const { times } of os.cpus()) ms += times.user + times.nice + times.sys + times.irq;
-  return ms * 1000;
-}
 
 /** Starts measuring; call the result to end the window. */
 export function startWindow(): () => Window {

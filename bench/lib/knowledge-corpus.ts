@@ -64,7 +64,8 @@ function documents(seed: number, sentence: (r: () => number) => string, title: (
   };
 }
 
-function readJsonl<T>(file: string): T[] {
+/** One JSON value per non-empty line (BEIR's .jsonl files). */
+export function readJsonl<T>(file: string): T[] {
   return fs
     .readFileSync(file, 'utf8')
     .split('\n')
