@@ -78,7 +78,15 @@ describe('knowledge uploads (multipart)', { timeout: 15_000 }, () => {
     expectProblem(await upload(t, [file, { name: 'metadata', value: '[1,2]' }]), 400, 'validation_failed', 'metadata');
     // The same key rule as JSON metadata: 1–100 characters.
     expectProblem(await upload(t, [file, { name: 'metadata', value: '{"":1}' }]), 400, 'validation_failed', 'metadata');
-    expectProblem(await upload(t, [file, { name: 'metadata', value: JSON.stringify({ ['k'.repeat(101)]: 1 }) }]), 400, 'validation_failed', 'metadata');
+    // A key too long is named, exactly as the JSON body names it.
+    const longKey = { ['k'.repeat(101)]: 1 };
+    expectProblem(await upload(t, [file, { name: 'metadata', value: JSON.stringify(longKey) }]), 400, 'validation_failed', `metadata.${'k'.repeat(101)}`);
+    expectProblem(
+      await t.request({ method: 'POST', url: '/knowledge', body: { kind: 'text', name: 'n', content: 'c', metadata: longKey } }),
+      400,
+      'validation_failed',
+      `metadata.${'k'.repeat(101)}`,
+    );
     expectProblem(await upload(t, [file, { name: 'metadata', value: JSON.stringify({ k: 'v'.repeat(17_000) }) }]), 400, 'validation_failed', 'metadata');
     expectProblem(await upload(t, [file, { name: 'name', value: '  ' }]), 400, 'validation_failed', 'name');
     expectProblem(await upload(t, [file, { name: 'name', value: 'n'.repeat(201) }]), 400, 'validation_failed', 'name');

@@ -41,6 +41,30 @@ export const multipartSourceSchema = z
   .meta({ id: 'KnowledgeUpload' });
 
 /**
+ * The text parts of a multipart upload, held to the same rules as the JSON body's fields:
+ * `metadata` is a JSON object sent as text, and an empty `personaId` means shared (null).
+ */
+export const uploadFieldsSchema = z.strictObject({
+  name: name.optional(),
+  personaId: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined ? undefined : v || null)),
+  metadata: z
+    .string()
+    .transform((text, ctx) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'must be a JSON object' });
+        return z.NEVER;
+      }
+    })
+    .pipe(metadata)
+    .optional(),
+});
+
+/**
  * `PUT /knowledge/:id` JSON: new content (`kind` with `content` or `url`, as for POST; `name` may
  * then be left out), or only new `name`/`personaId`/`metadata`, or nothing (re-process as is).
  */

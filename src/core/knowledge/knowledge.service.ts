@@ -260,14 +260,12 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
     /** Queues every source a previous process left `processing`; fails those interrupted too often. */
     async resumeUnfinished(): Promise<number> {
       let resumed = 0;
-      for (const { id, attempts } of await store.unfinished()) {
-        const source = await store.findForJob(id);
-        if (!source) continue;
+      for (const { id, workspace_id, generation, attempts } of await store.unfinished()) {
         if (attempts + 1 >= MAX_ATTEMPTS) {
-          store.markFailed(id, source.generation, `Processing was interrupted ${attempts + 1} times; send the content again to retry.`, clock.now().toISOString());
+          store.markFailed(id, generation, `Processing was interrupted ${attempts + 1} times; send the content again to retry.`, clock.now().toISOString());
           continue;
         }
-        await store.update(source.workspace_id, id, { attempts: attempts + 1 });
+        await store.update(workspace_id, id, { attempts: attempts + 1 });
         queue.enqueue(id);
         resumed++;
       }

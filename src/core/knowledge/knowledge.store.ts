@@ -89,7 +89,7 @@ export function createKnowledgeStore(db: Db) {
 
     /** Sources still `processing`, oldest first: the jobs a restart must resume. */
     unfinished: () =>
-      k.selectFrom('knowledge_sources').select(['id', 'attempts']).where('status', '=', 'processing').orderBy('created_at').execute(),
+      k.selectFrom('knowledge_sources').select(['id', 'workspace_id', 'generation', 'attempts']).where('status', '=', 'processing').orderBy('created_at').execute(),
 
     /** Id, scope and metadata of the sources a search may see, for metadata filters. */
     sourcesForFilter(workspaceId: string, personaId: string | undefined) {

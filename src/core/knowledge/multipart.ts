@@ -1,26 +1,12 @@
 import type { FastifyRequest } from 'fastify';
 import { AppError, PayloadTooLargeError, UnsupportedMediaTypeError, ValidationError } from '../../errors.js';
+import { uploadFieldsSchema } from './knowledge.schemas.js';
 import type { CreateSourceInput } from './knowledge.service.js';
 
 /** Marks a body built from multipart parts, so the JSON validator lets it through (it was checked here). */
 export const FROM_MULTIPART = Symbol('fromMultipart');
 
 const FIELDS = new Set(['file', 'name', 'personaId', 'metadata']);
-
-function metadataField(text: string): Record<string, unknown> {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw ValidationError.field('metadata', 'must be a JSON object');
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw ValidationError.field('metadata', 'must be a JSON object');
-  if (Object.keys(value).length > 50) throw ValidationError.field('metadata', 'at most 50 keys');
-  // The same key rule as the JSON body's metadata (knowledge.schemas.ts).
-  if (Object.keys(value).some((k) => k.length < 1 || k.length > 100)) throw ValidationError.field('metadata', 'keys must be 1–100 characters');
-  if (text.length > 16_384) throw ValidationError.field('metadata', 'at most 16 KiB as JSON');
-  return value as Record<string, unknown>;
-}
 
 /** @fastify/multipart's limit and format errors as problem+json errors. */
 function toAppError(err: unknown, limitBytes: number): unknown {
@@ -61,14 +47,16 @@ export async function readKnowledgeUpload(request: FastifyRequest, limitBytes: n
     throw toAppError(err, limitBytes);
   }
   if (!file) throw ValidationError.field('file', 'is required (a multipart part named "file")');
-  const name = fields.name?.trim();
-  if (fields.name !== undefined && (!name || name.length > 200)) throw ValidationError.field('name', 'must be 1–200 characters');
+  const parsed = uploadFieldsSchema.safeParse(fields);
+  if (!parsed.success) {
+    // Dotted paths without empty segments, as the JSON body's errors (error-handler.ts).
+    const errors = parsed.error.issues.map((i) => ({ path: i.path.map(String).filter(Boolean).join('.'), message: i.message }));
+    throw new ValidationError(`Invalid upload: ${errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`, errors);
+  }
   return {
     kind: 'file',
     file,
-    name: name || undefined,
-    personaId: fields.personaId === undefined ? undefined : fields.personaId || null,
-    metadata: fields.metadata !== undefined ? metadataField(fields.metadata) : undefined,
+    ...parsed.data,
     [FROM_MULTIPART]: true,
   };
 }
