@@ -3,7 +3,6 @@ import type { FastifyRequest, FastifySchemaCompiler } from 'fastify';
 import { type FastifyPluginAsyncZod, validatorCompiler } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
-import { ValidationError } from '../../errors.js';
 import { principalOf } from '../../http/auth-hooks.js';
 import { idParams, pageOf, withErrors } from '../../http/openapi.js';
 import type { CreateSourceInput, UpdateSourceInput } from './knowledge.service.js';
@@ -31,20 +30,6 @@ function bodyValidator(json: z.ZodType): FastifySchemaCompiler<any> {
     const validate = validatorCompiler({ ...route, schema: json });
     return (data: unknown) => (data !== null && typeof data === 'object' && FROM_MULTIPART in data ? { value: data } : validate(data));
   };
-}
-
-function parseFilter(text: string | undefined): Record<string, unknown> | undefined {
-  if (text === undefined) return undefined;
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw ValidationError.field('filter', 'must be a JSON object, e.g. {"team":"support"}');
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw ValidationError.field('filter', 'must be a JSON object, e.g. {"team":"support"}');
-  }
-  return value as Record<string, unknown>;
 }
 
 /** API.md §4. */
@@ -116,10 +101,7 @@ export function knowledgeRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           response: withErrors({ 200: searchResultSchema }, [404]),
         },
       },
-      async (request) => {
-        const { filter, ...rest } = request.query;
-        return knowledge.search(principalOf(request).workspaceId, { ...rest, filter: parseFilter(filter) });
-      },
+      async (request) => knowledge.search(principalOf(request).workspaceId, request.query),
     );
 
     app.get(

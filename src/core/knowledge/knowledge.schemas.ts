@@ -9,6 +9,22 @@ const metadata = z
   .refine((m) => JSON.stringify(m).length <= 16_384, 'at most 16 KiB as JSON')
   .describe('Free-form JSON object returned with search results and matched by `filter`.');
 
+/** JSON object sent as text (a query parameter, a multipart part), parsed and then checked by `schema`. */
+function jsonObjectText<T extends z.ZodType>(schema: T, maxLength = 16_384) {
+  return z
+    .string()
+    .max(maxLength)
+    .transform((text, ctx) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'must be a JSON object, e.g. {"team":"support"}' });
+        return z.NEVER;
+      }
+    })
+    .pipe(schema);
+}
+
 const inlineKind = z.enum(['text', 'markdown', 'html']);
 
 export const inlineSourceSchema = z.strictObject({
@@ -50,18 +66,7 @@ export const uploadFieldsSchema = z.strictObject({
     .string()
     .optional()
     .transform((v) => (v === undefined ? undefined : v || null)),
-  metadata: z
-    .string()
-    .transform((text, ctx) => {
-      try {
-        return JSON.parse(text) as unknown;
-      } catch {
-        ctx.addIssue({ code: 'custom', message: 'must be a JSON object' });
-        return z.NEVER;
-      }
-    })
-    .pipe(metadata)
-    .optional(),
+  metadata: jsonObjectText(metadata).optional(),
 });
 
 /**
@@ -103,9 +108,7 @@ export const searchQuerySchema = z.strictObject({
   personaId: z.string().optional().describe('Search the shared sources and this persona’s; absent: every source.'),
   limit: z.coerce.number().int().min(1).max(50).default(5),
   mode: z.enum(SEARCH_MODES).default('hybrid'),
-  filter: z
-    .string()
-    .max(4096)
+  filter: jsonObjectText(z.record(z.string(), z.unknown()), 4096)
     .optional()
     .describe('JSON object: metadata fields that must equal these values (all of them).'),
 });

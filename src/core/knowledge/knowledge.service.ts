@@ -6,7 +6,7 @@ import type { Clock } from '../../lib/clock.js';
 import type { IdGenerator } from '../../lib/ids.js';
 import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
 import type { PersonaService } from '../personas/personas.service.js';
-import { detectKind, FILE_KINDS, type FileKind } from './extract.js';
+import { detectKind } from './extract.js';
 import { type Ingestor, type JobQueue, MAX_ATTEMPTS, urlName } from './ingest.js';
 import type { CreateSourceJson, KnowledgeChunk, KnowledgeSource, SearchMode, SearchResult } from './knowledge.schemas.js';
 import type { KnowledgeStore } from './knowledge.store.js';
@@ -288,4 +288,3 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
 }
 
 export type KnowledgeService = ReturnType<typeof createKnowledgeService>;
-export { FILE_KINDS, type FileKind };
