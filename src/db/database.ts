@@ -5,12 +5,14 @@ import { Kysely, type Migration, type MigrationProvider, Migrator, SqliteDialect
 import * as sqliteVec from 'sqlite-vec';
 import * as m001 from './migrations/001-initial.js';
 import * as m002 from './migrations/002-knowledge.js';
+import * as m003 from './migrations/003-knowledge-keys.js';
 import type { Database } from './schema.js';
 
 /** Every migration, in order. A new one is imported and added here. */
 const MIGRATIONS: Record<string, Migration> = {
   '001-initial': m001,
   '002-knowledge': m002,
+  '003-knowledge-keys': m003,
 };
 
 export interface Db {

@@ -1,7 +1,11 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createBinaryCoder } from '../../src/core/knowledge/binary-code.js';
 import { DEFAULT_FUSION, fuse } from '../../src/core/knowledge/fusion.js';
+import { createVectorCache } from '../../src/core/knowledge/vector-cache.js';
 import {
   blobFromVector,
   type Hit,
@@ -63,8 +67,8 @@ interface Row {
  * A migrated in-memory database with workspaces A and B; personas a1, a2 (in A) and b1 (in B); and
  * sources: `a-shared`, `a-shared-2`, `a-p1` (persona a1), `a-p2` (persona a2), `b-shared`, `b-p1`.
  */
-async function fixture(dim = DIM, options: SqliteSearchIndexOptions = {}) {
-  const db = openDatabase({ filename: ':memory:', durability: 'normal' });
+async function fixture(dim = DIM, options: SqliteSearchIndexOptions = {}, filename = ':memory:') {
+  const db = openDatabase({ filename, durability: 'normal' });
   await migrate(db);
   const { sqlite } = db;
   const insertWorkspace = sqlite.prepare('INSERT INTO workspaces (id, name, created_at) VALUES (?, ?, ?)');
@@ -184,14 +188,18 @@ describe('ftsQuery', () => {
   });
 });
 
-describe('openSqliteSearchIndex', () => {
+// Every behaviour holds whichever first stage serves the vector search: the in-memory codes, or sqlite-vec's KNN.
+describe.each([
+  ['in-memory codes', {}],
+  ['sqlite-vec', { cacheBytes: 0 }],
+] as const)('openSqliteSearchIndex (%s)', (_stage, stage: SqliteSearchIndexOptions) => {
   let current: Db | undefined;
   afterEach(async () => {
     await current?.close();
     current = undefined;
   });
   const open = async (dim = DIM, options: SqliteSearchIndexOptions = {}) => {
-    const f = await fixture(dim, options);
+    const f = await fixture(dim, { ...stage, ...options });
     current = f.db;
     return f;
   };
@@ -355,15 +363,29 @@ describe('openSqliteSearchIndex', () => {
     expect(f.index.dimension).toBe(DIM);
   });
 
-  it('keeps the vector table when reopened with the same dimension and rebuilds it for another', async () => {
+  it('keeps the codes when reopened with the same dimension and drops them for another', async () => {
     const f = await open();
     const row = f.add('a-shared', [{ text: 'comet tails' }])[0]!;
-    const again = openSqliteSearchIndex(f.sqlite, DIM);
+    const again = openSqliteSearchIndex(f.sqlite, DIM, stage);
     expect(rowidsOf(again.vector({ workspaceId: 'A' }, row.vector, 5))).toEqual([row.rowid]);
-    const wider = openSqliteSearchIndex(f.sqlite, 1536);
+    const count = (table: string) => f.sqlite.prepare(`SELECT count(*) FROM ${table}`).pluck().get();
+    expect([count('knowledge_vec'), count('knowledge_codes')]).toEqual([1, 1]);
+    // Another dimension: the stored vectors do not fit it, so nothing is re-encoded (reindex re-embeds them).
+    const wider = openSqliteSearchIndex(f.sqlite, 1536, stage);
     expect(wider.dimension).toBe(1536);
-    expect(f.sqlite.prepare('SELECT count(*) FROM knowledge_vec').pluck().get()).toBe(0);
-    expect(f.sqlite.prepare(`SELECT sql FROM sqlite_master WHERE name = 'knowledge_vec'`).pluck().get()).toMatch(/BIT\[2048\]/);
+    expect([count('knowledge_vec'), count('knowledge_codes')]).toEqual([0, 0]);
+    expect(wider.vector({ workspaceId: 'A' }, randomUnit(prng(1), 1536), 5)).toEqual([]);
+  });
+
+  it('re-encodes the stored vectors when the coder changed (a database from before 2,048-bit codes)', async () => {
+    const f = await open();
+    const rows = f.add('a-shared', [{ text: 'comet tails' }, { text: 'solar wind' }, { text: 'ion engines' }]);
+    f.add('b-shared', [{ text: 'comet tails' }]);
+    // As such a database looks: codes of another coder (here none at all) and no record of the coder.
+    f.sqlite.exec(`DELETE FROM knowledge_codes; DELETE FROM knowledge_vec; DELETE FROM settings WHERE key = 'vector_codes'`);
+    const reopened = openSqliteSearchIndex(f.sqlite, DIM, stage);
+    expect(f.sqlite.prepare('SELECT count(*) FROM knowledge_codes').pluck().get()).toBe(4);
+    for (const row of rows) expect(reopened.vector({ workspaceId: 'A' }, row.vector, 1)[0]?.rowid).toBe(row.rowid);
   });
 
   it('vector search recall@10 against brute force is at least 0.9 on 3,000 hashed embeddings (candidates = 160)', async () => {
@@ -425,6 +447,82 @@ describe('openSqliteSearchIndex', () => {
   });
 });
 
+describe('the in-memory codes', () => {
+  const open: Db[] = [];
+  afterEach(async () => {
+    for (const db of open.splice(0)) await db.close();
+  });
+
+  it('follow writes made through another connection (the CLI while the server runs): appends, deletes, a reused rowid', async () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'switchboard-codes-')), 'kb.db');
+    const writer = await fixture(DIM, {}, file);
+    const reader = openDatabase({ filename: file, durability: 'normal' });
+    open.push(writer.db, reader);
+    const index = openSqliteSearchIndex(reader.sqlite, DIM);
+    const filter = { workspaceId: 'A' };
+    const top = (v: Float32Array) => index.vector(filter, v, 1)[0];
+
+    const [a, b] = writer.add('a-shared', [{ text: 'comet tails' }, { text: 'solar wind' }]);
+    expect(top(a!.vector)?.rowid).toBe(a!.rowid); // first search: loaded
+    const [c] = writer.add('a-p1', [{ text: 'ion engines' }]);
+    expect(top(c!.vector)?.rowid).toBe(c!.rowid); // appended since
+    writer.remove(a!.rowid);
+    expect(rowidsOf(index.vector(filter, a!.vector, 10))).toEqual(rowidsOf(writer.bruteForce(filter, a!.vector, 10)));
+    // Deleting the largest rowid lets SQLite hand it out again: the copy must not keep the old code under it.
+    writer.remove(c!.rowid);
+    const fresh = randomUnit(prng(9), DIM);
+    const [d] = writer.add('a-shared', [{ text: 'fresh', vector: fresh }]);
+    expect(d!.rowid).toBe(c!.rowid);
+    expect(top(fresh)).toEqual({ rowid: d!.rowid, score: expect.closeTo(1, 5) });
+    expect(rowidsOf(index.vector(filter, c!.vector, 10))).toEqual(rowidsOf(writer.bruteForce(filter, c!.vector, 10)));
+    expect(rowidsOf(index.vector(filter, b!.vector, 10))).toEqual(rowidsOf(writer.bruteForce(filter, b!.vector, 10)));
+  });
+
+  it('stay within their memory budget: least recently searched workspaces go first, one too large is not held', async () => {
+    const f = await fixture();
+    open.push(f.db);
+    const random = prng(5);
+    const some = (n: number) => Array.from({ length: n }, (_, i) => ({ text: `chunk ${i}`, vector: randomUnit(random, DIM) }));
+    f.add('a-shared', some(30));
+    f.add('b-shared', some(20));
+    const bits = createBinaryCoder(DIM).bits;
+    const q = createBinaryCoder(DIM).encode(randomUnit(random, DIM));
+    // Room for 40 rows: A (30) or B (20), not both.
+    const cache = createVectorCache(f.sqlite, bits, 40 * (bits / 8 + 32));
+    expect(cache.nearest({ workspaceId: 'A' }, q, 5)).toHaveLength(5);
+    const heldA = cache.bytes();
+    expect(cache.nearest({ workspaceId: 'B' }, q, 5)).toHaveLength(5);
+    expect(cache.bytes()).toBeLessThan(heldA); // A evicted, B held
+    f.add('b-shared', some(30)); // B (50) no longer fits: not held, the caller falls back
+    expect(cache.nearest({ workspaceId: 'B' }, q, 5)).toBeNull();
+    expect(cache.bytes()).toBe(0);
+  });
+});
+
+describe('keyword budget', () => {
+  it('drops the commonest terms beyond the budget, always keeping the rarest; Infinity keeps all', async () => {
+    const f = await fixture(DIM, { keywordBudget: 5 });
+    const exact = openSqliteSearchIndex(f.sqlite, DIM, { keywordBudget: Infinity });
+    try {
+      const common = f.add('a-shared', Array.from({ length: 8 }, (_, i) => ({ text: `common words number ${i}` })));
+      const rare = f.add('a-shared', [{ text: 'a rare zeppelin' }]);
+      const filter = { workspaceId: 'A' };
+      // "common" matches 8 chunks, over the budget of 5: only "zeppelin" is searched.
+      expect(rowidsOf(f.index.keyword(filter, 'common zeppelin', 10))).toEqual([rare[0]!.rowid]);
+      expect(rowidsOf(exact.keyword(filter, 'common zeppelin', 10))).toHaveLength(9);
+      // The rarest term is kept even when it alone is over the budget.
+      expect(rowidsOf(f.index.keyword(filter, 'common', 10)).sort()).toEqual(rowidsOf(common).sort());
+      // Counts are reused, but not once the index has grown: "quasar" fits the budget at first, then no longer.
+      f.add('a-shared', [{ text: 'quasar one' }, { text: 'quasar two' }]);
+      expect(rowidsOf(f.index.keyword(filter, 'quasar zeppelin', 10))).toHaveLength(3);
+      f.add('a-shared', Array.from({ length: 6 }, (_, i) => ({ text: `quasar ${i}` })));
+      expect(rowidsOf(f.index.keyword(filter, 'quasar zeppelin', 10))).toEqual([rare[0]!.rowid]);
+    } finally {
+      await f.db.close();
+    }
+  });
+});
+
 describe('createBinaryCoder', () => {
   const hamming = (a: Buffer, b: Buffer): number => {
     let d = 0;
@@ -442,15 +540,15 @@ describe('createBinaryCoder', () => {
     vi.restoreAllMocks();
   });
 
-  it('makes codes of at least 1,024 bits, a multiple of 8, of bits / 8 bytes', () => {
+  it('makes codes of at least 2,048 bits, a multiple of 64, of bits / 8 bytes', () => {
     for (const dim of [1, 3, 64, 100, 384, 768, 1000, 1536, 3072]) {
       const coder = createBinaryCoder(dim);
-      expect(coder.bits).toBeGreaterThanOrEqual(1024);
-      expect(coder.bits % 8).toBe(0);
+      expect(coder.bits).toBeGreaterThanOrEqual(2048);
+      expect(coder.bits % 64).toBe(0);
       expect(coder.encode(randomUnit(prng(dim), dim))).toHaveLength(coder.bits / 8);
     }
-    expect(createBinaryCoder(384).bits).toBe(1024);
-    expect(createBinaryCoder(1536).bits).toBe(2048);
+    expect(createBinaryCoder(384).bits).toBe(2048);
+    expect(createBinaryCoder(3072).bits).toBe(4096);
   });
 
   it('is deterministic across coder instances and module loads, without Math.random', async () => {

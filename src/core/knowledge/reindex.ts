@@ -1,7 +1,7 @@
 import type { Db } from '../../db/database.js';
 import type { Embedder } from '../../llm/embedder.js';
 import { embedAll, embeddingText, chunkTitle } from './ingest.js';
-import { blobFromVector } from './search-index.js';
+import { blobFromVector, bumpVectorEpochs } from './search-index.js';
 import { createVectorState } from './vector-state.js';
 
 /** Chunks re-embedded per transaction: small enough that a crash loses little, large enough to batch embedder calls. */
@@ -73,5 +73,7 @@ export async function reindexKnowledge(
     if (!reset) vectors.reset(dimension);
     vectors.record(dimension);
   }
+  // Codes were re-added under their old rowids: in-memory copies loaded meanwhile must reload.
+  bumpVectorEpochs(sqlite);
   return { chunks: done, dimension };
 }
