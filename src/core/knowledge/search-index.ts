@@ -140,6 +140,11 @@ function dot(a: Float32Array, b: Float32Array): number {
   return s;
 }
 
+/** A float32 blob as a vector to read at once: a view when it is 4-byte aligned (no garbage per candidate), else a copy. */
+function floatsOf(blob: Buffer): Float32Array {
+  return blob.byteOffset % 4 === 0 ? new Float32Array(blob.buffer, blob.byteOffset, blob.byteLength / 4) : vectorFromBlob(blob);
+}
+
 /** A float32 blob as a vector (copied: blobs need not be 4-byte aligned). */
 export function vectorFromBlob(blob: Buffer): Float32Array {
   const copy = new Uint8Array(blob.byteLength);
@@ -285,7 +290,7 @@ export function openSqliteSearchIndex(
       const scored: Hit[] = [];
       for (const rowid of candidates) {
         const blob = embeddingOf.get(rowid) as Buffer | undefined;
-        if (blob) scored.push({ rowid, score: dot(vector, vectorFromBlob(blob)) });
+        if (blob) scored.push({ rowid, score: dot(vector, floatsOf(blob)) });
       }
       return scored.sort((a, b) => b.score - a.score || a.rowid - b.rowid).slice(0, k);
     },
