@@ -75,6 +75,8 @@ const envSchema = z.object({
   SWITCHBOARD_RATE_LIMIT: int(0, 1_000_000_000).default(600),
   SWITCHBOARD_DURABILITY: z.enum(['normal', 'full']).default('normal'),
   SWITCHBOARD_UPLOAD_LIMIT_MB: int(1, 4096).default(25),
+  SWITCHBOARD_KEYWORD_BUDGET: int(0, 1_000_000_000).default(12_000),
+  SWITCHBOARD_VECTOR_CACHE_MB: int(0, 1_048_576).default(256),
   SWITCHBOARD_CORS_ORIGINS: z
     .string()
     .default('')
@@ -114,6 +116,8 @@ export interface Config {
   embeddings: { provider: 'hashed' | 'openai'; model: string };
   rateLimitPerMinute: number;
   uploadLimitBytes: number;
+  /** Search tuning: chunks a keyword query's terms may match before its commonest are dropped (Infinity = exact), and the codes cache. */
+  search: { keywordBudget: number; vectorCacheBytes: number };
   corsOrigins: string[];
   allowPrivateUrls: boolean;
   mcpConfigPath: string | undefined;
@@ -166,6 +170,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     embeddings: { provider: e.SWITCHBOARD_EMBEDDINGS, model: e.SWITCHBOARD_EMBEDDING_MODEL },
     rateLimitPerMinute: e.SWITCHBOARD_RATE_LIMIT,
     uploadLimitBytes: e.SWITCHBOARD_UPLOAD_LIMIT_MB * 1024 * 1024,
+    search: {
+      keywordBudget: e.SWITCHBOARD_KEYWORD_BUDGET === 0 ? Infinity : e.SWITCHBOARD_KEYWORD_BUDGET,
+      vectorCacheBytes: e.SWITCHBOARD_VECTOR_CACHE_MB * 1024 * 1024,
+    },
     corsOrigins: e.SWITCHBOARD_CORS_ORIGINS,
     allowPrivateUrls: e.SWITCHBOARD_ALLOW_PRIVATE_URLS,
     mcpConfigPath: e.SWITCHBOARD_MCP_CONFIG,

@@ -106,7 +106,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const embedder = overrides.embedder ?? configuredEmbedder(config);
   let vectors;
   try {
-    vectors = createVectorState(db, embedder, overrides.index);
+    vectors = createVectorState(db, embedder, { keywordBudget: config.search.keywordBudget, cacheBytes: config.search.vectorCacheBytes, ...overrides.index });
   } catch (err) {
     await db.close();
     throw err;

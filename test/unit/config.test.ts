@@ -38,6 +38,8 @@ describe('loadConfig (API.md §12)', () => {
       SWITCHBOARD_RATE_LIMIT: '0',
       SWITCHBOARD_DURABILITY: 'full',
       SWITCHBOARD_UPLOAD_LIMIT_MB: '5',
+      SWITCHBOARD_KEYWORD_BUDGET: '0',
+      SWITCHBOARD_VECTOR_CACHE_MB: '64',
       SWITCHBOARD_CORS_ORIGINS: 'https://a.example, http://localhost:5173',
       SWITCHBOARD_ALLOW_PRIVATE_URLS: '1',
       SWITCHBOARD_MCP_CONFIG: './mcp.json',
@@ -51,6 +53,8 @@ describe('loadConfig (API.md §12)', () => {
     expect(c.rateLimitPerMinute).toBe(0);
     expect(c.durability).toBe('full');
     expect(c.uploadLimitBytes).toBe(5 * 1024 * 1024);
+    expect(c.search).toEqual({ keywordBudget: Infinity, vectorCacheBytes: 64 * 1024 * 1024 });
+    expect(loadConfig({}).search).toEqual({ keywordBudget: 12_000, vectorCacheBytes: 256 * 1024 * 1024 });
     expect(c.corsOrigins).toEqual(['https://a.example', 'http://localhost:5173']);
     expect(c.allowPrivateUrls).toBe(true);
     expect(c.embeddings).toEqual({ provider: 'openai', model: 'nomic' });
@@ -69,6 +73,7 @@ describe('loadConfig (API.md §12)', () => {
         OPENAI_BASE_URL: 'ftp://x',
         LOG_LEVEL: 'loud',
         SWITCHBOARD_CORS_ORIGINS: 'not an origin',
+        SWITCHBOARD_KEYWORD_BUDGET: 'lots',
       });
     } catch (err) {
       error = err;
@@ -76,7 +81,7 @@ describe('loadConfig (API.md §12)', () => {
     expect(error).toBeInstanceOf(ConfigError);
     const vars = (error as ConfigError).problems.map((p) => p.variable).sort();
     expect(vars).toEqual(
-      ['LOG_LEVEL', 'OPENAI_BASE_URL', 'PORT', 'SWITCHBOARD_ADMIN_KEY', 'SWITCHBOARD_CORS_ORIGINS', 'SWITCHBOARD_DURABILITY', 'SWITCHBOARD_RATE_LIMIT', 'SWITCHBOARD_SECRET'].sort(),
+      ['LOG_LEVEL', 'OPENAI_BASE_URL', 'PORT', 'SWITCHBOARD_ADMIN_KEY', 'SWITCHBOARD_CORS_ORIGINS', 'SWITCHBOARD_DURABILITY', 'SWITCHBOARD_KEYWORD_BUDGET', 'SWITCHBOARD_RATE_LIMIT', 'SWITCHBOARD_SECRET'].sort(),
     );
     for (const v of vars) expect((error as Error).message).toContain(v);
   });
