@@ -74,7 +74,7 @@ interface Ingested {
 /**
  * Wraps the connection's `transaction()` to count the CPU time (µs, this process) spent inside
  * write transactions: during ingestion the only one is `replaceChunks` (chunk rows, FTS5, binary
- * codes into sqlite-vec, the commit). CPU rather than wall time, so other processes do not skew it.
+ * codes into sqlite-vec and `knowledge_codes`, the commit). CPU rather than wall time, so other processes do not skew it.
  */
 function countWriteCpu(ctx: AppContext): { us: () => number } {
   const sqlite = ctx.db.sqlite;
