@@ -1,16 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CodeArray } from '../../src/core/knowledge/hamming.js';
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from '../helpers/prng.js';
 
 const randomCode = (random: () => number, bytes: number) => Uint8Array.from({ length: bytes }, () => Math.floor(random() * 256));
 

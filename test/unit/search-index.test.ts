@@ -19,21 +19,10 @@ import {
 } from '../../src/core/knowledge/search-index.js';
 import { type Db, migrate, openDatabase } from '../../src/db/database.js';
 import { hashedVector } from '../../src/llm/hashed-embedder.js';
+import { prng } from '../helpers/prng.js';
 
 const NOW = '2025-01-01T00:00:00.000Z';
 const DIM = 64;
-
-/** Seeded PRNG (mulberry32), so every run sees the same data. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function gaussian(random: () => number): number {
   return Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());
