@@ -111,10 +111,15 @@ async function evaluate(ctx: AppContext, workspaceId: string, queries: Query[], 
   return { ndcg: mean(per.map((p) => p.ndcg)), recall: mean(per.map((p) => p.recall)), p50: times[Math.floor(times.length / 2)] ?? 0 };
 }
 
+/** Scores index hits (chunk rows) against a query's relevant documents. */
+function judgeHits(ctx: AppContext, docOf: Map<string, string>) {
+  const sourceOfRow = ctx.db.sqlite.prepare('SELECT source_id FROM knowledge_chunks WHERE rowid = ?').pluck();
+  return (hits: Hit[], relevant: Query['relevant']) => score(docsOf(hits.map((h) => sourceOfRow.get(h.rowid) as string), docOf), relevant);
+}
+
 /** Train-only grid search over BM25 column weights and the fusion's k and weights. */
 async function tune(ctx: AppContext, workspaceId: string, train: Query[], docOf: Map<string, string>) {
-  const rowSource = ctx.db.sqlite.prepare('SELECT source_id FROM knowledge_chunks WHERE rowid = ?').pluck();
-  const sourceOf = (hits: Hit[]) => hits.map((h) => rowSource.get(h.rowid) as string);
+  const judge = judgeHits(ctx, docOf);
   const filter = { workspaceId };
   const vectors = await ctx.embedder.embed(train.map((q) => q.text));
   let bestKeyword = { ndcg: -1, titleWeight: 1 };
@@ -123,7 +128,7 @@ async function tune(ctx: AppContext, workspaceId: string, train: Query[], docOf:
     const index = openSqliteSearchIndex(ctx.db.sqlite, ctx.embedder.dimension()!, { ...DEFAULT_INDEX_OPTIONS, titleWeight });
     const runs = train.map((q) => index.keyword(filter, q.text, 100));
     keywordRuns.set(titleWeight, runs);
-    const ndcg = mean(runs.map((hits, i) => score(docsOf(sourceOf(hits), docOf), train[i]!.relevant).ndcg));
+    const ndcg = mean(runs.map((hits, i) => judge(hits, train[i]!.relevant).ndcg));
     console.log(`  keyword titleWeight=${titleWeight}: train nDCG@10 ${ndcg.toFixed(4)}`);
     if (ndcg > bestKeyword.ndcg) bestKeyword = { ndcg, titleWeight };
   }
@@ -143,7 +148,7 @@ async function tune(ctx: AppContext, workspaceId: string, train: Query[], docOf:
         const vc = norm(vectorRuns[i]!);
         const ids = new Set([...kw.keys(), ...vc.keys()]);
         const fused = [...ids].map((rowid) => ({ rowid, score: alpha * (kw.get(rowid) ?? 0) + (1 - alpha) * (vc.get(rowid) ?? 0) })).sort((a, b) => b.score - a.score);
-        return score(docsOf(sourceOf(fused.slice(0, 100)), docOf), q.relevant).ndcg;
+        return judge(fused.slice(0, 100), q.relevant).ndcg;
       }),
     );
     console.log(`  convex alpha=${alpha}: train nDCG@10 ${ndcg.toFixed(4)}`);
@@ -151,7 +156,7 @@ async function tune(ctx: AppContext, workspaceId: string, train: Query[], docOf:
   for (const k of [5, 10, 30, 60, 100]) {
     for (const vectorWeight of [0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1]) {
       const options = { ...DEFAULT_FUSION, k, vectorWeight, keywordWeight: 1 };
-      const ndcg = mean(train.map((q, i) => score(docsOf(sourceOf(fuse(keywordBest[i]!, vectorRuns[i]!, options).slice(0, 100)), docOf), q.relevant).ndcg));
+      const ndcg = mean(train.map((q, i) => judge(fuse(keywordBest[i]!, vectorRuns[i]!, options).slice(0, 100), q.relevant).ndcg));
       if (vectorWeight < 0.06) console.log(`  rrf k=${k} vectorWeight=${vectorWeight}: train nDCG@10 ${ndcg.toFixed(4)}`);
       if (ndcg > bestFusion.ndcg) bestFusion = { ...options, ndcg };
     }
@@ -167,14 +172,13 @@ async function tune(ctx: AppContext, workspaceId: string, train: Query[], docOf:
 async function budgetEffect(ctx: AppContext, workspaceId: string, test: Query[], docOf: Map<string, string>, chunks: number) {
   const budget = Math.max(1, Math.round((DEFAULT_INDEX_OPTIONS.keywordBudget * chunks) / 100_000));
   const index = openSqliteSearchIndex(ctx.db.sqlite, ctx.embedder.dimension()!, { ...DEFAULT_INDEX_OPTIONS, keywordBudget: budget });
-  const rowSource = ctx.db.sqlite.prepare('SELECT source_id FROM knowledge_chunks WHERE rowid = ?').pluck();
-  const sourceOf = (hits: Hit[]) => hits.map((h) => rowSource.get(h.rowid) as string);
+  const judge = judgeHits(ctx, docOf);
   const filter = { workspaceId };
   const vectors = await ctx.embedder.embed(test.map((q) => q.text));
   const keyword = test.map((q) => index.keyword(filter, q.text, 100));
   const hybrid = test.map((_, i) => fuse(keyword[i]!, index.vector(filter, vectors[i]!, 100).filter((h) => h.score > 0), fusionFor(ctx.embedder.provider)).slice(0, 100));
   const quality = (runs: Hit[][]) => {
-    const per = runs.map((hits, i) => score(docsOf(sourceOf(hits), docOf), test[i]!.relevant));
+    const per = runs.map((hits, i) => judge(hits, test[i]!.relevant));
     return { ndcg: mean(per.map((x) => x.ndcg)), recall: mean(per.map((x) => x.recall)) };
   };
   return { budget, keyword: quality(keyword), hybrid: quality(hybrid) };

@@ -6,6 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { prng } from '../../test/helpers/prng.js';
 
 export interface BenchDocument {
   kind: 'text' | 'markdown';
@@ -24,18 +25,6 @@ export interface BenchCorpus {
 
 const PARAGRAPHS = 25;
 const SECTION_EVERY = 5;
-
-/** mulberry32: small, fast, good enough to draw sentences. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const between = (rand: () => number, lo: number, hi: number) => lo + Math.floor(rand() * (hi - lo + 1));
 

@@ -1,4 +1,4 @@
-/** Seeded PRNG (mulberry32), so every run of a randomised test sees the same data. */
+/** Seeded PRNG (mulberry32), so every run of a randomised test or benchmark sees the same data. */
 export function prng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {

@@ -377,9 +377,10 @@ describe.each([
     for (const row of rows) expect(reopened.vector({ workspaceId: 'A' }, row.vector, 1)[0]?.rowid).toBe(row.rowid);
   });
 
-  it('vector search recall@10 against brute force is at least 0.9 on 3,000 hashed embeddings (candidates = 160)', async () => {
+  // 60 candidates of 3,000 (2 %) keep this meaningful: with all 3,000 rescored it could not fail.
+  it('vector search recall@10 against brute force is at least 0.95 on 3,000 hashed embeddings with 60 candidates', async () => {
     const dim = 384;
-    const f = await open(dim, { candidates: 160 });
+    const f = await open(dim, { candidates: 60 });
     const random = prng(2024);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
     // A Zipf-like vocabulary: a few common words, a long tail of rare ones, inflected forms.
@@ -431,8 +432,8 @@ describe.each([
     const recallShort = recallOf(short);
     const recallParaphrase = recallOf(paraphrases);
     console.info(`recall@10 vs brute force: short queries ${recallShort.toFixed(3)}, paraphrases ${recallParaphrase.toFixed(3)}`);
-    expect(recallShort).toBeGreaterThanOrEqual(0.9);
-    expect(recallParaphrase).toBeGreaterThanOrEqual(0.9);
+    expect(recallShort).toBeGreaterThanOrEqual(0.95);
+    expect(recallParaphrase).toBeGreaterThanOrEqual(0.95);
   });
 });
 
