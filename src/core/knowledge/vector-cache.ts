@@ -1,6 +1,6 @@
 import type SqliteDatabase from 'better-sqlite3';
 import { CodeArray } from './hamming.js';
-import type { SearchFilter } from './search-index.js';
+import { type SearchFilter, SHARED_SCOPE } from './search-index.js';
 
 /**
  * The binary codes of recently searched workspaces, held in memory so the vector first stage is a
@@ -139,7 +139,7 @@ export function createVectorCache(sqlite: SqliteDatabase.Database, bits: number,
       // Which rows the filter may see: the shared scope and the persona's; the listed sources.
       let allowedScope: ((s: number) => boolean) | null = null;
       if (filter.personaId !== undefined) {
-        const shared = ws.scopes.get('shared') ?? -1;
+        const shared = ws.scopes.get(SHARED_SCOPE) ?? -1;
         const persona = ws.scopes.get(filter.personaId) ?? -1;
         allowedScope = (s) => s === shared || s === persona;
       }
