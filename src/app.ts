@@ -15,6 +15,8 @@ import { z } from 'zod';
 import type { AppContext } from './context.js';
 import { VERSION } from './context.js';
 import { authRoutes } from './core/auth/auth.routes.js';
+import { chatRoutes } from './core/chat/chat.routes.js';
+import { sessionRoutes } from './core/chat/sessions.routes.js';
 import { knowledgeRoutes } from './core/knowledge/knowledge.routes.js';
 import { personaRoutes } from './core/personas/personas.routes.js';
 import { NotFoundError, RateLimitedError, UnavailableError, UriTooLongError } from './errors.js';
@@ -134,6 +136,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(authRoutes(ctx));
   await app.register(personaRoutes(ctx));
   await app.register(knowledgeRoutes(ctx));
+  await app.register(chatRoutes(ctx));
+  await app.register(sessionRoutes(ctx));
 
   app.setNotFoundHandler(
     config.rateLimitPerMinute > 0 ? { preHandler: app.rateLimit() } : {},

@@ -3,6 +3,10 @@ import pino, { type Logger } from 'pino';
 import type { Config } from './config.js';
 import { createAuthService } from './core/auth/auth.service.js';
 import { createAuthStore } from './core/auth/auth.store.js';
+import { type AgentLimits, createAgent } from './core/chat/agent.js';
+import { createChatService } from './core/chat/chat.service.js';
+import { createChatStore } from './core/chat/chat.store.js';
+import { createSessionService } from './core/chat/sessions.service.js';
 import { createIdempotencyService } from './core/idempotency/idempotency.service.js';
 import { createIngestor, createJobQueue } from './core/knowledge/ingest.js';
 import { createKnowledgeService } from './core/knowledge/knowledge.service.js';
@@ -12,11 +16,15 @@ import type { UrlFetchOptions } from './core/knowledge/url-fetch.js';
 import { createVectorState } from './core/knowledge/vector-state.js';
 import { createPersonaService } from './core/personas/personas.service.js';
 import { createPersonaStore } from './core/personas/personas.store.js';
+import { createToolHub, type ToolHub } from './core/tools/tool-hub.js';
 import { type Db, migrate, openDatabase } from './db/database.js';
 import { type Cipher, createCipher, loadSecretKey } from './lib/cipher.js';
 import { type Clock, systemClock } from './lib/clock.js';
 import { type IdGenerator, randomIds } from './lib/ids.js';
 import type { Embedder } from './llm/embedder.js';
+import type { LlmClient } from './llm/llm-client.js';
+import { createOfflineClient } from './llm/offline-client.js';
+import { createOpenAiChat } from './llm/openai-chat.js';
 import { createHashedEmbedder } from './llm/hashed-embedder.js';
 import { createOpenAi } from './llm/openai-client.js';
 import { createOpenAiEmbedder } from './llm/openai-embedder.js';
@@ -50,8 +58,12 @@ export interface AppContext {
     personas: ReturnType<typeof createPersonaService>;
     idempotency: ReturnType<typeof createIdempotencyService>;
     knowledge: ReturnType<typeof createKnowledgeService>;
+    chat: ReturnType<typeof createChatService>;
+    sessions: ReturnType<typeof createSessionService>;
   };
   embedder: Embedder;
+  llm: LlmClient;
+  tools: ToolHub;
   /** Flushes what is kept in memory and closes the database. Safe to call twice. */
   close(): Promise<void>;
 }
@@ -68,7 +80,21 @@ export interface ContextOverrides {
   fetch?: Partial<UrlFetchOptions>;
   /** Search index tuning (benchmarks, retrieval evaluation). */
   index?: SqliteSearchIndexOptions;
+  /** Replaces the configured model client. */
+  llm?: LlmClient;
+  /** Agent loop limits (tool time-out, rounds) for tests. */
+  agent?: Partial<AgentLimits>;
 }
+
+/** The chat model SWITCHBOARD_MODEL / OPENAI_* select: `offline` without a key or base URL. */
+export function configuredLlm(config: Config): LlmClient {
+  if (config.model.provider === 'offline') return createOfflineClient();
+  const client = createOpenAi({ apiKey: config.model.apiKey, baseUrl: config.model.baseUrl, timeoutMs: CHAT_TIMEOUT_MS });
+  return createOpenAiChat({ client, defaultModel: config.model.name });
+}
+
+/** A chat completion fails with 504 when the endpoint is silent this long (before headers, or between chunks). */
+const CHAT_TIMEOUT_MS = 60_000;
 
 /** URL fetches take at most this long, redirects included. */
 const URL_FETCH_TIMEOUT_MS = 15_000;
@@ -133,6 +159,13 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     fetchOptions,
   });
 
+  const llm = overrides.llm ?? configuredLlm(config);
+  const tools = createToolHub({ knowledge });
+  const agent = createAgent({ llm, knowledge, tools, logger, limits: overrides.agent });
+  const chatStore = createChatStore(db);
+  const chat = createChatService({ store: chatStore, personas, agent, clock, ids, logger });
+  const sessions = createSessionService({ store: chatStore, clock });
+
   // lastUsedAt may lag by up to a minute (API.md §2); expired idempotency records go hourly.
   const timers = [
     setInterval(() => void auth.flushUsage().catch((err) => logger.error({ err }, 'lastUsedAt flush failed')), 60_000),
@@ -148,8 +181,10 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     clock,
     ids,
     cipher,
-    services: { auth, personas, idempotency, knowledge },
+    services: { auth, personas, idempotency, knowledge, chat, sessions },
     embedder,
+    llm,
+    tools,
     close() {
       closing ??= (async () => {
         for (const t of timers) clearInterval(t);

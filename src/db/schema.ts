@@ -9,6 +9,10 @@ export interface Database {
   knowledge_sources: KnowledgeSourcesTable;
   knowledge_chunks: KnowledgeChunksTable;
   settings: SettingsTable;
+  sessions: SessionsTable;
+  messages: MessagesTable;
+  interactions: InteractionsTable;
+  feedback: FeedbackTable;
 }
 
 export interface WorkspacesTable {
@@ -121,3 +125,76 @@ export interface SettingsTable {
 
 export type KnowledgeSourceRow = Selectable<KnowledgeSourcesTable>;
 export type KnowledgeChunkRow = Selectable<KnowledgeChunksTable>;
+
+export interface SessionsTable {
+  id: string;
+  workspace_id: string;
+  persona_id: string;
+  ab_test_id: string | null;
+  variant: 'A' | 'B' | null;
+  channel_id: string | null;
+  user_id: string | null;
+  title: string;
+  message_count: number;
+  created_at: string;
+  last_message_at: string;
+}
+
+export type MessageRole = 'user' | 'assistant' | 'tool';
+
+export interface MessagesTable {
+  seq: Generated<number>;
+  id: string;
+  session_id: string;
+  role: MessageRole;
+  content: string;
+  /** JSON array of `{ id, name, arguments, result, isError }` on an assistant message that called tools. */
+  tool_calls: string | null;
+  /** On a tool message: the call it answers. */
+  tool_call_id: string | null;
+  created_at: string;
+}
+
+/** One per answer, failed ones included: what analytics and A/B tests read. */
+export interface InteractionsTable {
+  seq: Generated<number>;
+  workspace_id: string;
+  /** Cleared when the session is deleted. */
+  session_id: string | null;
+  message_id: string | null;
+  persona_id: string;
+  ab_test_id: string | null;
+  variant: 'A' | 'B' | null;
+  channel_id: string | null;
+  user_id: string | null;
+  model: string;
+  started_at: string;
+  latency_ms: number;
+  /** Time to the first streamed text; null when no text came. */
+  ttft_ms: number | null;
+  prompt_tokens: number;
+  completion_tokens: number;
+  tool_calls: number;
+  /** An error code (`upstream_error`...) or `cancelled`; null for an answer. */
+  error: string | null;
+  /** The latest feedback rating on this answer. */
+  rating: number | null;
+  /** JSON object from the query's `metadata`; cleared with the session. */
+  metadata: string | null;
+}
+
+export interface FeedbackTable {
+  seq: Generated<number>;
+  workspace_id: string;
+  session_id: string | null;
+  message_id: string | null;
+  persona_id: string;
+  ab_test_id: string | null;
+  variant: 'A' | 'B' | null;
+  rating: number;
+  comment: string | null;
+  created_at: string;
+}
+
+export type SessionRow = Selectable<SessionsTable>;
+export type MessageRow = Selectable<MessagesTable>;

@@ -1,12 +1,16 @@
 /**
  * A fake OpenAI-compatible HTTP server on 127.0.0.1 for tests that drive the real `openai` package.
  *
- * Requests go through a route table (`POST /v1/embeddings` today; `/v1/chat/completions` slots in
- * beside it) after two shared steps: a queue of scripted failures (`fail(...)`), then the bearer
- * key check. Every request is recorded, including whether the client hung up before the answer.
+ * Requests go through a route table (`POST /v1/embeddings`, and `POST /v1/chat/completions` from
+ * `openai-chat.ts`) after two shared steps: a queue of scripted failures (`fail(...)`), then the
+ * bearer key check. Every request is recorded, including whether the client hung up before the
+ * answer.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { type ChatReply, chatCompletionsRoute } from './openai-chat.js';
+
+export type { ChatReply } from './openai-chat.js';
 
 /** One request as the fake saw it. */
 export interface RecordedRequest {
@@ -50,6 +54,8 @@ export interface RouteContext {
   res: http.ServerResponse;
   body: unknown;
   settings: Readonly<FakeOpenAiSettings>;
+  /** Resolves after `ms`; routes wait with this so `close()` can clear the timers. */
+  delay(ms: number): Promise<void>;
 }
 
 /** A route handler; `key` is `"METHOD /v1/path"`. */
@@ -61,10 +67,15 @@ export interface FakeOpenAi {
   requests: RecordedRequest[];
   /** Queue behaviours for the next requests, one per request, in order. */
   fail(...behaviours: Scripted[]): void;
+  /**
+   * Queue answers for the next chat completion requests, one per request, in order; with none
+   * queued a request gets `Echo: <last user message>`. `fail(...)` behaviours come first.
+   */
+  reply(...replies: ChatReply[]): void;
   set(settings: Partial<FakeOpenAiSettings>): void;
   /** Add or replace a route (`"POST /v1/chat/completions"`). */
   route(key: string, handler: RouteHandler): void;
-  /** Clear recorded requests and queued failures, and restore the initial settings. */
+  /** Clear recorded requests, queued failures and replies, and restore the initial settings. */
   reset(): void;
   close(): Promise<void>;
 }
@@ -153,7 +164,12 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
     shuffle: options.shuffle ?? false,
   };
   let settings = { ...initial };
-  const routes = new Map<string, RouteHandler>([['POST /v1/embeddings', embeddings], ...Object.entries(options.routes ?? {})]);
+  const replies: ChatReply[] = [];
+  const routes = new Map<string, RouteHandler>([
+    ['POST /v1/embeddings', embeddings],
+    ['POST /v1/chat/completions', chatCompletionsRoute(replies)],
+    ...Object.entries(options.routes ?? {}),
+  ]);
   const queue: Scripted[] = [];
   const requests: RecordedRequest[] = [];
   const timers = new Set<NodeJS.Timeout>();
@@ -221,7 +237,7 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
     if (!handler) {
       return sendError(res, 404, `Unknown request URL: ${req.method} ${path}.`, 'invalid_request_error', 'unknown_url');
     }
-    await handler({ req, res, body, settings });
+    await handler({ req, res, body, settings, delay });
   }
 
   const server = http.createServer((req, res) => {
@@ -240,6 +256,7 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
     url: `http://127.0.0.1:${port}/v1`,
     requests,
     fail: (...behaviours) => void queue.push(...behaviours),
+    reply: (...added) => void replies.push(...added),
     set: (changes) => {
       settings = { ...settings, ...changes };
     },
@@ -247,6 +264,7 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
     reset: () => {
       requests.length = 0;
       queue.length = 0;
+      replies.length = 0;
       settings = { ...initial };
     },
     close: async () => {

@@ -1,0 +1,206 @@
+/**
+ * Exchanges: one question and its answer. `open` does every check that can fail with a 4xx before
+ * a stream starts; `run` drives the agent and stores the whole exchange in one transaction.
+ */
+import type { Logger } from 'pino';
+import type { SessionRow } from '../../db/schema.js';
+import { AppError, ConflictError, NotFoundError } from '../../errors.js';
+import type { Clock } from '../../lib/clock.js';
+import type { IdGenerator } from '../../lib/ids.js';
+import type { ChatMessage } from '../../llm/llm-client.js';
+import type { PersonaService } from '../personas/personas.service.js';
+import type { Agent, AgentEvent, AgentOutcome } from './agent.js';
+import type { Answer } from './chat.schemas.js';
+import type { ChatStore, NewInteraction, NewMessage } from './chat.store.js';
+
+/** Stored turns read back as history; the token budget trims further. */
+const HISTORY_MESSAGES = 100;
+const TITLE_CHARS = 80;
+
+export interface ExchangeRequest {
+  personaId: string;
+  message: string;
+  sessionId?: string | undefined;
+  userId?: string | undefined;
+  channelId?: string | undefined;
+  /** The conversation so far, when the caller keeps it (AI SDK clients); else the session's is read. */
+  history?: ChatMessage[] | undefined;
+  callerInstructions?: string[] | undefined;
+  enableMCPTools: boolean;
+  model?: string | undefined;
+  temperature?: number | undefined;
+  maxTokens?: number | undefined;
+  metadata?: Record<string, unknown> | undefined;
+}
+
+export interface Exchange {
+  /** The session the answer goes into (new ones are created when it is stored). */
+  sessionId: string;
+  /** Runs the answer, emitting its events; resolves once it is stored. */
+  run(emit: (event: AgentEvent) => Promise<void> | void, signal: AbortSignal): Promise<Answer>;
+}
+
+export interface ChatServiceDeps {
+  store: ChatStore;
+  personas: PersonaService;
+  agent: Agent;
+  clock: Clock;
+  ids: IdGenerator;
+  logger: Logger;
+}
+
+function titleOf(message: string): string {
+  const line = message.replace(/\s+/g, ' ').trim();
+  return line.length > TITLE_CHARS ? `${line.slice(0, TITLE_CHARS - 1)}…` : line;
+}
+
+export function createChatService(deps: ChatServiceDeps) {
+  const { store, personas, agent, clock, ids } = deps;
+
+  /** The rows of one finished exchange, in the order they happened. */
+  function exchangeMessages(sessionId: string, message: string, outcome: AgentOutcome, now: string): NewMessage[] {
+    const row = (role: NewMessage['role'], content: string, extra: Partial<NewMessage> = {}): NewMessage => ({
+      id: ids('msg'),
+      session_id: sessionId,
+      role,
+      content,
+      tool_calls: null,
+      tool_call_id: null,
+      created_at: now,
+      ...extra,
+    });
+    const rows = [row('user', message)];
+    for (const round of outcome.rounds) {
+      rows.push(row('assistant', '', { tool_calls: JSON.stringify(round.calls) }));
+      for (const call of round.calls) rows.push(row('tool', JSON.stringify(call.result ?? null), { tool_call_id: call.id }));
+    }
+    rows.push(row('assistant', outcome.content));
+    return rows;
+  }
+
+  async function open(workspaceId: string, request: ExchangeRequest): Promise<Exchange> {
+    const persona = await personas.get(workspaceId, request.personaId);
+    let existing: SessionRow | undefined;
+    if (request.sessionId !== undefined) {
+      existing = await store.findSession(workspaceId, request.sessionId);
+      if (!existing) throw new NotFoundError('Session', request.sessionId);
+      if (existing.persona_id !== persona.id) {
+        throw new ConflictError(`Session ${existing.id} belongs to persona ${existing.persona_id}, not ${persona.id}.`);
+      }
+    }
+    const history: ChatMessage[] =
+      request.history ??
+      (existing ? (await store.history(existing.id, HISTORY_MESSAGES)).map((m) => ({ role: m.role as 'user' | 'assistant', content: m.content })) : []);
+    const sessionId = existing?.id ?? ids('ses');
+
+    return {
+      sessionId,
+      async run(emit, signal) {
+        const startedAt = clock.now().toISOString();
+        const t0 = performance.now();
+        const interaction = (fields: Partial<NewInteraction>): NewInteraction => ({
+          workspace_id: workspaceId,
+          session_id: existing?.id ?? null,
+          message_id: null,
+          persona_id: persona.id,
+          ab_test_id: existing?.ab_test_id ?? null,
+          variant: existing?.variant ?? null,
+          channel_id: request.channelId ?? existing?.channel_id ?? null,
+          user_id: request.userId ?? existing?.user_id ?? null,
+          model: request.model ?? persona.model ?? agent.defaultModel,
+          started_at: startedAt,
+          latency_ms: Math.round(performance.now() - t0),
+          ttft_ms: null,
+          prompt_tokens: 0,
+          completion_tokens: 0,
+          tool_calls: 0,
+          error: null,
+          metadata: request.metadata ? JSON.stringify(request.metadata) : null,
+          ...fields,
+        });
+
+        let outcome: AgentOutcome;
+        try {
+          outcome = await agent.run(
+            {
+              workspaceId,
+              persona,
+              history,
+              message: request.message,
+              callerInstructions: request.callerInstructions,
+              enableTools: request.enableMCPTools,
+              model: request.model,
+              temperature: request.temperature,
+              maxTokens: request.maxTokens,
+              signal,
+            },
+            emit,
+          );
+        } catch (err) {
+          const code = signal.aborted ? 'cancelled' : err instanceof AppError ? err.code : 'internal';
+          // Nothing of a failed exchange joins the session (a retry would repeat the question); the numbers stay.
+          store.recordInteraction(interaction({ error: code }));
+          throw err;
+        }
+
+        const now = clock.now().toISOString();
+        const messages = exchangeMessages(sessionId, request.message, outcome, now);
+        const answer = messages[messages.length - 1]!;
+        const session: SessionRow = existing
+          ? { ...existing, last_message_at: now, user_id: request.userId ?? null }
+          : {
+              id: sessionId,
+              workspace_id: workspaceId,
+              persona_id: persona.id,
+              ab_test_id: null,
+              variant: null,
+              channel_id: request.channelId ?? null,
+              user_id: request.userId ?? null,
+              title: titleOf(request.message),
+              message_count: 0,
+              created_at: startedAt,
+              last_message_at: now,
+            };
+        const latencyMs = Math.round(performance.now() - t0);
+        const stored = store.saveExchange({
+          session,
+          isNew: !existing,
+          messages,
+          interaction: interaction({
+            session_id: sessionId,
+            message_id: answer.id,
+            model: outcome.model,
+            latency_ms: latencyMs,
+            ttft_ms: outcome.ttftMs,
+            prompt_tokens: outcome.usage.promptTokens,
+            completion_tokens: outcome.usage.completionTokens,
+            tool_calls: outcome.toolCalls.length,
+          }),
+        });
+        if (!stored) throw new ConflictError(`Session ${sessionId} was deleted while the answer was written; nothing was stored.`);
+        return {
+          sessionId,
+          messageId: answer.id,
+          personaId: persona.id,
+          abTestId: session.ab_test_id,
+          variant: session.variant,
+          response: outcome.content,
+          sources: outcome.sources,
+          toolCalls: outcome.toolCalls.map(({ id, name, arguments: args, result }) => ({ id, name, arguments: args, result })),
+          usage: outcome.usage,
+          latencyMs,
+        };
+      },
+    };
+  }
+
+  return {
+    open,
+    /** A whole answer without streaming (POST /query, `stream: false`). */
+    async query(workspaceId: string, request: ExchangeRequest, signal: AbortSignal): Promise<Answer> {
+      return (await open(workspaceId, request)).run(() => {}, signal);
+    },
+  };
+}
+
+export type ChatService = ReturnType<typeof createChatService>;

@@ -1,0 +1,128 @@
+import { sql } from 'kysely';
+import type { Db } from '../../db/database.js';
+import type { InteractionsTable, MessageRow, MessagesTable, SessionRow } from '../../db/schema.js';
+import { type PageRequest, paginate } from '../../lib/pagination.js';
+
+export type NewMessage = Omit<MessagesTable, 'seq'>;
+export type NewInteraction = Omit<InteractionsTable, 'seq' | 'rating'>;
+
+export interface SessionFilter {
+  personaId?: string | undefined;
+  channelId?: string | undefined;
+  userId?: string | undefined;
+}
+
+/** One exchange as it is written: the session (created when `isNew`), its new messages, the interaction. */
+export interface ExchangeWrite {
+  session: SessionRow;
+  isNew: boolean;
+  messages: NewMessage[];
+  interaction: NewInteraction;
+}
+
+const INTERACTION_COLUMNS =
+  'workspace_id, session_id, message_id, persona_id, ab_test_id, variant, channel_id, user_id, model, started_at, latency_ms, ttft_ms, prompt_tokens, completion_tokens, tool_calls, error, metadata';
+
+export function createChatStore(db: Db) {
+  const k = db.kysely;
+  const { sqlite } = db;
+  // The write path of every answer: prepared once, run in one synchronous transaction.
+  const insertSession = sqlite.prepare(
+    `INSERT INTO sessions (id, workspace_id, persona_id, ab_test_id, variant, channel_id, user_id, title, message_count, created_at, last_message_at)
+     VALUES (@id, @workspace_id, @persona_id, @ab_test_id, @variant, @channel_id, @user_id, @title, @message_count, @created_at, @last_message_at)`,
+  );
+  const touchSession = sqlite.prepare(
+    `UPDATE sessions SET message_count = message_count + @added, last_message_at = @now, user_id = COALESCE(user_id, @user_id)
+     WHERE id = @id AND workspace_id = @workspace_id`,
+  );
+  const insertMessage = sqlite.prepare(
+    `INSERT INTO messages (id, session_id, role, content, tool_calls, tool_call_id, created_at)
+     VALUES (@id, @session_id, @role, @content, @tool_calls, @tool_call_id, @created_at)`,
+  );
+  const insertInteraction = sqlite.prepare(
+    `INSERT INTO interactions (${INTERACTION_COLUMNS}) VALUES (${INTERACTION_COLUMNS.split(', ').map((c) => `@${c}`).join(', ')})`,
+  );
+  const forgetInteractions = sqlite.prepare('UPDATE interactions SET session_id = NULL, message_id = NULL, metadata = NULL WHERE session_id = ?');
+  const forgetFeedback = sqlite.prepare('UPDATE feedback SET session_id = NULL, message_id = NULL, comment = NULL WHERE session_id = ?');
+  const deleteSessionStmt = sqlite.prepare('DELETE FROM sessions WHERE id = ? AND workspace_id = ?');
+  const sessionExists = sqlite.prepare('SELECT 1 FROM sessions WHERE id = ? AND workspace_id = ?');
+
+  return {
+    findSession: (workspaceId: string, id: string): Promise<SessionRow | undefined> =>
+      k.selectFrom('sessions').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
+
+    listSessions(workspaceId: string, page: PageRequest, filter: SessionFilter) {
+      let q = k.selectFrom('sessions').selectAll().where('workspace_id', '=', workspaceId);
+      if (filter.personaId !== undefined) q = q.where('persona_id', '=', filter.personaId);
+      if (filter.channelId !== undefined) q = q.where('channel_id', '=', filter.channelId);
+      if (filter.userId !== undefined) q = q.where('user_id', '=', filter.userId);
+      return paginate(q, page);
+    },
+
+    messages: (sessionId: string): Promise<MessageRow[]> =>
+      k.selectFrom('messages').selectAll().where('session_id', '=', sessionId).orderBy('seq').execute(),
+
+    /** The latest `limit` user messages and answers (tool rounds left out), oldest first. */
+    async history(sessionId: string, limit: number): Promise<Pick<MessageRow, 'role' | 'content'>[]> {
+      const rows = await k
+        .selectFrom('messages')
+        .select(['role', 'content'])
+        .where('session_id', '=', sessionId)
+        .where('role', '!=', 'tool')
+        .where('tool_calls', 'is', null)
+        .orderBy('seq', 'desc')
+        .limit(limit)
+        .execute();
+      return rows.reverse();
+    },
+
+    /** An answer (a final assistant message) of the session; the latest when `messageId` is undefined. */
+    findAnswer: (sessionId: string, messageId: string | undefined) => {
+      let q = k
+        .selectFrom('messages')
+        .select(['id'])
+        .where('session_id', '=', sessionId)
+        .where('role', '=', 'assistant')
+        .where('tool_calls', 'is', null);
+      if (messageId !== undefined) q = q.where('id', '=', messageId);
+      return q.orderBy('seq', 'desc').limit(1).executeTakeFirst();
+    },
+
+    /** Stores one exchange atomically; false (nothing written) when its existing session is gone. */
+    saveExchange: sqlite.transaction((write: ExchangeWrite): boolean => {
+      const { session, messages, interaction } = write;
+      if (write.isNew) insertSession.run({ ...session, message_count: messages.length });
+      else if (touchSession.run({ id: session.id, workspace_id: session.workspace_id, added: messages.length, now: session.last_message_at, user_id: session.user_id }).changes === 0) return false;
+      for (const m of messages) insertMessage.run(m);
+      insertInteraction.run(interaction);
+      return true;
+    }),
+
+    /** A failed or cancelled answer: numbers only, nothing joins a session. */
+    recordInteraction: (interaction: NewInteraction) => void insertInteraction.run(interaction),
+
+    async addFeedback(row: { workspace_id: string; session_id: string; message_id: string | null; persona_id: string; ab_test_id: string | null; variant: 'A' | 'B' | null; rating: number; comment: string | null; created_at: string }) {
+      await k.transaction().execute(async (trx) => {
+        await trx.insertInto('feedback').values(row).execute();
+        if (row.message_id !== null) {
+          await trx.updateTable('interactions').set({ rating: row.rating }).where('message_id', '=', row.message_id).execute();
+        }
+      });
+    },
+
+    /** Deletes the session and its messages; interactions and feedback keep their numbers only. */
+    deleteSession: sqlite.transaction((workspaceId: string, id: string): boolean => {
+      if (!sessionExists.get(id, workspaceId)) return false;
+      forgetInteractions.run(id);
+      forgetFeedback.run(id);
+      deleteSessionStmt.run(id, workspaceId);
+      return true;
+    }),
+
+    /** Counts for tests and analytics: interactions of a workspace, newest first. */
+    interactions: (workspaceId: string) =>
+      k.selectFrom('interactions').selectAll().where('workspace_id', '=', workspaceId).orderBy(sql`seq`, 'desc').execute(),
+  };
+}
+
+export type ChatStore = ReturnType<typeof createChatStore>;

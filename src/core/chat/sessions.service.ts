@@ -1,0 +1,78 @@
+import type { MessageRow, SessionRow } from '../../db/schema.js';
+import { NotFoundError } from '../../errors.js';
+import type { Clock } from '../../lib/clock.js';
+import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
+import type { FeedbackInput, FeedbackResult, Session, SessionDetail } from './chat.schemas.js';
+import type { ChatStore, SessionFilter } from './chat.store.js';
+
+export function toSession(row: SessionRow): Session {
+  return {
+    id: row.id,
+    personaId: row.persona_id,
+    abTestId: row.ab_test_id,
+    variant: row.variant,
+    channelId: row.channel_id,
+    userId: row.user_id,
+    title: row.title,
+    messageCount: row.message_count,
+    createdAt: row.created_at,
+    lastMessageAt: row.last_message_at,
+  };
+}
+
+function toMessage(row: MessageRow): SessionDetail['messages'][number] {
+  return {
+    id: row.id,
+    role: row.role,
+    content: row.content,
+    ...(row.tool_calls !== null ? { toolCalls: JSON.parse(row.tool_calls) as NonNullable<SessionDetail['messages'][number]['toolCalls']> } : {}),
+    ...(row.tool_call_id !== null ? { toolCallId: row.tool_call_id } : {}),
+    createdAt: row.created_at,
+  };
+}
+
+/** API.md §5: reading, rating and deleting sessions. */
+export function createSessionService({ store, clock }: { store: ChatStore; clock: Clock }) {
+  async function find(workspaceId: string, id: string): Promise<SessionRow> {
+    const row = await store.findSession(workspaceId, id);
+    if (!row) throw new NotFoundError('Session', id);
+    return row;
+  }
+
+  return {
+    async list(workspaceId: string, page: PageRequest, filter: SessionFilter): Promise<Page<Session>> {
+      return mapPage(await store.listSessions(workspaceId, page, filter), toSession);
+    },
+
+    async get(workspaceId: string, id: string): Promise<SessionDetail> {
+      const row = await find(workspaceId, id);
+      return { ...toSession(row), messages: (await store.messages(row.id)).map(toMessage) };
+    },
+
+    async feedback(workspaceId: string, id: string, input: FeedbackInput): Promise<FeedbackResult> {
+      const session = await find(workspaceId, id);
+      const answer = await store.findAnswer(session.id, input.messageId);
+      if (input.messageId !== undefined && !answer) throw new NotFoundError('Answer', input.messageId);
+      const createdAt = clock.now().toISOString();
+      const row = {
+        workspace_id: workspaceId,
+        session_id: session.id,
+        message_id: answer?.id ?? null,
+        persona_id: session.persona_id,
+        ab_test_id: session.ab_test_id,
+        variant: session.variant,
+        rating: input.rating,
+        comment: input.comment ?? null,
+        created_at: createdAt,
+      };
+      await store.addFeedback(row);
+      return { sessionId: session.id, messageId: row.message_id, rating: row.rating, comment: row.comment, createdAt };
+    },
+
+    async delete(workspaceId: string, id: string): Promise<void> {
+      if (!store.deleteSession(workspaceId, id)) throw new NotFoundError('Session', id);
+    },
+  };
+}
+
+export type SessionService = ReturnType<typeof createSessionService>;

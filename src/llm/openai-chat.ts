@@ -1,0 +1,97 @@
+import { estimateTokens } from '../lib/text.js';
+import type { ChatMessage, ChatRequest, LlmClient, ModelEvent, ModelToolCall } from './llm-client.js';
+import { type OpenAI, isAbortError, toUpstreamError } from './openai-client.js';
+
+type ChatParams = OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming;
+type WireMessage = OpenAI.Chat.Completions.ChatCompletionMessageParam;
+
+export interface OpenAiChatOptions {
+  /**
+   * From `createOpenAi`: its time-out (headers, then each silence in the body) and its retries apply.
+   * The package retries only before it has a response, so a retry never repeats streamed text.
+   */
+  client: Pick<OpenAI, 'chat' | 'baseURL' | 'apiKey' | 'timeout'>;
+  defaultModel: string;
+}
+
+function toWire(message: ChatMessage): WireMessage {
+  switch (message.role) {
+    case 'tool':
+      return { role: 'tool', tool_call_id: message.toolCallId, content: message.content };
+    case 'assistant':
+      if (message.toolCalls && message.toolCalls.length > 0) {
+        return {
+          role: 'assistant',
+          content: message.content === '' ? null : message.content,
+          tool_calls: message.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })),
+        };
+      }
+      return { role: 'assistant', content: message.content };
+    default:
+      return { role: message.role, content: message.content };
+  }
+}
+
+const FINISH: Record<string, 'stop' | 'tool_calls' | 'length'> = { stop: 'stop', tool_calls: 'tool_calls', function_call: 'tool_calls', length: 'length' };
+
+/**
+ * An LlmClient over any OpenAI-compatible `/chat/completions`: streamed, tool calls assembled from
+ * their deltas, usage from `stream_options.include_usage` (estimated when a server omits it).
+ */
+export function createOpenAiChat({ client, defaultModel }: OpenAiChatOptions): LlmClient {
+  async function* stream(request: ChatRequest): AsyncGenerator<ModelEvent> {
+    const params: ChatParams = {
+      model: request.model,
+      messages: request.messages.map(toWire),
+      stream: true,
+      stream_options: { include_usage: true },
+      ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+      // `max_tokens`, not `max_completion_tokens`: every compatible server (Ollama, vLLM, llama.cpp) knows it.
+      ...(request.maxTokens !== undefined ? { max_tokens: request.maxTokens } : {}),
+      ...(request.tools && request.tools.length > 0
+        ? { tools: request.tools.map((t) => ({ type: 'function' as const, function: { name: t.name, description: t.description, parameters: t.parameters } })) }
+        : {}),
+    };
+    const calls: ModelToolCall[] = [];
+    let text = '';
+    let usage: { promptTokens: number; completionTokens: number } | undefined;
+    let finish: string | null = null;
+    try {
+      const chunks = await client.chat.completions.create(params, { signal: request.signal });
+      for await (const chunk of chunks) {
+        if (chunk.usage) usage = { promptTokens: chunk.usage.prompt_tokens, completionTokens: chunk.usage.completion_tokens };
+        const choice = chunk.choices?.[0];
+        if (!choice) continue;
+        if (choice.finish_reason) finish = choice.finish_reason;
+        const delta = choice.delta;
+        if (!delta) continue;
+        if (typeof delta.content === 'string' && delta.content !== '') {
+          text += delta.content;
+          yield { type: 'text', text: delta.content };
+        }
+        for (const piece of delta.tool_calls ?? []) {
+          const call = (calls[piece.index] ??= { id: '', name: '', arguments: '' });
+          if (piece.id) call.id = piece.id;
+          if (piece.function?.name) call.name += piece.function.name;
+          if (piece.function?.arguments) call.arguments += piece.function.arguments;
+        }
+      }
+    } catch (err) {
+      if (request.signal?.aborted && isAbortError(err)) throw request.signal.reason ?? err;
+      throw toUpstreamError(err, 'Chat completion', client);
+    }
+    // Sparse when a server skipped an index; a call without an id (some local servers) gets one.
+    const toolCalls = calls.filter(Boolean).map((c, i) => ({ ...c, id: c.id || `call_${i}` }));
+    yield {
+      type: 'end',
+      toolCalls,
+      usage: usage ?? {
+        promptTokens: request.messages.reduce((n, m) => n + estimateTokens(m.content), 0),
+        completionTokens: estimateTokens(text) + toolCalls.reduce((n, c) => n + estimateTokens(c.arguments), 0),
+      },
+      finishReason: toolCalls.length > 0 ? 'tool_calls' : (FINISH[finish ?? 'stop'] ?? 'other'),
+    };
+  }
+
+  return { provider: 'openai', defaultModel, stream };
+}
