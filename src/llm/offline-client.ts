@@ -101,6 +101,7 @@ function plan(request: ChatRequest): Plan {
 
 export function createOfflineClient(): LlmClient {
   async function* stream(request: ChatRequest): AsyncGenerator<ModelEvent> {
+    request.signal?.throwIfAborted();
     const { text, toolCalls } = plan(request);
     // A word stands in for a token, so maxTokens cuts the answer short as it would a real model's.
     const all = text.match(/\s*\S+\s*/g) ?? [];

@@ -76,6 +76,8 @@ export function createOpenAiChat({ client, defaultModel }: OpenAiChatOptions): L
           if (piece.function?.arguments) call.arguments += piece.function.arguments;
         }
       }
+      // The package ends the iteration quietly when the signal aborts mid-stream; a cancelled answer must not look finished.
+      request.signal?.throwIfAborted();
     } catch (err) {
       if (request.signal?.aborted && isAbortError(err)) throw request.signal.reason ?? err;
       throw toUpstreamError(err, 'Chat completion', client);

@@ -116,24 +116,24 @@ export function createAgent(deps: AgentDeps) {
     if (args === null || typeof args !== 'object' || Array.isArray(args)) {
       return { result: { error: 'The arguments must be a JSON object.' }, isError: true };
     }
-    const [toolName, action] = [spec.qualifiedName.slice(0, spec.qualifiedName.indexOf('.')), spec.qualifiedName.slice(spec.qualifiedName.indexOf('.') + 1)];
-    const timeout = AbortSignal.timeout(limits.toolTimeoutMs);
-    const signal = AbortSignal.any([input.signal, timeout]);
-    let timer: NodeJS.Timeout | undefined;
+    const dot = spec.qualifiedName.indexOf('.');
+    // One deadline: it aborts the tool's signal and ends the wait even for a tool that ignores it.
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), limits.toolTimeoutMs);
+    const timedOut = new Promise<never>((_, reject) => deadline.signal.addEventListener('abort', () => reject(deadline.signal.reason)));
     try {
-      const timedOut = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`timed out after ${limits.toolTimeoutMs} ms`)), limits.toolTimeoutMs);
+      const running = deps.tools.call(input.workspaceId, spec.qualifiedName.slice(0, dot), spec.qualifiedName.slice(dot + 1), args as Record<string, unknown>, {
+        signal: AbortSignal.any([input.signal, deadline.signal]),
+        personaId: input.persona.id,
       });
-      const call$ = deps.tools.call(input.workspaceId, toolName!, action!, args as Record<string, unknown>, { signal, personaId: input.persona.id });
-      call$.catch(() => {});
-      return await Promise.race([call$, timedOut]);
+      running.catch(() => {});
+      return await Promise.race([running, timedOut]);
     } catch (err) {
       if (input.signal.aborted) throw input.signal.reason;
-      const message = err instanceof AppError ? err.message : err instanceof Error ? `${spec.qualifiedName} ${err.message}` : String(err);
-      if (!(err instanceof AppError) && !(err instanceof Error && err.message.startsWith('timed out'))) {
-        deps.logger.error({ err, tool: spec.qualifiedName }, 'tool call failed');
-      }
-      return { result: { error: message }, isError: true };
+      if (deadline.signal.aborted) return { result: { error: `${spec.qualifiedName} timed out after ${limits.toolTimeoutMs} ms.` }, isError: true };
+      if (err instanceof AppError) return { result: { error: err.message }, isError: true };
+      deps.logger.error({ err, tool: spec.qualifiedName }, 'tool call failed');
+      return { result: { error: `${spec.qualifiedName} failed unexpectedly.` }, isError: true };
     } finally {
       clearTimeout(timer);
     }
