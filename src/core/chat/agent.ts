@@ -178,6 +178,8 @@ export function createAgent(deps: AgentDeps) {
           calls = event.toolCalls;
         }
       }
+      // A model client that ends quietly on abort must not pass a cut-off answer off as finished.
+      input.signal.throwIfAborted();
       content += roundText;
       if (calls.length === 0 || offer.length === 0) break;
 
