@@ -2,7 +2,7 @@
  * API.md §6 as third-party clients see it, over a real port: the `eventsource` package on the GET
  * form, and AI SDK's own DefaultChatTransport + readUIMessageStream on the UI message stream.
  */
-import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from 'ai';
+import { AbstractChat, type ChatInit, type ChatState, DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from 'ai';
 import { EventSource } from 'eventsource';
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -190,5 +190,45 @@ describe('AI SDK UI message stream', () => {
     const native = await postJson(origin, `/api/ai-sdk/agents/${personaId}/chat`, t.adminKey, { messages: [{ role: 'user', content: 'hi' }] });
     expect(native.headers.get('x-vercel-ai-ui-message-stream')).toBeNull();
     expect(await native.text()).toMatch(/^id: 1\ndata: \{"type":"text"/);
+  });
+});
+
+describe('the AI SDK chat state machine (what useChat runs)', () => {
+  /** The state `@ai-sdk/react` keeps in React; here in plain arrays, as AbstractChat allows. */
+  class PlainChat extends AbstractChat<UIMessage> {
+    constructor(init: ChatInit<UIMessage>) {
+      const messages: UIMessage[] = [];
+      const state: ChatState<UIMessage> = {
+        status: 'ready',
+        error: undefined,
+        messages,
+        pushMessage: (m) => void messages.push(m),
+        popMessage: () => void messages.pop(),
+        replaceMessage: (i, m) => void (messages[i] = m),
+        snapshot: (x) => structuredClone(x),
+      };
+      super({ ...init, state });
+    }
+    get current() {
+      return this.state;
+    }
+  }
+
+  it('holds a two-turn conversation with tools, each request carrying the previous answer’s parts', async () => {
+    const chat = new PlainChat({
+      transport: new DefaultChatTransport({ api: chatUrl(), headers: { authorization: `Bearer ${t.adminKey}` }, body: { enableMCPTools: true } }),
+    });
+    await chat.sendMessage({ text: TOOL_MESSAGE });
+    await chat.sendMessage({ text: 'How long do refunds take?' });
+    const state = chat.current;
+    expect(state.error).toBeUndefined();
+    expect(state.status).toBe('ready');
+    expect(state.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
+    expect(state.messages[1]!.parts.some((p) => p.type === 'dynamic-tool')).toBe(true);
+    const last = state.messages[3]!;
+    expect(last.parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join('')).toBe(OFFLINE_ANSWER);
+    // Both turns went into the same kind of record: two sessions, since useChat sends no sessionId.
+    const meta = state.messages.filter((m) => m.role === 'assistant').map((m) => (m.metadata as { sessionId: string }).sessionId);
+    expect(meta.every((id) => typeof id === 'string' && id.startsWith('ses_'))).toBe(true);
   });
 });
