@@ -34,6 +34,8 @@ export interface BenchRow {
   latencyP50Ms: number;
   latencyP99Ms: number;
   latencyMeanMs: number;
+  /** From every response's own time (µs resolution), where the row has it. */
+  latencyP95Ms?: number | null;
   /** Responses counted in the measured window. */
   requests: number;
   non2xx: number;
@@ -47,6 +49,8 @@ export interface BenchRow {
   loadCpuPercent: number;
   /** CPU used by every other process during the window, in % of one core: above ~20 % the numbers are noisy. */
   otherCpuPercent: number | null;
+  /** CPU of a helper process the case needs (a fake upstream), in % of one core; not counted in `otherCpuPercent`. */
+  helperCpuPercent?: number | null;
   /** req/s of this row over req/s of the suite's ceiling row; null when the suite has none. */
   ratioToCeiling: number | null;
   /** Minimum ratio to the ceiling this row must reach; null when it has no target. */
@@ -67,8 +71,16 @@ export interface BenchSuite {
 export interface LoadTarget {
   url: string;
   headers?: Record<string, string>;
+  /** Default GET. */
+  method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** The request body (set `content-type` in `headers`). */
+  body?: string;
+  /** Bodies sent in turn (each connection cycles through them from the first); overrides `body`. */
+  bodies?: string[];
   /** Reads the server's CPU time (process.cpuUsage) so the row can tell whether the server was saturated. */
   serverCpu?: () => Promise<NodeJS.CpuUsage>;
+  /** CPU time of a helper process the server depends on (a fake upstream), reported apart from "other". */
+  helperCpu?: () => Promise<NodeJS.CpuUsage>;
 }
 
 export interface CaseSpec {
@@ -76,37 +88,73 @@ export interface CaseSpec {
   target: LoadTarget;
   isCeiling?: boolean;
   targetRatio?: number;
+  /** Concurrent connections for this case, instead of `options.connections`. */
+  connections?: number;
 }
 
-function fire(target: LoadTarget, seconds: number, connections: number): Promise<autocannon.Result> {
-  return autocannon({
-    url: target.url,
-    headers: target.headers ?? {},
-    connections,
-    pipelining: 1,
-    duration: seconds,
-    timeout: 10,
+function fire(target: LoadTarget, seconds: number, connections: number, onResponse?: (ms: number) => void): Promise<autocannon.Result> {
+  return new Promise((resolve, reject) => {
+    const instance = autocannon(
+      {
+        url: target.url,
+        headers: target.headers ?? {},
+        ...(target.method ? { method: target.method } : {}),
+        ...(target.body !== undefined ? { body: target.body } : {}),
+        ...(target.bodies ? { requests: target.bodies.map((body) => ({ body })) } : {}),
+        connections,
+        pipelining: 1,
+        duration: seconds,
+        timeout: 10,
+      },
+      (err: unknown, result: autocannon.Result) => (err ? reject(err instanceof Error ? err : new Error(String(err))) : resolve(result)),
+    );
+    if (onResponse) instance.on('response', (_client, _status, _bytes, ms) => onResponse(ms));
   });
 }
 
+const cpuUs = (u: NodeJS.CpuUsage) => u.user + u.system;
+
 /** Warm-up (discarded), then the measured run. The row is not yet compared with the ceiling. */
 export async function measure(spec: CaseSpec, options: BenchOptions): Promise<BenchRow> {
-  process.stdout.write(`  ${spec.name}: warm-up ${options.warmupSeconds}s, measuring ${options.durationSeconds}s... `);
-  if (options.warmupSeconds > 0) await fire(spec.target, options.warmupSeconds, options.connections);
+  return (await measureWithLatencies(spec, options)).row;
+}
 
+/** `measure`, also answering every measured response's time in ms (µs resolution, in the order they came). */
+export async function measureWithLatencies(spec: CaseSpec, options: BenchOptions): Promise<{ row: BenchRow; latenciesMs: Float64Array }> {
+  const connections = spec.connections ?? options.connections;
+  process.stdout.write(
+    `  ${spec.name}: ${spec.connections === undefined ? '' : `${connections} connections, `}warm-up ${options.warmupSeconds}s, measuring ${options.durationSeconds}s... `,
+  );
+  if (options.warmupSeconds > 0) await fire(spec.target, options.warmupSeconds, connections);
+
+  let latencies = new Float64Array(1 << 16);
+  let count = 0;
+  const record = (ms: number) => {
+    if (count === latencies.length) {
+      const grown = new Float64Array(latencies.length * 2);
+      grown.set(latencies);
+      latencies = grown;
+    }
+    latencies[count++] = ms;
+  };
   const serverBefore = spec.target.serverCpu ? await spec.target.serverCpu() : undefined;
+  const helperBefore = spec.target.helperCpu ? await spec.target.helperCpu() : undefined;
   const machineBefore = machineBusyUs();
   const loadBefore = process.cpuUsage();
   const started = process.hrtime.bigint();
-  const result = await fire(spec.target, options.durationSeconds, options.connections);
+  const result = await fire(spec.target, options.durationSeconds, connections, record);
   const elapsedUs = Number(process.hrtime.bigint() - started) / 1000;
   const load = process.cpuUsage(loadBefore);
   const machineUs = machineBusyUs() - machineBefore;
   const serverAfter = spec.target.serverCpu ? await spec.target.serverCpu() : undefined;
+  const helperAfter = spec.target.helperCpu ? await spec.target.helperCpu() : undefined;
 
   const percent = (us: number) => round((us / elapsedUs) * 100, 0);
   const loadUs = load.user + load.system;
-  const serverUs = serverBefore && serverAfter ? serverAfter.user - serverBefore.user + serverAfter.system - serverBefore.system : null;
+  const serverUs = serverBefore && serverAfter ? cpuUs(serverAfter) - cpuUs(serverBefore) : null;
+  const helperUs = helperBefore && helperAfter ? cpuUs(helperAfter) - cpuUs(helperBefore) : 0;
+  const measured = latencies.slice(0, count);
+  const sorted = measured.slice().sort();
 
   const failures: string[] = [];
   if (result.non2xx > 0) failures.push(`${result.non2xx} non-2xx responses`);
@@ -119,6 +167,7 @@ export async function measure(spec: CaseSpec, options: BenchOptions): Promise<Be
     latencyP50Ms: result.latency.p50,
     latencyP99Ms: result.latency.p99,
     latencyMeanMs: round(result.latency.mean, 2),
+    latencyP95Ms: sorted.length > 0 ? round(nearestRank(sorted, 0.95), 2) : null,
     requests: result.requests.total,
     non2xx: result.non2xx,
     errors: result.errors,
@@ -126,7 +175,8 @@ export async function measure(spec: CaseSpec, options: BenchOptions): Promise<Be
     serverCpuPercent: serverUs === null ? null : percent(serverUs),
     serverCpuUsPerRequest: serverUs === null || result.requests.total === 0 ? null : round(serverUs / result.requests.total, 1),
     loadCpuPercent: percent(loadUs),
-    otherCpuPercent: serverUs === null ? null : Math.max(0, percent(machineUs - serverUs - loadUs)),
+    otherCpuPercent: serverUs === null ? null : Math.max(0, percent(machineUs - serverUs - loadUs - helperUs)),
+    ...(spec.target.helperCpu ? { helperCpuPercent: percent(helperUs) } : {}),
     ratioToCeiling: null,
     targetRatio: spec.targetRatio ?? null,
     isCeiling: spec.isCeiling ?? false,
@@ -134,7 +184,13 @@ export async function measure(spec: CaseSpec, options: BenchOptions): Promise<Be
     failures,
   };
   process.stdout.write(`${row.requestsPerSecond} req/s\n`);
-  return row;
+  return { row, latenciesMs: measured };
+}
+
+/** Nearest-rank percentile of an ascending array. */
+export function nearestRank(sorted: ArrayLike<number>, q: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
 }
 
 /**

@@ -7,6 +7,8 @@ const CHILD_ENTRY = fileURLToPath(new URL('./servers.js', import.meta.url));
 const START_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 10_000;
 const CPU_TIMEOUT_MS = 5_000;
+/** A full GC with thousands of open streams takes a while on a slow core. */
+const MEMORY_TIMEOUT_MS = 30_000;
 
 /** A server under test, running in its own process on 127.0.0.1. */
 export interface ServerProcess {
@@ -15,10 +17,14 @@ export interface ServerProcess {
   origin: string;
   /** The admin API key of a switchboard server; null for the bare one. */
   key: string | null;
+  /** The chat persona of a `switchboard-chat` server; null for the others. */
+  personaId: string | null;
   /** The core it is pinned to, or null. */
   pinnedCpu: number | null;
   /** The child's own `process.cpuUsage()`. */
   cpuUsage(): Promise<NodeJS.CpuUsage>;
+  /** The child's `process.memoryUsage()`, after a full GC when it was started with `exposeGc`. */
+  memoryUsage(): Promise<{ usage: NodeJS.MemoryUsage; gc: boolean }>;
   /** Asks the child to close and exit; kills it when it does not within 10 s. Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -47,13 +53,39 @@ export interface StartOptions {
   cpuProfileDir?: string | undefined;
   /** Pin the child (every thread) to this core once it is up. */
   cpu?: number | undefined;
+  /** Variables added to the child's environment. */
+  env?: Record<string, string> | undefined;
+  /** Run the child with `--expose-gc`, so `memoryUsage()` measures after a full GC. */
+  exposeGc?: boolean | undefined;
 }
 
-export async function startServerProcess(kind: ServerKind, options: StartOptions = {}): Promise<ServerProcess> {
-  const execArgv = options.cpuProfileDir
-    ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`, `--cpu-prof-name=${kind}-${Date.now()}.cpuprofile`]
-    : [];
-  const child = fork(CHILD_ENTRY, [kind], { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+/** A forked child speaking the bench's IPC protocol: `ready` first, then answers to requests by type. */
+export interface ChildHandle<C extends { type: string }, P> {
+  ready: Extract<C, { type: 'ready' }>;
+  pinnedCpu: number | null;
+  /** Sends `message` and resolves with the next message of type `reply` (rejects on `failed`, exit or time-out). */
+  ask<T extends C['type']>(message: P, reply: T, timeoutMs: number): Promise<Extract<C, { type: T }>>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Forks `entry` with `args`, waits for its `{ type: 'ready' }` and pins it. The child is stopped
+ * with `{ type: 'stop' }` (killed after 10 s) and is killed with the bench at the latest.
+ */
+export async function forkChild<C extends { type: string; message?: unknown }, P extends { type: string }>(
+  entry: string,
+  args: string[],
+  label: string,
+  options: StartOptions = {},
+): Promise<ChildHandle<C, P>> {
+  const execArgv = [
+    ...(options.exposeGc ? ['--expose-gc'] : []),
+    ...(options.cpuProfileDir
+      ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`, `--cpu-prof-name=${label.replace(/\s+server$/, '').replace(/\s+/g, '-')}-${Date.now()}.cpuprofile`]
+      : []),
+  ];
+  const env = options.env ? { ...process.env, ...options.env } : process.env;
+  const child = fork(entry, args, { execArgv, env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   child.once('exit', () => live.delete(child));
   // A failed spawn or a send on a closed channel: reported by the waits below, never an uncaught 'error'.
   let spawnError: Error | undefined;
@@ -61,20 +93,20 @@ export async function startServerProcess(kind: ServerKind, options: StartOptions
     spawnError ??= err;
   });
 
-  const send = (message: ParentMessage) => child.send(message);
-  const nextMessage = <T extends ChildMessage['type']>(type: T, timeoutMs: number) =>
-    new Promise<Extract<ChildMessage, { type: T }>>((resolve, reject) => {
+  const send = (message: P | { type: 'stop' }) => child.send(message);
+  const nextMessage = <T extends C['type']>(type: T, timeoutMs: number) =>
+    new Promise<Extract<C, { type: T }>>((resolve, reject) => {
       if (spawnError) return reject(spawnError);
-      const timer = setTimeout(() => finish(new Error(`${kind} server: no "${type}" message within ${timeoutMs} ms`)), timeoutMs);
+      const timer = setTimeout(() => finish(new Error(`${label}: no "${type}" message within ${timeoutMs} ms`)), timeoutMs);
       const onMessage = (raw: unknown) => {
-        const message = raw as ChildMessage;
-        if (message.type === type) finish(undefined, message as Extract<ChildMessage, { type: T }>);
-        else if (message.type === 'failed') finish(new Error(`${kind} server failed:\n${message.message}`));
+        const message = raw as C;
+        if (message.type === type) finish(undefined, message as Extract<C, { type: T }>);
+        else if (message.type === 'failed') finish(new Error(`${label} failed:\n${String(message.message)}`));
       };
       const onExit = (code: number | null, signal: string | null) =>
-        finish(new Error(`${kind} server exited (code ${code}, signal ${signal}) before "${type}"`));
-      const onError = (err: Error) => finish(new Error(`${kind} server: ${err.message}`));
-      function finish(err: Error | undefined, message?: Extract<ChildMessage, { type: T }>) {
+        finish(new Error(`${label} exited (code ${code}, signal ${signal}) before "${type}"`));
+      const onError = (err: Error) => finish(new Error(`${label}: ${err.message}`));
+      function finish(err: Error | undefined, message?: Extract<C, { type: T }>) {
         clearTimeout(timer);
         child.off('message', onMessage);
         child.off('exit', onExit);
@@ -101,17 +133,15 @@ export async function startServerProcess(kind: ServerKind, options: StartOptions
   live.set(child, stop);
 
   try {
-    const ready = await nextMessage('ready', START_TIMEOUT_MS);
+    const ready = await nextMessage('ready' as C['type'], START_TIMEOUT_MS);
     const pinned = options.cpu !== undefined && child.pid !== undefined && pinToCpu(child.pid, options.cpu);
     return {
-      kind,
+      ready: ready as Extract<C, { type: 'ready' }>,
       pinnedCpu: pinned ? (options.cpu ?? null) : null,
-      origin: `http://127.0.0.1:${ready.port}`,
-      key: ready.key,
-      async cpuUsage() {
-        const reply = nextMessage('cpu', CPU_TIMEOUT_MS);
-        send({ type: 'cpu' });
-        return (await reply).usage;
+      async ask(message, reply, timeoutMs) {
+        const answer = nextMessage(reply, timeoutMs);
+        send(message);
+        return answer;
       },
       stop,
     };
@@ -119,4 +149,23 @@ export async function startServerProcess(kind: ServerKind, options: StartOptions
     await stop();
     throw err;
   }
+}
+
+export async function startServerProcess(kind: ServerKind, options: StartOptions = {}): Promise<ServerProcess> {
+  const child = await forkChild<ChildMessage, ParentMessage>(CHILD_ENTRY, [kind], `${kind} server`, options);
+  return {
+    kind,
+    pinnedCpu: child.pinnedCpu,
+    origin: `http://127.0.0.1:${child.ready.port}`,
+    key: child.ready.key,
+    personaId: child.ready.personaId,
+    async cpuUsage() {
+      return (await child.ask({ type: 'cpu' }, 'cpu', CPU_TIMEOUT_MS)).usage;
+    },
+    async memoryUsage() {
+      const { usage, gc } = await child.ask({ type: 'memory' }, 'memory', MEMORY_TIMEOUT_MS);
+      return { usage, gc };
+    },
+    stop: child.stop,
+  };
 }

@@ -1,9 +1,10 @@
 /**
  * Child-process entry for the servers under test (`fork(dist/bench/lib/servers.js, [kind])`), so the
  * server has a core to itself while autocannon runs in the parent. Listens on 127.0.0.1, port 0,
- * and reports `{ type: 'ready', port, key }` over IPC. Answers `{ type: 'cpu' }` with its CPU time;
- * `{ type: 'stop' }` or losing the parent closes everything and exits (which also writes a
- * `--cpu-prof` profile when one was asked for).
+ * and reports `{ type: 'ready', port, key, personaId }` over IPC. Answers `{ type: 'cpu' }` with its
+ * CPU time and `{ type: 'memory' }` with `process.memoryUsage()` (after a full GC when forked with
+ * `--expose-gc`); `{ type: 'stop' }` or losing the parent closes everything and exits (which also
+ * writes a `--cpu-prof` profile when one was asked for).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -14,8 +15,11 @@ import { loadConfig } from '../../src/config.js';
 import { type AppContext, createContext } from '../../src/context.js';
 import type { PersonaRow } from '../../src/db/schema.js';
 import { toPersona } from '../../src/core/personas/personas.service.js';
+import { chatSources } from './chat-corpus.js';
 import {
+  CHAT_SOURCE_COUNT,
   type ChildMessage,
+  FAKE_MODEL_URL_ENV,
   HIGH_RATE_LIMIT,
   type ParentMessage,
   PERSONA_COUNT,
@@ -26,6 +30,7 @@ import {
 interface Running {
   app: FastifyInstance;
   key: string | null;
+  personaId: string | null;
   close(): Promise<void>;
 }
 
@@ -53,8 +58,11 @@ function personaInput(i: number) {
   };
 }
 
-/** A Switchboard context on a fresh temporary data directory: the default workspace, its admin key, 20 personas. */
-async function seed(rateLimit: number): Promise<Seeded> {
+/**
+ * A Switchboard context on a fresh temporary data directory: the default workspace, its admin key,
+ * 20 personas. `env` adds configuration variables (the chat server's model endpoint).
+ */
+async function seed(rateLimit: number, env: Record<string, string> = {}): Promise<Seeded> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchboard-bench-'));
   const removeDir = () => fs.rmSync(dataDir, { recursive: true, force: true });
   let ctx: AppContext | undefined;
@@ -64,6 +72,7 @@ async function seed(rateLimit: number): Promise<Seeded> {
       SWITCHBOARD_DATA_DIR: dataDir,
       LOG_LEVEL: 'silent',
       SWITCHBOARD_RATE_LIMIT: String(rateLimit),
+      ...env,
     });
     ctx = await createContext(config);
     const boot = await ctx.services.auth.bootstrap(undefined);
@@ -92,7 +101,7 @@ async function seed(rateLimit: number): Promise<Seeded> {
 async function startBare(): Promise<Running> {
   const app = Fastify({ logger: false });
   app.get('/', async () => ({ hello: 'world' }));
-  return { app, key: null, close: () => app.close() };
+  return { app, key: null, personaId: null, close: () => app.close() };
 }
 
 /**
@@ -113,6 +122,7 @@ async function startReference(): Promise<Running> {
   return {
     app,
     key: null,
+    personaId: null,
     async close() {
       try {
         await app.close();
@@ -125,11 +135,50 @@ async function startReference(): Promise<Running> {
 
 async function startSwitchboard(rateLimit: number): Promise<Running> {
   const seeded = await seed(rateLimit);
+  return serve(seeded, null);
+}
+
+/**
+ * The app with the rate limit off, a chat persona and a help-centre knowledge base of
+ * CHAT_SOURCE_COUNT short articles (shared by every persona, so each question runs a real hybrid
+ * search), answering with the OpenAI-compatible model at FAKE_MODEL_URL_ENV.
+ */
+async function startSwitchboardChat(): Promise<Running> {
+  const baseUrl = process.env[FAKE_MODEL_URL_ENV];
+  if (!baseUrl) throw new Error(`switchboard-chat needs the fake model's base URL in ${FAKE_MODEL_URL_ENV}`);
+  const seeded = await seed(0, { OPENAI_API_KEY: 'sk-bench-not-a-real-key', OPENAI_BASE_URL: baseUrl });
+  try {
+    if (seeded.ctx.llm.provider !== 'openai') throw new Error(`expected the OpenAI-compatible model client, got ${seeded.ctx.llm.provider}`);
+    const persona = await seeded.ctx.services.personas.create(seeded.workspaceId, {
+      name: 'Help-centre assistant',
+      instructions:
+        'You answer customers of a project-management product from the help-centre articles you are given. Answer in ' +
+        'at most five sentences, cite the passages you use, and say when the articles do not cover the question.',
+      traits: ['concise', 'friendly'],
+      model: 'gpt-4o-mini',
+      temperature: 0.2,
+      maxTokens: 400,
+      tools: [],
+    });
+    for (const source of chatSources(CHAT_SOURCE_COUNT)) {
+      const created = await seeded.ctx.services.knowledge.create(seeded.workspaceId, source);
+      if (created.status === 'failed') throw new Error(`knowledge source "${source.name}" failed: ${created.error}`);
+    }
+    await seeded.ctx.services.knowledge.idle();
+    return await serve(seeded, persona.id);
+  } catch (err) {
+    await seeded.close();
+    throw err;
+  }
+}
+
+async function serve(seeded: Seeded, personaId: string | null): Promise<Running> {
   try {
     const app = await buildApp(seeded.ctx);
     return {
       app,
       key: seeded.key,
+      personaId,
       async close() {
         try {
           await app.close();
@@ -154,6 +203,8 @@ function start(kind: ServerKind): Promise<Running> {
       return startSwitchboard(0);
     case 'switchboard-limited':
       return startSwitchboard(HIGH_RATE_LIMIT);
+    case 'switchboard-chat':
+      return startSwitchboardChat();
   }
 }
 
@@ -178,7 +229,11 @@ async function main() {
   process.on('message', (raw) => {
     const message = raw as ParentMessage;
     if (message.type === 'cpu') send({ type: 'cpu', usage: process.cpuUsage() });
-    else if (message.type === 'stop') void stop();
+    else if (message.type === 'memory') {
+      const gc = (globalThis as { gc?: () => void }).gc;
+      gc?.();
+      send({ type: 'memory', usage: process.memoryUsage(), gc: gc !== undefined });
+    } else if (message.type === 'stop') void stop();
   });
   process.on('disconnect', () => void stop());
   // Ctrl-C reaches the whole process group: close and clean up rather than die with the data directory left behind.
@@ -192,7 +247,7 @@ async function main() {
   }
   const address = running.app.server.address();
   if (address === null || typeof address === 'string') throw new Error('no TCP address');
-  send({ type: 'ready', port: address.port, key: running.key });
+  send({ type: 'ready', port: address.port, key: running.key, personaId: running.personaId });
 }
 
 main().catch((err: unknown) => {
