@@ -249,14 +249,7 @@ async function overheadRows(setup: Setup, modelBodies: string[], options: BenchO
     {
       name: `POST /query, ${OVERHEAD_CLIENTS} clients`,
       connections: OVERHEAD_CLIENTS,
-      target: {
-        url: `${setup.server.origin}/query`,
-        method: 'POST',
-        headers: setup.headers,
-        bodies: setup.bodies,
-        serverCpu: setup.server.cpuUsage,
-        helperCpu: setup.fake.cpuUsage,
-      },
+      target: queryTarget(setup),
     },
     options,
   );
@@ -289,19 +282,24 @@ async function overheadRows(setup: Setup, modelBodies: string[], options: BenchO
   ];
 }
 
+/** POST /query with the questions in turn; the fake model's CPU reported beside the server's. */
+function queryTarget(setup: Setup) {
+  return {
+    url: `${setup.server.origin}/query`,
+    method: 'POST' as const,
+    headers: setup.headers,
+    bodies: setup.bodies,
+    serverCpu: setup.server.cpuUsage,
+    helperCpu: setup.fake.cpuUsage,
+  };
+}
+
 async function throughputRow(setup: Setup, options: BenchOptions): Promise<ChatRow> {
   const measured = await measureWithLatencies(
     {
       name: `POST /query, ${THROUGHPUT_CLIENTS} clients`,
       connections: THROUGHPUT_CLIENTS,
-      target: {
-        url: `${setup.server.origin}/query`,
-        method: 'POST',
-        headers: setup.headers,
-        bodies: setup.bodies,
-        serverCpu: setup.server.cpuUsage,
-        helperCpu: setup.fake.cpuUsage,
-      },
+      target: queryTarget(setup),
     },
     options,
   );
