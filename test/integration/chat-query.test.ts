@@ -113,6 +113,25 @@ describe('POST /query with the offline model', () => {
     expectProblem(await query(t, { personaId: persona.id, message: 'hi', sessionId: 'ses_missing' }), 404, 'not_found');
   });
 
+  it('refuses bad chat bodies with the field named, before any stream starts', async () => {
+    const chat = (body: unknown) => t.request({ method: 'POST', url: `/api/ai-sdk/agents/${persona.id}/chat`, body });
+    expectProblem(await chat({ messages: [] }), 400, 'validation_failed', 'messages');
+    expectProblem(await chat({ messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }] }), 400, 'validation_failed', 'messages.1.role');
+    expectProblem(await chat({ messages: [{ role: 'user' }] }), 400, 'validation_failed', 'messages.0.content');
+    expectProblem(await chat({ messages: [{ role: 'user', parts: [{ type: 'file', url: 'x' }] }] }), 400, 'validation_failed', 'messages.0.content');
+    expectProblem(await chat({ messages: [{ role: 'tool', content: 'x' }] }), 400, 'validation_failed', 'messages.0.role');
+    expectProblem(await chat({ messages: [{ role: 'user', content: 'hi' }], temperature: 1 }), 400, 'validation_failed', 'temperature');
+    expectProblem(await t.request({ method: 'POST', url: `/api/ai-sdk/agents/${persona.id}/chat?protocol=v9`, body: { messages: [{ role: 'user', content: 'hi' }] } }), 400, 'validation_failed', 'protocol');
+    expectProblem(await t.request({ method: 'GET', url: `/api/ai-sdk/agents/${persona.id}/chat` }), 400, 'validation_failed', 'message');
+    expectProblem(await t.request({ method: 'POST', url: '/api/ai-sdk/agents/per_nope/chat', body: { messages: [{ role: 'user', content: 'hi' }] } }), 404, 'not_found');
+  });
+
+  it('answers under the /api prefix too', async () => {
+    const res = await t.request({ method: 'POST', url: '/api/query', body: { personaId: persona.id, message: 'refunds?' } });
+    expect(res.statusCode, res.body).toBe(200);
+    expect((await t.request({ method: 'GET', url: `/api/sessions/${res.json().sessionId}` })).statusCode).toBe(200);
+  });
+
   it('refuses a session of another persona with 409', async () => {
     const other = await addPersona(t, { name: 'Other' });
     const a = (await query(t, { personaId: persona.id, message: 'hello' })).json();
