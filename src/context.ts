@@ -163,7 +163,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const tools = createToolHub({ knowledge });
   const agent = createAgent({ llm, knowledge, tools, logger, limits: overrides.agent });
   const chatStore = createChatStore(db);
-  const chat = createChatService({ store: chatStore, personas, agent, clock, ids, logger });
+  const chat = createChatService({ store: chatStore, personas, agent, clock, ids });
   const sessions = createSessionService({ store: chatStore, clock });
 
   // lastUsedAt may lag by up to a minute (API.md §2); expired idempotency records go hourly.

@@ -113,7 +113,7 @@ describe('agent loop', () => {
     const started = performance.now();
     const result = await run(client, testHub([]), { toolTimeoutMs: 80 }).outcome;
     expect(performance.now() - started).toBeLessThan(2_000);
-    expect(result.toolCalls[0]).toMatchObject({ name: 'slow.wait', isError: true, result: { error: expect.stringMatching(/timed out after 80 ms/) } });
+    expect(result.rounds.flat()[0]).toMatchObject({ name: 'slow.wait', isError: true, result: { error: expect.stringMatching(/timed out after 80 ms/) } });
   });
 
   it('answers calls beyond the per-round cap, bad JSON and unknown tools with error results', async () => {
@@ -122,10 +122,10 @@ describe('agent loop', () => {
       { text: 'ok' },
     ]);
     const result = await run(client, testHub([]), { maxCallsPerRound: 3 }).outcome;
-    expect(result.toolCalls.map((c) => c.isError)).toEqual([false, true, true, true]);
-    expect(result.toolCalls[1]!.result).toEqual({ error: 'The arguments must be a JSON object.' });
-    expect(result.toolCalls[2]!.result).toEqual({ error: expect.stringMatching(/not available/) });
-    expect(result.toolCalls[3]!.result).toEqual({ error: expect.stringMatching(/At most 3/) });
+    expect(result.rounds.flat().map((c) => c.isError)).toEqual([false, true, true, true]);
+    expect(result.rounds.flat()[1]!.result).toEqual({ error: 'The arguments must be a JSON object.' });
+    expect(result.rounds.flat()[2]!.result).toEqual({ error: expect.stringMatching(/not available/) });
+    expect(result.rounds.flat()[3]!.result).toEqual({ error: expect.stringMatching(/At most 3/) });
   });
 
   it('offers no tools when they are not enabled', async () => {

@@ -46,16 +46,11 @@ export interface AgentInput {
   signal: AbortSignal;
 }
 
-/** One tool round as stored: the calls asked for, then their results. */
-export interface ToolRound {
-  calls: ToolCallRecord[];
-}
-
 export interface AgentOutcome {
   content: string;
   model: string;
-  rounds: ToolRound[];
-  toolCalls: ToolCallRecord[];
+  /** Each tool round's calls with their results, in order. */
+  rounds: ToolCallRecord[][];
   sources: Source[];
   usage: Usage;
   /** From the start of the run to the first text; null when none came. */
@@ -144,14 +139,14 @@ export function createAgent(deps: AgentDeps) {
     const started = performance.now();
     const { passages, sources } = await retrieve(input.workspaceId, input.persona.id, input.message);
     const tools = input.enableTools ? await offeredTools(input.workspaceId, input.persona) : [];
-    const model = input.model ?? input.persona.model ?? deps.llm.defaultModel;
+    const model = modelFor(input.persona, input.model);
     const messages: ChatMessage[] = [
       { role: 'system', content: systemPrompt({ persona: input.persona, passages, callerInstructions: input.callerInstructions, withTools: tools.length > 0 }) },
       ...fitHistory(input.history),
       { role: 'user', content: input.message },
     ];
     const usage: Usage = { promptTokens: 0, completionTokens: 0 };
-    const rounds: ToolRound[] = [];
+    const rounds: ToolCallRecord[][] = [];
     let content = '';
     let ttftMs: number | null = null;
 
@@ -178,8 +173,6 @@ export function createAgent(deps: AgentDeps) {
           calls = event.toolCalls;
         }
       }
-      // A model client that ends quietly on abort must not pass a cut-off answer off as finished.
-      input.signal.throwIfAborted();
       content += roundText;
       if (calls.length === 0 || offer.length === 0) break;
 
@@ -207,12 +200,17 @@ export function createAgent(deps: AgentDeps) {
         await emit({ type: 'tool_result', toolCallId: record.id, result: record.result, isError: record.isError });
         messages.push({ role: 'tool', toolCallId: record.id, content: toolResultContent(record.result, record.isError) });
       }
-      rounds.push({ calls: records.map((r) => r.record) });
+      rounds.push(records.map((r) => r.record));
     }
-    return { content, model, rounds, toolCalls: rounds.flatMap((r) => r.calls), sources, usage, ttftMs: ttftMs === null ? null : Math.round(ttftMs) };
+    return { content, model, rounds, sources, usage, ttftMs: ttftMs === null ? null : Math.round(ttftMs) };
   }
 
-  return { run, defaultModel: deps.llm.defaultModel };
+  /** The request's model, else the persona's, else the server's. */
+  function modelFor(persona: Persona, requested: string | undefined): string {
+    return requested ?? persona.model ?? deps.llm.defaultModel;
+  }
+
+  return { run, modelFor };
 }
 
 export type Agent = ReturnType<typeof createAgent>;

@@ -7,12 +7,11 @@ import { principalOf } from '../../http/auth-hooks.js';
 import { toAppError } from '../../http/error-handler.js';
 import { withErrors } from '../../http/openapi.js';
 import type { ChatMessage } from '../../llm/llm-client.js';
-import { answerSchema, type ChatBody, chatBodySchema, chatGetQuerySchema, chatQuerySchema, querySchema } from './chat.schemas.js';
+import { answerSchema, type ChatBody, chatBodySchema, chatGetQuerySchema, chatQuerySchema, MESSAGE_MAX, type QueryInput, querySchema } from './chat.schemas.js';
 import type { Exchange, ExchangeRequest } from './chat.service.js';
 import { nativeEncoder, type StreamEncoder, uiMessageEncoder } from './encoders.js';
 import { disconnectSignal, openSse } from './sse.js';
 
-const MESSAGE_MAX = 32_000;
 const eventStream = {
   description: 'Server-Sent Events: the chunks of API.md §6 (`text`, `tool_call`, `tool_result`, `done`, `error`), then `[DONE]`.',
   content: { 'text/event-stream': { schema: z.string().describe('SSE events; each `data` is one JSON chunk') } },
@@ -66,6 +65,11 @@ function conversationOf(body: ChatBody) {
   return { message, history, callerInstructions };
 }
 
+/** A query body as an exchange; the schema has already refused `abTestId` and required `personaId`. */
+function exchangeOf({ abTestId: _, personaId, ...rest }: QueryInput): ExchangeRequest {
+  return { ...rest, personaId: personaId! };
+}
+
 /** API.md §5 (queries) and §6 (streaming chat). */
 export function chatRoutes(ctx: AppContext): FastifyPluginAsyncZod {
   const chat = ctx.services.chat;
@@ -78,8 +82,7 @@ export function chatRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         schema: { tags, summary: 'Ask a persona; the whole answer as JSON', body: querySchema, response: withErrors({ 200: answerSchema }, [404, 409, 502, 504]) },
       },
       async (request, reply) => {
-        const { abTestId: _, personaId, ...rest } = request.body;
-        return chat.query(principalOf(request).workspaceId, { ...rest, personaId: personaId! }, disconnectSignal(request, reply));
+        return chat.query(principalOf(request).workspaceId, exchangeOf(request.body), disconnectSignal(reply));
       },
     );
 
@@ -94,8 +97,7 @@ export function chatRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const { abTestId: _, personaId, ...rest } = request.body;
-        const exchange = await chat.open(principalOf(request).workspaceId, { ...rest, personaId: personaId! });
+        const exchange = await chat.open(principalOf(request).workspaceId, exchangeOf(request.body));
         await streamExchange(request, reply, exchange, nativeEncoder());
       },
     );
@@ -129,7 +131,7 @@ export function chatRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           enableMCPTools: body.enableMCPTools,
         };
         const workspaceId = principalOf(request).workspaceId;
-        if (!body.stream) return chat.query(workspaceId, exchangeRequest, disconnectSignal(request, reply));
+        if (!body.stream) return chat.query(workspaceId, exchangeRequest, disconnectSignal(reply));
         const exchange = await chat.open(workspaceId, exchangeRequest);
         const ui = request.query.protocol === 'ui-message-stream' || (request.query.protocol !== 'native' && body.messages.some((m) => m.parts !== undefined));
         await streamExchange(request, reply, exchange, ui ? uiMessageEncoder() : nativeEncoder());

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { pageQuerySchema } from '../../lib/pagination.js';
 
-const MESSAGE_MAX = 32_000;
+export const MESSAGE_MAX = 32_000;
 const id = z.string().min(1);
 const message = z
   .string()

@@ -2,7 +2,6 @@
  * Exchanges: one question and its answer. `open` does every check that can fail with a 4xx before
  * a stream starts; `run` drives the agent and stores the whole exchange in one transaction.
  */
-import type { Logger } from 'pino';
 import type { SessionRow } from '../../db/schema.js';
 import { AppError, ConflictError, NotFoundError } from '../../errors.js';
 import type { Clock } from '../../lib/clock.js';
@@ -46,7 +45,6 @@ export interface ChatServiceDeps {
   agent: Agent;
   clock: Clock;
   ids: IdGenerator;
-  logger: Logger;
 }
 
 function titleOf(message: string): string {
@@ -70,9 +68,9 @@ export function createChatService(deps: ChatServiceDeps) {
       ...extra,
     });
     const rows = [row('user', message)];
-    for (const round of outcome.rounds) {
-      rows.push(row('assistant', '', { tool_calls: JSON.stringify(round.calls) }));
-      for (const call of round.calls) rows.push(row('tool', JSON.stringify(call.result ?? null), { tool_call_id: call.id }));
+    for (const calls of outcome.rounds) {
+      rows.push(row('assistant', '', { tool_calls: JSON.stringify(calls) }));
+      for (const call of calls) rows.push(row('tool', JSON.stringify(call.result ?? null), { tool_call_id: call.id }));
     }
     rows.push(row('assistant', outcome.content));
     return rows;
@@ -107,7 +105,7 @@ export function createChatService(deps: ChatServiceDeps) {
           variant: existing?.variant ?? null,
           channel_id: request.channelId ?? existing?.channel_id ?? null,
           user_id: request.userId ?? existing?.user_id ?? null,
-          model: request.model ?? persona.model ?? agent.defaultModel,
+          model: agent.modelFor(persona, request.model),
           started_at: startedAt,
           latency_ms: Math.round(performance.now() - t0),
           ttft_ms: null,
@@ -162,6 +160,7 @@ export function createChatService(deps: ChatServiceDeps) {
               last_message_at: now,
             };
         const latencyMs = Math.round(performance.now() - t0);
+        const toolCalls = outcome.rounds.flat();
         const stored = store.saveExchange({
           session,
           isNew: !existing,
@@ -174,7 +173,7 @@ export function createChatService(deps: ChatServiceDeps) {
             ttft_ms: outcome.ttftMs,
             prompt_tokens: outcome.usage.promptTokens,
             completion_tokens: outcome.usage.completionTokens,
-            tool_calls: outcome.toolCalls.length,
+            tool_calls: toolCalls.length,
           }),
         });
         if (!stored) throw new ConflictError(`Session ${sessionId} was deleted while the answer was written; nothing was stored.`);
@@ -186,7 +185,7 @@ export function createChatService(deps: ChatServiceDeps) {
           variant: session.variant,
           response: outcome.content,
           sources: outcome.sources,
-          toolCalls: outcome.toolCalls.map(({ id, name, arguments: args, result }) => ({ id, name, arguments: args, result })),
+          toolCalls: toolCalls.map(({ id, name, arguments: args, result }) => ({ id, name, arguments: args, result })),
           usage: outcome.usage,
           latencyMs,
         };

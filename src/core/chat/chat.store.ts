@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import type { Db } from '../../db/database.js';
 import type { InteractionsTable, MessageRow, MessagesTable, SessionRow } from '../../db/schema.js';
 import { type PageRequest, paginate } from '../../lib/pagination.js';
@@ -118,10 +117,6 @@ export function createChatStore(db: Db) {
       deleteSessionStmt.run(id, workspaceId);
       return true;
     }),
-
-    /** Counts for tests and analytics: interactions of a workspace, newest first. */
-    interactions: (workspaceId: string) =>
-      k.selectFrom('interactions').selectAll().where('workspace_id', '=', workspaceId).orderBy(sql`seq`, 'desc').execute(),
   };
 }
 

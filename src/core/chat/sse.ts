@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
 
 /** API.md §6: a comment line this often keeps proxies from closing a quiet stream. */
 export const PING_INTERVAL_MS = 15_000;
@@ -74,11 +74,10 @@ export function openSse(reply: FastifyReply, extraHeaders: Record<string, string
 }
 
 /** Aborted when the client closes the connection before the (non-streamed) answer is sent. */
-export function disconnectSignal(request: FastifyRequest, reply: FastifyReply): AbortSignal {
+export function disconnectSignal(reply: FastifyReply): AbortSignal {
   const controller = new AbortController();
   reply.raw.on('close', () => {
     if (!reply.raw.writableEnded) controller.abort(new ClientDisconnectedError());
   });
-  request.raw.on('aborted', () => controller.abort(new ClientDisconnectedError()));
   return controller.signal;
 }
