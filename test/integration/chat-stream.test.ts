@@ -209,4 +209,18 @@ describe('native event stream, OpenAI-compatible model (fake server)', () => {
     const session = (await t.request({ method: 'GET', url: `/sessions/${sessionId}` })).json();
     expect(session.messages.map((m: { content: string }) => m.content)).toEqual(['hello', 'Echo: hello']);
   });
+
+  it('cancels the upstream call of a whole-answer query (stream: false) whose client goes away', async () => {
+    fake.reset();
+    const before = interactionErrors().length;
+    fake.reply({ text: Array.from({ length: 100 }, (_, i) => `word${i}`).join(' '), chunkDelayMs: 100 });
+    const controller = new AbortController();
+    const pending = postJson(origin, chatPath(), t.adminKey, { messages: [{ role: 'user', content: 'talk slowly' }], stream: false }, controller.signal);
+    await vi.waitFor(() => expect(completions()).toHaveLength(1), { timeout: 1_000, interval: 20 });
+    controller.abort();
+    await expect(pending).rejects.toThrow();
+    await vi.waitFor(() => expect(completions()[0]!.closedByClient).toBe(true), { timeout: 1_000, interval: 20 });
+    await vi.waitFor(() => expect(interactionErrors()).toHaveLength(before + 1), { timeout: 1_000, interval: 20 });
+    expect(interactionErrors().at(-1)).toBe('cancelled');
+  });
 });
