@@ -3,26 +3,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-
-/** API.md §1: the problem+json shape, and the request id both in the body and the header. */
-function expectProblem(res: LightMyRequestResponse, status: number, code: string) {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-  const body = res.json();
-  expect(body).toMatchObject({
-    type: `https://switchboard.dev/errors/${code}`,
-    status,
-    code,
-  });
-  expect(typeof body.title).toBe('string');
-  expect(body.title.length).toBeGreaterThan(0);
-  expect(typeof body.detail).toBe('string');
-  expect(body.detail.length).toBeGreaterThan(0);
-  expect(typeof body.requestId).toBe('string');
-  expect(body.requestId.length).toBeGreaterThan(0);
-  expect(res.headers['x-request-id']).toBe(body.requestId);
-  return body as { detail: string; requestId: string; errors?: { path: string; message: string }[] };
-}
+import { expectProblem } from '../helpers/problem.js';
 
 function paths(body: { errors?: { path: string }[] }): string[] {
   return (body.errors ?? []).map((e) => e.path);

@@ -43,30 +43,6 @@ export function upload(t: TestApp, parts: Part[], opts: { method?: 'POST' | 'PUT
   });
 }
 
-/** Asserts a problem+json answer and returns its body. */
-export function expectProblem(res: LightMyRequestResponse, status: number, code: string, path?: string) {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-  const body = res.json();
-  expect(body.code).toBe(code);
-  expect(body.status).toBe(status);
-  if (path !== undefined) expect(body.errors?.[0]?.path, res.body).toBe(path);
-  return body;
-}
-
-/** POST /knowledge (JSON) expecting 202, returning the source. */
-export async function addSource(t: TestApp, body: Record<string, unknown>, as?: string) {
-  const res = await t.request({ method: 'POST', url: '/knowledge', body, ...(as ? { as } : {}) });
-  expect(res.statusCode, res.body).toBe(202);
-  return res.json();
-}
-
-export async function addPersona(t: TestApp, name: string, as?: string): Promise<string> {
-  const res = await t.request({ method: 'POST', url: '/personas', body: { name, instructions: 'Answer briefly.' }, ...(as ? { as } : {}) });
-  expect(res.statusCode, res.body).toBe(201);
-  return res.json().id as string;
-}
-
 export interface SearchParams {
   q: string;
   mode?: 'hybrid' | 'vector' | 'keyword';

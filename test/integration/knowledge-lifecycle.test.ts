@@ -10,7 +10,9 @@ import type { Embedder } from '../../src/llm/embedder.js';
 import { createHashedEmbedder } from '../../src/llm/hashed-embedder.js';
 import { createTestApp, tempDir, type TestApp } from '../helpers/app.js';
 import { FAKE_OPENAI_KEY, type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-server.js';
-import { addPersona, addSource, expectProblem, foundSources, indexCounts, MODES, search } from './knowledge-helpers.js';
+import { addSource, createPersona } from '../helpers/factories.js';
+import { expectProblem } from '../helpers/problem.js';
+import { foundSources, indexCounts, MODES, search } from './knowledge-helpers.js';
 
 const chunkIds = async (t: TestApp, id: string): Promise<string[]> =>
   (await t.request({ method: 'GET', url: `/knowledge/${id}/chunks?limit=100` })).json().data.map((c: { id: string }) => c.id);
@@ -21,8 +23,8 @@ describe('PUT and DELETE /knowledge/:id', { timeout: 15_000 }, () => {
   let personaB: string;
   beforeAll(async () => {
     t = await createTestApp();
-    personaA = await addPersona(t, 'A');
-    personaB = await addPersona(t, 'B');
+    personaA = (await createPersona(t, { name: 'A' })).id;
+    personaB = (await createPersona(t, { name: 'B' })).id;
   });
   afterAll(async () => t.close());
 
@@ -150,7 +152,7 @@ describe('PUT and DELETE /knowledge/:id', { timeout: 15_000 }, () => {
   });
 
   it('deleting a persona deletes its private sources, which leave search; shared ones stay', async () => {
-    const persona = await addPersona(t, 'Doomed');
+    const persona = (await createPersona(t, { name: 'Doomed' })).id;
     const own = await addSource(t, { kind: 'text', name: 'Doomed notes', content: 'The axolotl regrows its limbs.', personaId: persona });
     const shared = await addSource(t, { kind: 'text', name: 'Shared notes', content: 'The axolotl lives in Mexican lakes.' });
     expect(await foundSources(t, { q: 'axolotl', mode: 'keyword' })).toEqual(new Set([own.id, shared.id]));

@@ -1,7 +1,9 @@
 // API.md §4: multipart/form-data uploads to POST and PUT /knowledge.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { addPersona, expectProblem, fixture, foundSources, multipart, upload } from './knowledge-helpers.js';
+import { createPersona } from '../helpers/factories.js';
+import { expectProblem } from '../helpers/problem.js';
+import { fixture, foundSources, multipart, upload } from './knowledge-helpers.js';
 
 const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52]);
 
@@ -34,7 +36,7 @@ describe('knowledge uploads (multipart)', { timeout: 15_000 }, () => {
   });
 
   it('takes name, personaId and metadata parts; a .md sent as text/plain is still markdown', async () => {
-    const persona = await addPersona(t, 'Uploader');
+    const persona = (await createPersona(t, { name: 'Uploader' })).id;
     const res = await upload(t, [
       { name: 'name', value: 'The guide' },
       { name: 'personaId', value: persona },

@@ -3,7 +3,9 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { addPersona, addSource, expectProblem, fixture, foundSources, MODES, search, searchUrl } from './knowledge-helpers.js';
+import { addSource, createPersona } from '../helpers/factories.js';
+import { expectProblem } from '../helpers/problem.js';
+import { fixture, foundSources, MODES, search, searchUrl } from './knowledge-helpers.js';
 
 describe('knowledge search (API.md §4)', { timeout: 15_000 }, () => {
   let t: TestApp;
@@ -13,8 +15,8 @@ describe('knowledge search (API.md §4)', { timeout: 15_000 }, () => {
 
   beforeAll(async () => {
     t = await createTestApp();
-    personaA = await addPersona(t, 'A');
-    personaB = await addPersona(t, 'B');
+    personaA = (await createPersona(t, { name: 'A' })).id;
+    personaB = (await createPersona(t, { name: 'B' })).id;
     ids.tea = (await addSource(t, { kind: 'text', name: 'Tea', content: 'Green tea is steeped at eighty degrees for two minutes. Black tea takes boiling water.', metadata: { team: 'support', lang: 'en' } })).id;
     ids.coffee = (await addSource(t, { kind: 'text', name: 'Coffee', content: 'Espresso needs finely ground coffee beans and nine bars of pressure.', metadata: { team: 'support', lang: 'fr' } })).id;
     ids.guide = (await addSource(t, { kind: 'markdown', name: 'Guide', content: fixture('sample.md').toString('utf8'), metadata: { team: 'docs', tags: ['a', 'b'] } })).id;
@@ -110,7 +112,7 @@ describe('knowledge search (API.md §4)', { timeout: 15_000 }, () => {
     expectProblem(await t.request({ method: 'GET', url: searchUrl({ q: 'quokka', personaId: 'per_missing' }) }), 404, 'not_found');
     expectProblem(await t.request({ method: 'GET', url: '/knowledge/search?q=quokka&personaId=' }), 404, 'not_found');
     const other = await t.ctx.services.auth.createWorkspace('other-persona-search');
-    const foreign = await addPersona(t, 'Foreign', other.key.key);
+    const foreign = (await createPersona(t, { name: 'Foreign' }, other.key.key)).id;
     expectProblem(await t.request({ method: 'GET', url: searchUrl({ q: 'quokka', personaId: foreign }) }), 404, 'not_found');
   });
 
@@ -157,7 +159,7 @@ describe('workspace isolation (API.md §1, §4)', { timeout: 15_000 }, () => {
 
   beforeAll(async () => {
     t = await createTestApp();
-    aPersona = await addPersona(t, 'A persona');
+    aPersona = (await createPersona(t, { name: 'A persona' })).id;
     aSource = await addSource(t, { kind: 'text', name: 'A doc', content: 'Marmalade recipe: oranges, sugar and patience.', metadata: { owner: 'a' } });
     await addSource(t, { kind: 'text', name: 'A private', content: 'Marmalade secret ingredient is whisky.', personaId: aPersona, metadata: { owner: 'a' } });
     const b = await t.ctx.services.auth.createWorkspace('b');

@@ -3,7 +3,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
 import { sequentialIds } from '../../src/lib/ids.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { addPersona, addSource, expectProblem, fixture } from './knowledge-helpers.js';
+import { addSource, createPersona } from '../helpers/factories.js';
+import { expectProblem } from '../helpers/problem.js';
+import { fixture } from './knowledge-helpers.js';
 
 const MD = fixture('sample.md').toString('utf8');
 const HTML = fixture('sample.html').toString('utf8');
@@ -55,7 +57,7 @@ describe('knowledge sources over JSON (API.md §4)', { timeout: 15_000 }, () => 
   });
 
   it('lists newest first with limit and cursor, filters by status and persona, and is served under /api', async () => {
-    const persona = await addPersona(t, 'Lister');
+    const persona = (await createPersona(t, { name: 'Lister' })).id;
     const a = await add({ kind: 'text', name: 'List A', content: 'alpha words here' });
     const b = await add({ kind: 'text', name: 'List B', content: 'beta words here', personaId: persona });
     // HTML with no readable text: processed at once, and failed.
@@ -140,7 +142,7 @@ describe('knowledge sources over JSON (API.md §4)', { timeout: 15_000 }, () => 
 
   it('answers 404 for a persona that does not exist or belongs to another workspace', async () => {
     const other = await t.ctx.services.auth.createWorkspace('other-personas');
-    const foreign = await addPersona(t, 'Foreign', other.key.key);
+    const foreign = (await createPersona(t, { name: 'Foreign' }, other.key.key)).id;
     for (const personaId of ['per_missing', foreign]) {
       const res = await t.request({ method: 'POST', url: '/knowledge', body: { kind: 'text', name: 'n', content: 'x', personaId } });
       expectProblem(res, 404, 'not_found');

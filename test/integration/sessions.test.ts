@@ -2,7 +2,7 @@
 // keeps only numbers, and isolation between workspaces.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { expectProblem } from './knowledge-helpers.js';
+import { expectProblem } from '../helpers/problem.js';
 
 describe('sessions', () => {
   let t: TestApp;

@@ -1,0 +1,29 @@
+import type { LightMyRequestResponse } from 'fastify';
+import { expect } from 'vitest';
+
+export interface ProblemBody {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: string;
+  requestId: string;
+  errors?: { path: string; message: string }[];
+}
+
+/**
+ * The one problem+json assertion (API.md §1): status, media type, the full body shape, the request
+ * id in body and header alike, and — when given — the first field error's path. Returns the body.
+ */
+export function expectProblem(res: LightMyRequestResponse, status: number, code: string, path?: string): ProblemBody {
+  expect(res.statusCode, res.body).toBe(status);
+  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+  const body = res.json() as ProblemBody;
+  expect(body).toMatchObject({ type: `https://switchboard.dev/errors/${code}`, status, code });
+  expect(body.title.length).toBeGreaterThan(0);
+  expect(body.detail.length).toBeGreaterThan(0);
+  expect(body.requestId.length).toBeGreaterThan(0);
+  expect(res.headers['x-request-id']).toBe(body.requestId);
+  if (path !== undefined) expect(body.errors?.[0]?.path, res.body).toBe(path);
+  return body;
+}
