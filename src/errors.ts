@@ -163,3 +163,37 @@ export function toProblem(err: AppError, requestId: string): Problem {
   if (err.errors && err.errors.length > 0) problem.errors = err.errors;
   return problem;
 }
+
+interface ZodIssueShape {
+  code: string;
+  path: PropertyKey[];
+  message: string;
+  keys?: string[];
+}
+
+/**
+ * Field errors of a failed zod parse, named as API.md §1 names them: dotted paths (under `prefix`
+ * when given), each unknown field on its own. The HTTP validator's issues and MCP tool arguments
+ * both come through here, so a client reads the same detail either way.
+ */
+export function zodFieldErrors(issues: readonly ZodIssueShape[], prefix?: string): FieldError[] {
+  const join = (path: PropertyKey[]) => [...(prefix ? [prefix] : []), ...path.map(String)].join('.');
+  return issues.flatMap((issue) =>
+    issue.code === 'unrecognized_keys' && issue.keys
+      ? issue.keys.map((key) => ({ path: join([...issue.path, key]), message: 'unknown field' }))
+      : [{ path: join(issue.path) || (prefix ?? 'arguments'), message: issue.message }],
+  );
+}
+
+/** A ValidationError listing every field error, with the detail the HTTP API writes. */
+export function validationErrorOf(where: string, errors: FieldError[]): ValidationError {
+  return new ValidationError(`Invalid ${where}: ${errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`, errors);
+}
+
+/**
+ * The MCP face of an AppError: a tool result with `isError: true` whose text is the problem's
+ * title and detail, as the HTTP problem+json would say it (never a stack trace).
+ */
+export function toToolErrorResult(err: AppError): { isError: true; content: Array<{ type: 'text'; text: string }> } {
+  return { isError: true, content: [{ type: 'text', text: `${err.title}: ${err.message}` }] };
+}

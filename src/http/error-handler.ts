@@ -11,6 +11,7 @@ import {
   UnsupportedMediaTypeError,
   UriTooLongError,
   ValidationError,
+  validationErrorOf,
 } from '../errors.js';
 import { MAX_URL_LENGTH } from './client-error.js';
 
@@ -43,10 +44,7 @@ export function toAppError(err: FastifyError, request: FastifyRequest): AppError
     const context = (err as { validationContext?: string }).validationContext;
     const errors = fieldErrors(err.validation as unknown as ZodIssueLike[], context);
     const where = context === 'querystring' ? 'query' : (context ?? 'request');
-    return new ValidationError(
-      `Invalid ${where}: ${errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`,
-      errors,
-    );
+    return validationErrorOf(where, errors);
   }
   switch (err.code) {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':

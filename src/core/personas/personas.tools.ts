@@ -1,0 +1,92 @@
+/** MCP tools, resources and prompts of personas (API.md §10): the §3 rules through the same service. */
+import { z } from 'zod';
+import { personaPrompt } from '../chat/prompt.js';
+import { deletedOutput, idInput, pageInput, pageOutput } from '../../mcp/common-schemas.js';
+import { defineTool, type McpFeature, READ_ONLY } from '../../mcp/tool-definition.js';
+import { createPersonaSchema, personaSchema, updatePersonaSchema } from './personas.schemas.js';
+
+const personaFields =
+  'A persona is an agent: `instructions` (its system prompt), `traits`, optional `model`/`temperature`/`maxTokens` overrides, and `tools` it may call ("<toolName>.<action>" or "<toolName>.*").';
+
+export const personaFeature: McpFeature = {
+  tools: [
+    defineTool({
+      name: 'list_personas',
+      title: 'List personas',
+      description: 'Lists the personas (agents) of this workspace, newest first. Use `q` to match part of a name; pass `nextCursor` back as `cursor` for more.',
+      input: z.strictObject({ q: z.string().max(200).optional().describe('Case-insensitive match on the name.'), ...pageInput }),
+      output: pageOutput(personaSchema),
+      annotations: READ_ONLY,
+      scope: 'read',
+      run: ({ ctx, caller }, { q, ...page }) => ctx.services.personas.list(caller.workspaceId, page, q),
+    }),
+    defineTool({
+      name: 'get_persona',
+      title: 'Get a persona',
+      description: `Returns one persona by id (per_…). ${personaFields}`,
+      input: idInput('persona'),
+      output: personaSchema,
+      annotations: READ_ONLY,
+      scope: 'read',
+      run: ({ ctx, caller }, { id }) => ctx.services.personas.get(caller.workspaceId, id),
+    }),
+    defineTool({
+      name: 'create_persona',
+      title: 'Create a persona',
+      description: `Creates a persona and returns it with its new id. ${personaFields} Only name and instructions are required.`,
+      input: createPersonaSchema,
+      output: personaSchema,
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },
+      scope: 'write',
+      run: ({ ctx, caller }, input) => ctx.services.personas.create(caller.workspaceId, input),
+    }),
+    defineTool({
+      name: 'update_persona',
+      title: 'Update a persona',
+      description: `Changes any subset of a persona's fields; fields left out stay as they are, and null resets model, temperature or maxTokens to the server default. ${personaFields}`,
+      input: updatePersonaSchema.extend({ id: z.string().min(1).max(64).describe("The persona's id.") }),
+      output: personaSchema,
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
+      scope: 'write',
+      run: ({ ctx, caller }, { id, ...patch }) => ctx.services.personas.update(caller.workspaceId, id, patch),
+    }),
+    defineTool({
+      name: 'delete_persona',
+      title: 'Delete a persona',
+      description: 'Deletes a persona for good, with its private knowledge sources. Sessions with it stay readable.',
+      input: idInput('persona'),
+      output: deletedOutput,
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
+      scope: 'write',
+      run: async ({ ctx, caller }, { id }) => {
+        await ctx.services.personas.delete(caller.workspaceId, id);
+        return { id, deleted: true as const };
+      },
+    }),
+  ],
+
+  resources: [
+    {
+      name: 'persona',
+      uriTemplate: 'switchboard://personas/{id}',
+      title: 'Persona',
+      description: 'A persona (agent) of this workspace as JSON.',
+      list: async ({ ctx, caller }, limit) => (await ctx.services.personas.list(caller.workspaceId, { limit })).data,
+      read: ({ ctx, caller }, id) => ctx.services.personas.get(caller.workspaceId, id),
+    },
+  ],
+
+  prompts: {
+    arguments: [{ name: 'question', description: 'Optional first question to put to the persona.' }],
+    async list({ ctx, caller }) {
+      const { data } = await ctx.services.personas.list(caller.workspaceId, { limit: 100 });
+      return data.map((p) => ({ name: p.id, title: p.name, description: `Talk as ${p.name}: its instructions and traits as a system prompt.` }));
+    },
+    async get({ ctx, caller }, name, args) {
+      const persona = await ctx.services.personas.get(caller.workspaceId, name);
+      const messages: Array<{ role: 'user' | 'assistant'; text: string }> = [{ role: 'user', text: personaPrompt(persona).join('\n\n') }];
+      if (args.question) messages.push({ role: 'user', text: args.question });
+      return { description: `${persona.name}: ${persona.instructions.slice(0, 200)}`, messages };
+    },
+  },
+};

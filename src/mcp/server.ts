@@ -1,0 +1,183 @@
+/**
+ * Switchboard as an MCP server (API.md §10): one `McpServer` per connection, bound to the caller's
+ * key, serving the tools, resources and prompts the feature folders define. It adds no rule of its
+ * own: validation, workspace scoping and errors come from the services and `src/errors.ts`.
+ */
+import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  ErrorCode,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { AppContext } from '../context.js';
+import { VERSION } from '../context.js';
+import { hasScope } from '../core/auth/keys.js';
+import { AppError, ForbiddenError, InternalError, NotFoundError, toToolErrorResult, validationErrorOf, zodFieldErrors } from '../errors.js';
+import { MCP_FEATURES } from './catalog.js';
+import type { McpCaller, McpFeature, McpToolDefinition, ToolInvocation } from './tool-definition.js';
+
+const INSTRUCTIONS =
+  'Switchboard hosts personas: agents with instructions, traits and a knowledge base they answer from. ' +
+  'Find one with list_personas, then ask_persona (keep the returned sessionId to continue the conversation). ' +
+  'add_knowledge and search_knowledge manage what personas know. Every id has a type prefix (per_, src_, ses_).';
+
+/** Resources listed per template; completion offers the ids among them. */
+const RESOURCE_LIST_LIMIT = 100;
+
+/** Every tool of every feature, by name; a name defined twice is a programming error caught at start. */
+export function toolCatalog(features: McpFeature[] = MCP_FEATURES): Map<string, McpToolDefinition> {
+  const tools = new Map<string, McpToolDefinition>();
+  for (const tool of features.flatMap((f) => f.tools)) {
+    if (tools.has(tool.name)) throw new Error(`MCP tool ${tool.name} is defined twice`);
+    tools.set(tool.name, tool);
+  }
+  return tools;
+}
+
+const CATALOG = toolCatalog();
+
+/**
+ * A tool's JSON Schema. MCP wants `type: "object"` at the root, so a schema registered under an id
+ * (which zod emits as a root `$ref`) is inlined; its other definitions stay in `$defs`.
+ */
+function objectJsonSchema(schema: z.ZodObject, io: 'input' | 'output'): Record<string, unknown> {
+  const json = z.toJSONSchema(schema, { io, target: 'draft-2020-12' }) as Record<string, any>;
+  const ref = typeof json.$ref === 'string' ? /^#\/\$defs\/(.+)$/.exec(json.$ref)?.[1] : undefined;
+  if (ref === undefined) return json;
+  const { [ref]: root, ...defs } = json.$defs as Record<string, Record<string, unknown>>;
+  return { $schema: json.$schema, ...root, ...(Object.keys(defs).length > 0 ? { $defs: defs } : {}) };
+}
+
+/** The `tools/list` entries: JSON Schemas are derived once per process, not per session. */
+const TOOL_LIST: Tool[] = [...CATALOG.values()].map((t) => ({
+  name: t.name,
+  title: t.title,
+  description: t.description,
+  inputSchema: objectJsonSchema(t.input, 'input') as Tool['inputSchema'],
+  outputSchema: objectJsonSchema(t.output, 'output') as Tool['outputSchema'],
+  annotations: { title: t.title, ...t.annotations },
+}));
+
+/** The scope a tool needs, for transports that refuse before calling (`/mcp` answers 403); undefined for an unknown tool. */
+export function toolScope(name: string) {
+  return CATALOG.get(name)?.scope;
+}
+
+/** Anything a handler threw, as an AppError; unexpected ones are logged and become `internal`. */
+function asAppError(ctx: AppContext, err: unknown, what: string): AppError {
+  if (err instanceof AppError) return err;
+  ctx.logger.error({ err, what }, 'MCP request failed');
+  return new InternalError();
+}
+
+/** Runs one tool call for a caller: scope, argument validation, the handler, the one error mapping. */
+async function callTool(
+  ctx: AppContext,
+  caller: McpCaller,
+  tool: McpToolDefinition,
+  args: unknown,
+  invocation: Omit<ToolInvocation, 'ctx' | 'caller'>,
+): Promise<CallToolResult> {
+  try {
+    if (!hasScope(caller.scopes, tool.scope)) throw new ForbiddenError(`${tool.name} needs the "${tool.scope}" scope.`);
+    const parsed = tool.input.safeParse(args ?? {});
+    if (!parsed.success) throw validationErrorOf('arguments', zodFieldErrors(parsed.error.issues));
+    const result = tool.output.parse(await tool.run({ ctx, caller, ...invocation }, parsed.data)) as Record<string, unknown>;
+    return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
+  } catch (err) {
+    if (invocation.signal.aborted) throw err;
+    return toToolErrorResult(asAppError(ctx, err, tool.name));
+  }
+}
+
+/** A NotFoundError as MCP's "resource not found"; other failures as their detail. */
+function resourceError(ctx: AppContext, err: unknown): McpError {
+  const appError = asAppError(ctx, err, 'resource');
+  return new McpError(appError instanceof NotFoundError ? -32002 : ErrorCode.InternalError, appError.message);
+}
+
+/** A new MCP server for one connection, acting as `caller`. Never share one across sessions. */
+export function createMcpServer(ctx: AppContext, caller: McpCaller, features: McpFeature[] = MCP_FEATURES): McpServer {
+  const mcp = new McpServer(
+    { name: 'switchboard', title: 'Switchboard', version: VERSION },
+    { instructions: INSTRUCTIONS, capabilities: { tools: { listChanged: false }, prompts: { listChanged: false } } },
+  );
+  const base = { ctx, caller };
+  const tools = features === MCP_FEATURES ? CATALOG : toolCatalog(features);
+  const listed = features === MCP_FEATURES ? TOOL_LIST : TOOL_LIST.filter((t) => tools.has(t.name));
+
+  // Tools are served by hand rather than through registerTool, so arguments are checked by the
+  // services' own zod rules and refusals read exactly like the HTTP API's (see callTool).
+  mcp.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listed }));
+  mcp.server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const tool = tools.get(request.params.name);
+    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
+    const token = extra._meta?.progressToken;
+    let step = 0;
+    const progress =
+      token === undefined
+        ? async () => {}
+        : (message: string) => extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: ++step, message } });
+    return callTool(ctx, caller, tool, request.params.arguments, { signal: extra.signal, progress });
+  });
+
+  for (const resource of features.flatMap((f) => f.resources ?? [])) {
+    const uriOf = (id: string) => resource.uriTemplate.replace('{id}', encodeURIComponent(id));
+    const template = new ResourceTemplate(resource.uriTemplate, {
+      list: async (extra) => {
+        try {
+          const items = await resource.list({ ...base, signal: extra.signal }, RESOURCE_LIST_LIMIT);
+          return { resources: items.map((i) => ({ uri: uriOf(i.id), name: i.name, title: i.name, mimeType: 'application/json' })) };
+        } catch (err) {
+          throw resourceError(ctx, err);
+        }
+      },
+      complete: {
+        id: async (value) => {
+          const items = await resource.list({ ...base, signal: AbortSignal.timeout(10_000) }, RESOURCE_LIST_LIMIT);
+          return items.map((i) => i.id).filter((id) => id.startsWith(value));
+        },
+      },
+    });
+    mcp.registerResource(resource.name, template, { title: resource.title, description: resource.description, mimeType: 'application/json' }, async (uri, variables, extra) => {
+      const id = decodeURIComponent(String(variables.id ?? ''));
+      try {
+        const value = await resource.read({ ...base, signal: extra.signal }, id);
+        return { contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(value, null, 2) }] };
+      } catch (err) {
+        throw resourceError(ctx, err);
+      }
+    });
+  }
+
+  const prompts = features.flatMap((f) => (f.prompts ? [f.prompts] : []));
+  mcp.server.setRequestHandler(ListPromptsRequestSchema, async (_request, extra) => {
+    const lists = await Promise.all(prompts.map((p) => p.list({ ...base, signal: extra.signal })));
+    return {
+      prompts: lists.flatMap((list, i) =>
+        list.map((p) => ({ ...p, arguments: prompts[i]!.arguments.map((a) => ({ ...a, required: false })) })),
+      ),
+    };
+  });
+  mcp.server.setRequestHandler(GetPromptRequestSchema, async (request, extra) => {
+    for (const provider of prompts) {
+      try {
+        const prompt = await provider.get({ ...base, signal: extra.signal }, request.params.name, request.params.arguments ?? {});
+        return {
+          description: prompt.description,
+          messages: prompt.messages.map((m) => ({ role: m.role, content: { type: 'text' as const, text: m.text } })),
+        };
+      } catch (err) {
+        if (!(err instanceof NotFoundError)) throw resourceError(ctx, err);
+      }
+    }
+    throw new McpError(ErrorCode.InvalidParams, `Unknown prompt: ${request.params.name}`);
+  });
+  return mcp;
+}

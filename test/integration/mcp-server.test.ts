@@ -1,0 +1,213 @@
+// API.md §10 through the SDK's own Client over InMemoryTransport: every tool of the features that
+// exist, resources with completion, personas as prompts, and refusals that read like the HTTP API's.
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { createPersona } from '../helpers/factories.js';
+import { callError, callOk, connectInMemory } from '../helpers/mcp.js';
+import { OFFLINE_ANSWER, REFUND_TEXT, seedSupport } from './chat-helpers.js';
+
+const TOOLS = [
+  'add_knowledge',
+  'ask_persona',
+  'create_persona',
+  'delete_knowledge',
+  'delete_persona',
+  'get_persona',
+  'get_session',
+  'list_knowledge',
+  'list_personas',
+  'list_sessions',
+  'search_knowledge',
+  'update_persona',
+];
+
+describe('MCP server (in memory)', () => {
+  let t: TestApp;
+  let client: Client;
+
+  beforeAll(async () => {
+    t = await createTestApp();
+    client = await connectInMemory(t);
+  });
+  afterAll(async () => {
+    await client?.close();
+    await t?.close();
+  });
+
+  it('lists every tool with a description, annotations, and input and output schemas', async () => {
+    const { tools } = await client.listTools();
+    expect(tools.map((x) => x.name).sort()).toEqual(TOOLS);
+    for (const tool of tools) {
+      expect(tool.description!.length, tool.name).toBeGreaterThan(40);
+      expect(tool.inputSchema.type, tool.name).toBe('object');
+      expect(tool.outputSchema?.type, tool.name).toBe('object');
+      expect(typeof tool.annotations?.readOnlyHint, tool.name).toBe('boolean');
+      expect(typeof tool.annotations?.destructiveHint, tool.name).toBe('boolean');
+      expect(typeof tool.annotations?.idempotentHint, tool.name).toBe('boolean');
+    }
+    const byName = Object.fromEntries(tools.map((x) => [x.name, x]));
+    expect(byName.list_personas!.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false });
+    expect(byName.delete_persona!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
+    expect(byName.create_persona!.inputSchema.required).toEqual(['name', 'instructions']);
+    expect(client.getServerCapabilities()).toMatchObject({ tools: {}, resources: {}, prompts: {} });
+    expect(client.getInstructions()).toContain('ask_persona');
+  });
+
+  it('creates, reads, updates, lists and deletes personas as the HTTP API does', async () => {
+    const created = await callOk(client, 'create_persona', { name: 'Mira', instructions: 'Be kind.', traits: ['warm'] });
+    expect(created).toMatchObject({ name: 'Mira', instructions: 'Be kind.', traits: ['warm'], tools: [], model: null });
+    expect(created.id).toMatch(/^per_/);
+    const http = await t.request({ method: 'GET', url: `/personas/${created.id}` });
+    expect(http.json()).toEqual(created);
+
+    expect(await callOk(client, 'get_persona', { id: created.id })).toEqual(created);
+    const updated = await callOk(client, 'update_persona', { id: created.id, temperature: 0.3, traits: [] });
+    expect(updated).toMatchObject({ id: created.id, temperature: 0.3, traits: [], name: 'Mira' });
+    const page = await callOk(client, 'list_personas', { q: 'mir' });
+    expect(page.data.map((p: { id: string }) => p.id)).toEqual([created.id]);
+    expect(page.nextCursor).toBeNull();
+
+    expect(await callOk(client, 'delete_persona', { id: created.id })).toEqual({ id: created.id, deleted: true });
+    expect((await t.request({ method: 'GET', url: `/personas/${created.id}` })).statusCode).toBe(404);
+  });
+
+  it('pages a list with limit and cursor', async () => {
+    for (const name of ['Page one', 'Page two', 'Page three']) await createPersona(t, { name });
+    const first = await callOk(client, 'list_personas', { q: 'Page', limit: 2 });
+    expect(first.data).toHaveLength(2);
+    const second = await callOk(client, 'list_personas', { q: 'Page', limit: 2, cursor: first.nextCursor });
+    expect(second.data.map((p: { name: string }) => p.name)).toEqual(['Page one']);
+  });
+
+  it('refuses bad arguments with the HTTP API’s field errors, as isError results', async () => {
+    const http = await t.request({ method: 'POST', url: '/personas', body: { name: '', instructions: 'x', colour: 'red' } });
+    const text = await callError(client, 'create_persona', { name: '', instructions: 'x', colour: 'red' });
+    expect(text).toMatch(/^Validation failed: Invalid arguments: /);
+    // The same field errors, in the same words, after the "Invalid <where>:" lead.
+    expect(text.slice(text.indexOf(': ', 20) + 2)).toBe(http.json().detail.slice(http.json().detail.indexOf(': ') + 2));
+    expect(text).toContain('colour: unknown field');
+    expect(await callError(client, 'get_persona', { id: 'per_nope' })).toBe('Not found: Persona per_nope not found.');
+    expect(await callError(client, 'list_personas', { limit: 500 })).toContain('limit:');
+    expect(await callError(client, 'add_knowledge', { kind: 'text', content: 'No name' })).toContain('name:');
+  });
+
+  it('answers an unknown tool with a protocol error, not a result', async () => {
+    await expect(client.callTool({ name: 'launch_rockets', arguments: {} })).rejects.toThrow(McpError);
+  });
+
+  it('adds, lists, searches and deletes knowledge', async () => {
+    const source = await callOk(client, 'add_knowledge', { kind: 'markdown', name: 'Shipping', content: '# Shipping\n\nParcels leave the warehouse every Tuesday.', metadata: { team: 'ops' } });
+    expect(source).toMatchObject({ name: 'Shipping', kind: 'markdown', status: 'ready', metadata: { team: 'ops' } });
+    const listed = await callOk(client, 'list_knowledge', { status: 'ready' });
+    expect(listed.data.map((s: { id: string }) => s.id)).toContain(source.id);
+    const found = await callOk(client, 'search_knowledge', { query: 'when do parcels leave', filter: { team: 'ops' } });
+    expect(found.mode).toBe('hybrid');
+    expect(found.data[0]).toMatchObject({ sourceId: source.id, sourceName: 'Shipping' });
+    expect(found.data[0].text).toContain('Tuesday');
+    expect(await callOk(client, 'delete_knowledge', { id: source.id })).toEqual({ id: source.id, deleted: true });
+    expect((await callOk(client, 'search_knowledge', { query: 'parcels Tuesday' })).data).toEqual([]);
+  });
+
+  it('refuses a private URL source through the same guard', async () => {
+    const text = await callError(client, 'add_knowledge', { kind: 'url', url: 'http://127.0.0.1:9/' });
+    expect(text).toContain('url:');
+    expect(text).toContain('loopback');
+  });
+
+  it('asks a persona, streaming the answer as progress, and continues the session', async () => {
+    const personaId = await seedSupport(t);
+    const progress: string[] = [];
+    const result = await client.callTool(
+      { name: 'ask_persona', arguments: { personaId, message: 'How long do refunds take?' } },
+      undefined,
+      { onprogress: (p) => void progress.push(p.message ?? '') },
+    );
+    const answer = result.structuredContent as Record<string, any>;
+    expect(answer.response).toBe(OFFLINE_ANSWER);
+    expect(progress.length).toBeGreaterThan(3);
+    expect(progress.join('')).toBe(OFFLINE_ANSWER);
+    expect(answer.sources[0]).toMatchObject({ sourceName: 'Refund policy' });
+    expect(answer.sessionId).toMatch(/^ses_/);
+
+    const again = await callOk(client, 'ask_persona', { personaId, message: 'And exceptions?', sessionId: answer.sessionId });
+    expect(again.sessionId).toBe(answer.sessionId);
+    const session = await callOk(client, 'get_session', { id: answer.sessionId });
+    expect(session.messages.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
+    expect(session.messages[0].content).toBe('How long do refunds take?');
+    const sessions = await callOk(client, 'list_sessions', { personaId });
+    expect(sessions.data.map((s: { id: string }) => s.id)).toEqual([answer.sessionId]);
+    expect(await callError(client, 'ask_persona', { personaId: 'per_missing', message: 'hi' })).toBe('Not found: Persona per_missing not found.');
+  });
+
+  it('runs a tool the persona allows when asked with enableMCPTools', async () => {
+    const personaId = await seedSupport(t);
+    const answer = await callOk(client, 'ask_persona', { personaId, message: '/tool knowledge.search {"query":"refunds"}', enableMCPTools: true });
+    expect(answer.toolCalls).toHaveLength(1);
+    expect(answer.toolCalls[0]).toMatchObject({ name: 'knowledge.search', arguments: { query: 'refunds' } });
+    expect(JSON.stringify(answer.toolCalls[0].result)).toContain(REFUND_TEXT.slice(0, 20));
+  });
+
+  it('serves personas and knowledge sources as resources, with id completion', async () => {
+    const persona = await createPersona(t, { name: 'Resourceful' });
+    const { resourceTemplates } = await client.listResourceTemplates();
+    expect(resourceTemplates.map((r) => r.uriTemplate).sort()).toEqual(['switchboard://knowledge/{id}', 'switchboard://personas/{id}']);
+    const { resources } = await client.listResources();
+    expect(resources).toContainEqual(expect.objectContaining({ uri: `switchboard://personas/${persona.id}`, name: 'Resourceful', mimeType: 'application/json' }));
+    const read = await client.readResource({ uri: `switchboard://personas/${persona.id}` });
+    expect(JSON.parse((read.contents[0] as { text: string }).text)).toEqual(persona);
+    await expect(client.readResource({ uri: 'switchboard://personas/per_nope' })).rejects.toThrow(/Persona per_nope not found/);
+
+    const completion = await client.complete({
+      ref: { type: 'ref/resource', uri: 'switchboard://personas/{id}' },
+      argument: { name: 'id', value: persona.id.slice(0, 8) },
+    });
+    expect(completion.completion.values).toContain(persona.id);
+  });
+
+  it('offers each persona as a prompt named by its id and titled by its name', async () => {
+    const persona = await createPersona(t, { name: 'Poet', instructions: 'Answer in verse.', traits: ['brief'] });
+    const { prompts } = await client.listPrompts();
+    expect(prompts).toContainEqual(expect.objectContaining({ name: persona.id, title: 'Poet' }));
+    const prompt = await client.getPrompt({ name: persona.id, arguments: { question: 'What is rain?' } });
+    expect(prompt.messages).toEqual([
+      { role: 'user', content: { type: 'text', text: 'You are Poet.\n\nAnswer in verse.\n\nYour traits: brief.' } },
+      { role: 'user', content: { type: 'text', text: 'What is rain?' } },
+    ]);
+    await expect(client.getPrompt({ name: 'per_nope' })).rejects.toThrow(/Unknown prompt/);
+  });
+});
+
+describe('MCP server scopes and workspaces', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await createTestApp();
+  });
+  afterAll(async () => t?.close());
+
+  it('lets a read key look but not change anything', async () => {
+    const { key } = await t.ctx.services.auth.createKeyInWorkspace('default', 'reader', ['read']);
+    const reader = await connectInMemory(t, key.key);
+    const persona = await createPersona(t, { name: 'Visible' });
+    expect((await callOk(reader, 'get_persona', { id: persona.id })).name).toBe('Visible');
+    expect(await callError(reader, 'create_persona', { name: 'X', instructions: 'Y' })).toBe('Forbidden: create_persona needs the "write" scope.');
+    expect(await callError(reader, 'delete_persona', { id: persona.id })).toContain('"write" scope');
+    expect((await t.request({ method: 'GET', url: `/personas/${persona.id}` })).statusCode).toBe(200);
+    await reader.close();
+  });
+
+  it('never shows one workspace’s objects to another', async () => {
+    const other = await t.ctx.services.auth.createWorkspace('other');
+    const stranger = await connectInMemory(t, other.key.key);
+    const mine = await createPersona(t, { name: 'Private' });
+    expect(await callError(stranger, 'get_persona', { id: mine.id })).toBe(`Not found: Persona ${mine.id} not found.`);
+    expect(await callError(stranger, 'ask_persona', { personaId: mine.id, message: 'hi' })).toContain('not found');
+    expect((await callOk(stranger, 'list_personas')).data).toEqual([]);
+    expect((await stranger.listResources()).resources).toEqual([]);
+    await expect(stranger.readResource({ uri: `switchboard://personas/${mine.id}` })).rejects.toThrow(/not found/);
+    expect((await stranger.listPrompts()).prompts).toEqual([]);
+    await stranger.close();
+  });
+});
