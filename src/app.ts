@@ -19,6 +19,7 @@ import { chatRoutes } from './core/chat/chat.routes.js';
 import { sessionRoutes } from './core/chat/sessions.routes.js';
 import { knowledgeRoutes } from './core/knowledge/knowledge.routes.js';
 import { personaRoutes } from './core/personas/personas.routes.js';
+import { toolRoutes } from './core/tools/tools.routes.js';
 import { NotFoundError, RateLimitedError, UnavailableError, UriTooLongError } from './errors.js';
 import { registerAuthHooks } from './http/auth-hooks.js';
 import { clientErrorHandler, MAX_URL_LENGTH } from './http/client-error.js';
@@ -27,6 +28,7 @@ import { healthRoutes } from './http/health.routes.js';
 import { registerIdempotencyHooks } from './http/idempotency-hooks.js';
 import { registerJsonBodyParser } from './http/json-body.js';
 import { registerResponseCache } from './http/response-cache.js';
+import { mcpRoutes } from './mcp/http.js';
 
 export const JSON_BODY_LIMIT = 1024 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -138,6 +140,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(knowledgeRoutes(ctx));
   await app.register(chatRoutes(ctx));
   await app.register(sessionRoutes(ctx));
+  await app.register(toolRoutes(ctx));
+  await app.register(mcpRoutes(ctx));
 
   app.setNotFoundHandler(
     config.rateLimitPerMinute > 0 ? { preHandler: app.rateLimit() } : {},

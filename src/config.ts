@@ -54,6 +54,17 @@ const secretKey = z
     return buf;
   });
 
+/** A comma-separated list; blanks dropped. */
+const commaList = z
+  .string()
+  .default('')
+  .transform((v) =>
+    v
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 const envSchema = z.object({
@@ -77,21 +88,17 @@ const envSchema = z.object({
   SWITCHBOARD_UPLOAD_LIMIT_MB: int(1, 4096).default(25),
   SWITCHBOARD_KEYWORD_BUDGET: int(0, 1_000_000_000).default(12_000),
   SWITCHBOARD_VECTOR_CACHE_MB: int(0, 1_048_576).default(256),
-  SWITCHBOARD_CORS_ORIGINS: z
-    .string()
-    .default('')
-    .transform((v) =>
-      v
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean),
-    )
+  SWITCHBOARD_CORS_ORIGINS: commaList
     .refine(
       (list) => list.every((o) => o === '*' || /^https?:\/\/[^/\s]+$/.test(o)),
       'must be comma-separated origins such as https://app.example.com',
     ),
   SWITCHBOARD_ALLOW_PRIVATE_URLS: flag.default(false),
   SWITCHBOARD_MCP_CONFIG: optionalString,
+  SWITCHBOARD_MCP_STDIO: flag.default(false),
+  SWITCHBOARD_MCP_ALLOWED_HOSTS: commaList
+    .transform((list) => list.map((h) => h.toLowerCase()))
+    .refine((list) => list.every((h) => /^[a-z0-9.:[\]-]+$/.test(h)), 'must be comma-separated host names, e.g. mcp.example.com'),
   SWITCHBOARD_SLACK_API_URL: httpUrl.optional(),
   SWITCHBOARD_DISCORD_API_URL: httpUrl.optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
@@ -121,6 +128,10 @@ export interface Config {
   corsOrigins: string[];
   allowPrivateUrls: boolean;
   mcpConfigPath: string | undefined;
+  /** SWITCHBOARD_MCP_STDIO: admin keys may register stdio tool servers (commands on this host). */
+  mcpStdio: boolean;
+  /** Host names `/mcp` answers to besides the loopback ones (DNS-rebinding protection). */
+  mcpAllowedHosts: string[];
   slackApiUrl: string | undefined;
   discordApiUrl: string | undefined;
   logLevel: LogLevel;
@@ -177,6 +188,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     corsOrigins: e.SWITCHBOARD_CORS_ORIGINS,
     allowPrivateUrls: e.SWITCHBOARD_ALLOW_PRIVATE_URLS,
     mcpConfigPath: e.SWITCHBOARD_MCP_CONFIG,
+    mcpStdio: e.SWITCHBOARD_MCP_STDIO,
+    mcpAllowedHosts: e.SWITCHBOARD_MCP_ALLOWED_HOSTS,
     slackApiUrl: e.SWITCHBOARD_SLACK_API_URL,
     discordApiUrl: e.SWITCHBOARD_DISCORD_API_URL,
     logLevel: e.LOG_LEVEL,
