@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import type { Readable, Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { createContext, databaseFile } from './context.js';
@@ -8,13 +9,17 @@ import { type Scope, SCOPES } from './core/auth/keys.js';
 import { backupDatabase, migrate, openDatabase } from './db/database.js';
 import { AppError } from './errors.js';
 import { runIngest, runReindex } from './knowledge-cli.js';
+import { runMcpStdio } from './mcp/stdio.js';
 import { startServer } from './server.js';
 
 export interface CliIo {
   env: NodeJS.ProcessEnv;
+  /** The MCP stdio transport's streams (`switchboard mcp`). */
+  stdin?: Readable;
+  stdoutStream?: Writable;
   stdout: (text: string) => void;
   stderr: (text: string) => void;
-  /** Called by `serve` once it listens, so the caller can wire signals; tests use it to reach and stop the server. */
+  /** Called by `serve` (and `mcp`) once serving, so the caller can wire signals; tests use it to reach and stop the server. */
   onServing?: (server: { url: string; stop: () => Promise<void> }) => void;
   /** stderr is a terminal (progress bars redraw in place). */
   isTTY?: boolean;
@@ -24,6 +29,7 @@ const HELP = `Usage: switchboard <command> [options]
 
 Commands:
   serve                                   run the HTTP API (default)
+  mcp                                     serve MCP on stdin/stdout as the key in SWITCHBOARD_API_KEY
   keys create --name N [--scopes read,write] [--workspace NAME]
                                           create an API key; prints its secret once
   workspaces create NAME                  create a workspace and print its first admin key
@@ -74,6 +80,11 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     switch (command) {
       case 'serve':
         return await serve(config, io);
+      case 'mcp': {
+        if (sub !== undefined) throw new UsageError('Usage: switchboard mcp (the key comes from SWITCHBOARD_API_KEY)');
+        if (!io.stdin || !io.stdoutStream) throw new UsageError('switchboard mcp needs standard input and output.');
+        return await runMcpStdio(config, { stdin: io.stdin, stdout: io.stdoutStream, stderr: io.stderr, onServing: io.onServing });
+      }
       case 'keys': {
         if (sub !== 'create' || rest.length > 0) throw new UsageError('Usage: switchboard keys create --name N [--scopes read,write] [--workspace NAME]');
         if (!values.name) throw new UsageError('keys create needs --name');

@@ -4,6 +4,8 @@ import { runCli } from './cli.js';
 /** The `switchboard` command. Only this file touches the process: argv, signals, exit codes. */
 const code = await runCli(process.argv.slice(2), {
   env: process.env,
+  stdin: process.stdin,
+  stdoutStream: process.stdout,
   stdout: (t) => process.stdout.write(t),
   stderr: (t) => process.stderr.write(t),
   isTTY: process.stderr.isTTY === true,

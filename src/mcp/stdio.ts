@@ -1,0 +1,54 @@
+/**
+ * `switchboard mcp`: the MCP server on stdin/stdout for desktop assistants (API.md §10). It acts as
+ * the key in SWITCHBOARD_API_KEY; stdout carries only MCP messages, so logs go to stderr.
+ */
+import type { Readable, Writable } from 'node:stream';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import pino from 'pino';
+import type { Config } from '../config.js';
+import { createContext, REDACT_PATHS } from '../context.js';
+import { createMcpServer } from './server.js';
+
+export interface StdioIo {
+  stdin: Readable;
+  stdout: Writable;
+  /** Human-readable failures (a missing or bad key). */
+  stderr: (text: string) => void;
+  /** Called once serving, with a way to stop (signals). */
+  onServing?: (server: { url: string; stop: () => Promise<void> }) => void;
+}
+
+/** Serves MCP over stdio until stdin closes or `stop` is called; resolves to the exit code. */
+export async function runMcpStdio(config: Config, io: StdioIo): Promise<number> {
+  if (!config.apiKey) {
+    io.stderr('switchboard mcp needs SWITCHBOARD_API_KEY: the API key (sb_…) whose workspace and scopes the MCP client acts with.\n');
+    return 1;
+  }
+  const logger = pino({ level: config.logLevel, redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, pino.destination(2));
+  const ctx = await createContext(config, { logger });
+  try {
+    // A scripted deployment names its admin key; without one, nothing is created here (no banner on stdio).
+    if (config.adminKey) await ctx.services.auth.bootstrap(config.adminKey);
+    const principal = await ctx.services.auth.authenticate(config.apiKey);
+    if (!principal) {
+      io.stderr('SWITCHBOARD_API_KEY is not a valid key of this database: it is malformed, unknown, revoked or expired.\n');
+      return 1;
+    }
+    const server = createMcpServer(ctx, principal);
+    const closed = new Promise<void>((resolve) => {
+      server.server.onclose = resolve;
+    });
+    const transport = new StdioServerTransport(io.stdin, io.stdout);
+    await server.connect(transport);
+    // The SDK transport does not watch for the end of input; a client that closes stdin is done.
+    const stop = () => server.close();
+    io.stdin.once('end', () => void stop());
+    io.stdin.once('close', () => void stop());
+    logger.info({ workspaceId: principal.workspaceId, keyId: principal.keyId }, 'Switchboard MCP server on stdio');
+    io.onServing?.({ url: 'stdio', stop });
+    await closed;
+    return 0;
+  } finally {
+    await ctx.close();
+  }
+}

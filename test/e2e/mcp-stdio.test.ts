@@ -1,0 +1,127 @@
+// `switchboard mcp` as desktop assistants start it: the built CLI spawned by the SDK's
+// StdioClientTransport from the repository's own mcp.json (`npm test` builds dist/ first).
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateKeySecret } from '../../src/core/auth/keys.js';
+import { tempDir } from '../helpers/app.js';
+import { callError, callOk } from '../helpers/mcp.js';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const MAIN = path.join(ROOT, 'dist/src/main.js');
+
+interface StdioEntry {
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+}
+
+/** `${NAME}` references expanded the way Claude Code and Cursor expand them. */
+function expand(text: string, vars: Record<string, string>): string {
+  return text.replace(/\$\{([A-Z_]+)\}/g, (_, name: string) => {
+    if (!(name in vars)) throw new Error(`mcp.json references ${name}, which the test does not set`);
+    return vars[name]!;
+  });
+}
+
+function mcpJsonEntry(vars: Record<string, string>): StdioEntry {
+  const config = JSON.parse(fs.readFileSync(path.join(ROOT, 'mcp.json'), 'utf8')) as { mcpServers: Record<string, StdioEntry> };
+  const entry = config.mcpServers.switchboard!;
+  return {
+    command: expand(entry.command, vars),
+    args: entry.args.map((a) => expand(a, vars)),
+    env: Object.fromEntries(Object.entries(entry.env).map(([k, v]) => [k, expand(v, vars)])),
+  };
+}
+
+/** Runs the CLI to its end with no stdin; for the refusals. */
+function runMcp(env: Record<string, string>) {
+  return spawnSync(process.execPath, [MAIN, 'mcp'], { env: { PATH: process.env.PATH ?? '', ...env }, input: '', encoding: 'utf8', timeout: 15_000 });
+}
+
+describe('switchboard mcp (stdio)', { timeout: 30_000 }, () => {
+  const home = tempDir('switchboard-mcp-home-');
+  const key = generateKeySecret();
+  let client: Client;
+  let transport: StdioClientTransport;
+  const stderr: string[] = [];
+
+  beforeAll(async () => {
+    expect(fs.existsSync(MAIN), 'dist/ is built by npm test (and npm install)').toBe(true);
+    // The repository itself stands in for SWITCHBOARD_HOME, with a throwaway data directory beside it.
+    fs.symlinkSync(path.join(ROOT, 'dist'), path.join(home, 'dist'));
+    const entry = mcpJsonEntry({ SWITCHBOARD_HOME: home, SWITCHBOARD_API_KEY: key });
+    expect(entry.command).toBe('node');
+    transport = new StdioClientTransport({
+      command: process.execPath,
+      args: entry.args,
+      // SWITCHBOARD_ADMIN_KEY makes the key exist in the fresh database, as a scripted deployment would.
+      env: { PATH: process.env.PATH ?? '', ...entry.env, SWITCHBOARD_ADMIN_KEY: key },
+      stderr: 'pipe',
+    });
+    transport.stderr?.on('data', (chunk: Buffer) => stderr.push(chunk.toString('utf8')));
+    client = new Client({ name: 'switchboard-stdio-test', version: '1.0.0' });
+    await client.connect(transport);
+  });
+
+  afterAll(async () => {
+    await client?.close();
+    fs.rmSync(home, { recursive: true, force: true });
+  });
+
+  it('manages personas and knowledge and answers questions over stdio', async () => {
+    expect(client.getServerVersion()).toMatchObject({ name: 'switchboard' });
+    const persona = await callOk(client, 'create_persona', { name: 'Desk', instructions: 'Answer from the handbook.' });
+    const source = await callOk(client, 'add_knowledge', { name: 'Handbook', content: 'The office opens at nine and closes at five.' });
+    expect(source.status).toBe('ready');
+    const answer = await callOk(client, 'ask_persona', { personaId: persona.id, message: 'When does the office open?' });
+    expect(answer.response).toContain('The office opens at nine');
+    expect(answer.sources[0].sourceName).toBe('Handbook');
+    expect(await callError(client, 'get_persona', { id: 'per_nope' })).toBe('Not found: Persona per_nope not found.');
+    expect(fs.existsSync(path.join(home, 'data', 'switchboard.db'))).toBe(true);
+  });
+
+  it('writes logs to stderr only, as JSON lines, never the key', async () => {
+    const logs = stderr.join('');
+    expect(logs).toContain('Switchboard MCP server on stdio');
+    expect(logs).not.toContain(key);
+  });
+
+  it('exits when the client closes its input', async () => {
+    const pid = transport.pid!;
+    await client.close();
+    const deadline = Date.now() + 10_000;
+    const alive = () => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    while (alive() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(alive()).toBe(false);
+  });
+
+  it('exits 1 with the reason on stderr when the key is missing, malformed or unknown', () => {
+    const dataDir = tempDir();
+    try {
+      const missing = runMcp({ SWITCHBOARD_DATA_DIR: dataDir });
+      expect(missing.status).toBe(1);
+      expect(missing.stderr).toContain('needs SWITCHBOARD_API_KEY');
+      expect(missing.stdout).toBe('');
+      const unknown = runMcp({ SWITCHBOARD_DATA_DIR: dataDir, SWITCHBOARD_API_KEY: generateKeySecret() });
+      expect(unknown.status).toBe(1);
+      expect(unknown.stderr).toContain('SWITCHBOARD_API_KEY is not a valid key');
+      const malformed = runMcp({ SWITCHBOARD_DATA_DIR: dataDir, SWITCHBOARD_API_KEY: 'hunter2' });
+      expect(malformed.status).toBe(1);
+      expect(malformed.stderr).not.toContain('hunter2');
+      expect(malformed.stdout).toBe('');
+    } finally {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
