@@ -77,6 +77,8 @@ export interface LoadTarget {
   body?: string;
   /** Bodies sent in turn (each connection cycles through them from the first); overrides `body`. */
   bodies?: string[];
+  /** A body made for every request (e.g. a JSON-RPC id that must never repeat); overrides `body` and `bodies`. */
+  nextBody?: () => string;
   /** Reads the server's CPU time (process.cpuUsage) so the row can tell whether the server was saturated. */
   serverCpu?: () => Promise<NodeJS.CpuUsage>;
   /** CPU time of a helper process the server depends on (a fake upstream), reported apart from "other". */
@@ -101,6 +103,7 @@ function fire(target: LoadTarget, seconds: number, connections: number, onRespon
         ...(target.method ? { method: target.method } : {}),
         ...(target.body !== undefined ? { body: target.body } : {}),
         ...(target.bodies ? { requests: target.bodies.map((body) => ({ body })) } : {}),
+        ...(target.nextBody ? { requests: [{ setupRequest: (req: autocannon.Request) => ({ ...req, body: target.nextBody!() }) }] } : {}),
         connections,
         pipelining: 1,
         duration: seconds,

@@ -34,6 +34,9 @@ describe('health, OpenAPI and docs (API.md §11)', () => {
       ['/personas/{id}', 'get'],
       ['/personas/{id}', 'put'],
       ['/personas/{id}', 'delete'],
+      ['/mcp', 'post'],
+      ['/mcp', 'get'],
+      ['/mcp', 'delete'],
     ];
     for (const [path, method] of expected) {
       const op = doc.paths[path]?.[method];
