@@ -23,6 +23,8 @@ export interface McpHttpOptions {
   idleMs?: number;
   /** Open sessions at most; an initialize beyond → 503 (default 1,000). */
   maxSessions?: number;
+  /** Open sessions per key; a new one beyond closes that key's least recently used (default 20). */
+  maxSessionsPerKey?: number;
 }
 
 interface Session {
@@ -89,6 +91,7 @@ function checkToolScopes(principal: Principal, body: unknown) {
 export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): FastifyPluginAsyncZod {
   const idleMs = options.idleMs ?? 30 * 60_000;
   const maxSessions = options.maxSessions ?? 1_000;
+  const maxPerKey = options.maxSessionsPerKey ?? 20;
   const sessions = new Map<string, Session>();
   const guard = rebindingGuard(ctx.config);
 
@@ -100,6 +103,9 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
   }
 
   async function openSession(principal: Principal): Promise<StreamableHTTPServerTransport> {
+    // One key cannot take every session: a client that leaks sessions loses its own oldest.
+    const own = [...sessions].filter(([, s]) => s.keyId === principal.keyId).sort(([, a], [, b]) => a.lastSeen - b.lastSeen);
+    if (own.length >= maxPerKey) await closeSession(own[0]![0]);
     if (sessions.size >= maxSessions) throw new UnavailableError(`Too many open MCP sessions (${maxSessions}); retry later.`);
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),

@@ -104,6 +104,31 @@ describe('MCP over Streamable HTTP at /mcp', { timeout: 15_000 }, () => {
     await client.close();
   });
 
+  it('keeps at most 20 sessions per key, closing the least recently used', async () => {
+    const { key } = await t.ctx.services.auth.createKeyInWorkspace('default', 'leaky client', ['read']);
+    const open = async () => {
+      const res = await t.request({ method: 'POST', url: '/mcp', as: key.key, headers: MCP_HEADERS, body: INITIALIZE });
+      expect(res.statusCode, res.body).toBe(200);
+      return res.headers['mcp-session-id'] as string;
+    };
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i++) ids.push(await open());
+    const list = (id: string) =>
+      t.request({
+        method: 'POST',
+        url: '/mcp',
+        as: key.key,
+        headers: { ...MCP_HEADERS, 'mcp-session-id': id, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION },
+        body: { jsonrpc: '2.0', id: 3, method: 'tools/list', params: {} },
+      });
+    // Touch the first so the second is now the least recently used.
+    expect((await list(ids[0]!)).statusCode).toBe(200);
+    await open();
+    expectProblem(await list(ids[1]!), 404, 'not_found');
+    expect((await list(ids[0]!)).statusCode).toBe(200);
+    expect((await list(ids[19]!)).statusCode).toBe(200);
+  });
+
   it('refuses requests addressed to another host or sent from a foreign origin (DNS rebinding)', async () => {
     const rebound = await t.request({ method: 'POST', url: '/mcp', headers: { ...MCP_HEADERS, host: 'evil.example:3000' }, body: INITIALIZE });
     expect(expectProblem(rebound, 403, 'forbidden').detail).toContain('SWITCHBOARD_MCP_ALLOWED_HOSTS');
