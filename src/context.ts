@@ -16,7 +16,11 @@ import type { UrlFetchOptions } from './core/knowledge/url-fetch.js';
 import { createVectorState } from './core/knowledge/vector-state.js';
 import { createPersonaService } from './core/personas/personas.service.js';
 import { createPersonaStore } from './core/personas/personas.store.js';
+import { DEFAULT_HUB_LIMITS, type HubLimits } from './core/tools/mcp-clients.js';
 import { createToolHub, type ToolHub } from './core/tools/tool-hub.js';
+import { createToolsService } from './core/tools/tools.service.js';
+import { createToolsStore } from './core/tools/tools.store.js';
+import { createVault } from './core/tools/vault.js';
 import { type Db, migrate, openDatabase } from './db/database.js';
 import { type Cipher, createCipher, loadSecretKey } from './lib/cipher.js';
 import { type Clock, systemClock } from './lib/clock.js';
@@ -44,6 +48,12 @@ export const REDACT_PATHS = [
   '*.appToken',
   '*.signingSecret',
   '*.password',
+  // MCP tool servers: credentials, the environment and headers they are injected through.
+  'credentials',
+  'env',
+  '*.env',
+  'headers',
+  '*.requestInit',
 ];
 
 export interface AppContext {
@@ -60,6 +70,7 @@ export interface AppContext {
     knowledge: ReturnType<typeof createKnowledgeService>;
     chat: ReturnType<typeof createChatService>;
     sessions: ReturnType<typeof createSessionService>;
+    tools: ReturnType<typeof createToolsService>;
   };
   embedder: Embedder;
   llm: LlmClient;
@@ -82,6 +93,8 @@ export interface ContextOverrides {
   index?: SqliteSearchIndexOptions;
   /** Replaces the configured model client. */
   llm?: LlmClient;
+  /** MCP client limits (call time-out, concurrency, back-off, initial wait) for tests. */
+  toolHub?: Partial<HubLimits>;
   /** Agent loop limits (tool time-out, rounds) for tests. */
   agent?: Partial<AgentLimits>;
 }
@@ -160,7 +173,20 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   });
 
   const llm = overrides.llm ?? configuredLlm(config);
-  const tools = createToolHub({ knowledge });
+  const toolsStore = createToolsStore(db.kysely);
+  const vault = createVault(cipher);
+  // The tool hub's http servers pass the same address guard as URL ingestion (and its test overrides).
+  const hub = createToolHub({
+    knowledge,
+    store: toolsStore,
+    vault,
+    logger,
+    guard: fetchOptions,
+    limits: { ...DEFAULT_HUB_LIMITS, ...overrides.toolHub },
+    allowStdio: config.mcpStdio,
+  });
+  const tools: ToolHub = hub;
+  const toolsService = createToolsService({ store: toolsStore, hub, vault, clock, ids, guard: fetchOptions, allowStdio: config.mcpStdio });
   const agent = createAgent({ llm, knowledge, tools, logger, limits: overrides.agent });
   const chatStore = createChatStore(db);
   const chat = createChatService({ store: chatStore, personas, agent, clock, ids });
@@ -181,7 +207,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     clock,
     ids,
     cipher,
-    services: { auth, personas, idempotency, knowledge, chat, sessions },
+    services: { auth, personas, idempotency, knowledge, chat, sessions, tools: toolsService },
     embedder,
     llm,
     tools,
@@ -189,6 +215,8 @@ export async function createContext(config: Config, overrides: ContextOverrides 
       closing ??= (async () => {
         for (const t of timers) clearInterval(t);
         try {
+          // Every MCP client closes and every stdio child is ended (then killed) before the database goes.
+          await hub.close();
           // An interrupted job stays `processing` and is resumed at the next start.
           await queue.close();
           await auth.flushUsage();

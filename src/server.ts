@@ -29,6 +29,10 @@ export async function startServer(config: Config, printBanner: (text: string) =>
         ].join('\n'),
       );
     }
+    if (config.mcpConfigPath) {
+      const servers = await ctx.services.tools.loadConfigFile(config.mcpConfigPath);
+      ctx.logger.info({ file: config.mcpConfigPath, servers }, 'MCP tool servers declared in SWITCHBOARD_MCP_CONFIG');
+    }
     const app = await buildApp(ctx);
     const resumed = await ctx.services.knowledge.resumeUnfinished();
     if (resumed > 0) ctx.logger.info({ resumed }, 'resuming unfinished knowledge processing');

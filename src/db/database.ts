@@ -7,6 +7,7 @@ import * as m001 from './migrations/001-initial.js';
 import * as m002 from './migrations/002-knowledge.js';
 import * as m003 from './migrations/003-knowledge-keys.js';
 import * as m004 from './migrations/004-conversations.js';
+import * as m005 from './migrations/005-tool-hub.js';
 import type { Database } from './schema.js';
 
 /** Every migration, in order. A new one is imported and added here. */
@@ -15,6 +16,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '002-knowledge': m002,
   '003-knowledge-keys': m003,
   '004-conversations': m004,
+  '005-tool-hub': m005,
 };
 
 export interface Db {

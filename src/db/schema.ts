@@ -13,6 +13,8 @@ export interface Database {
   messages: MessagesTable;
   interactions: InteractionsTable;
   feedback: FeedbackTable;
+  mcp_servers: McpServersTable;
+  tool_executions: ToolExecutionsTable;
 }
 
 export interface WorkspacesTable {
@@ -198,3 +200,46 @@ export interface FeedbackTable {
 
 export type SessionRow = Selectable<SessionsTable>;
 export type MessageRow = Selectable<MessagesTable>;
+
+export interface McpServersTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  transport: 'stdio' | 'http';
+  command: string | null;
+  /** JSON array of strings. */
+  args: string;
+  url: string | null;
+  /** Sealed (AES-256-GCM) JSON `{ credentials, headers }`: every value is write-only. */
+  secrets: string;
+  /** JSON arrays of names, the only part of the secrets that is ever shown. */
+  credential_names: string;
+  header_names: string;
+  /** `config`: declared in SWITCHBOARD_MCP_CONFIG (the operator's file), `api`: registered by an admin key. */
+  origin: 'api' | 'config';
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ToolExecutionsTable {
+  id: string;
+  workspace_id: string;
+  tool_name: string;
+  action: string;
+  status: 'succeeded' | 'failed';
+  /** JSON; secrets scrubbed. */
+  result: string | null;
+  error: string | null;
+  duration_ms: number;
+  started_at: string;
+  finished_at: string;
+  monitored: number;
+  /** JSON, redacted; only when monitored. */
+  parameters: string | null;
+  /** JSON array of progress and log notifications; only when monitored. */
+  events: string | null;
+  created_at: string;
+}
+
+export type McpServerRow = Selectable<McpServersTable>;
+export type ToolExecutionRow = Selectable<ToolExecutionsTable>;

@@ -1,0 +1,90 @@
+/**
+ * The `fetch` an http tool server's transport uses: every request's URL passes the address guard,
+ * and the socket connects to the vetted address only (pinned lookup). Redirects are never followed:
+ * the 3xx goes back to the SDK as is, and it fails.
+ */
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { isIP } from 'node:net';
+import { Readable } from 'node:stream';
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { type AddressGuardOptions, checkTarget, pinnedLookup, Refusal } from '../../lib/address-guard.js';
+
+const NULL_BODY = new Set([101, 103, 204, 205, 304]);
+
+function bodyBytes(body: unknown): Buffer | undefined {
+  if (body === undefined || body === null) return undefined;
+  if (typeof body === 'string') return Buffer.from(body);
+  if (body instanceof ArrayBuffer) return Buffer.from(body);
+  if (ArrayBuffer.isView(body)) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  if (body instanceof URLSearchParams) return Buffer.from(body.toString());
+  throw new TypeError('Unsupported request body');
+}
+
+function responseHeaders(res: IncomingMessage): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(res.headers)) {
+    if (value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+  }
+  return headers;
+}
+
+export function guardedFetch(options: AddressGuardOptions): FetchLike {
+  return async (input, init = {}) => {
+    const url = new URL(input instanceof URL ? input.href : String(input));
+    const signal = init.signal ?? undefined;
+    signal?.throwIfAborted();
+    let target;
+    try {
+      target = await checkTarget(url, options);
+    } catch (error) {
+      if (error instanceof Refusal) throw new Error(`refused to connect: ${error.short}`);
+      throw error;
+    }
+    signal?.throwIfAborted();
+    const headers: Record<string, string> = {};
+    new Headers(init.headers).forEach((value, name) => {
+      headers[name] = value;
+    });
+    const body = bodyBytes(init.body);
+    if (body) headers['content-length'] = String(body.length);
+    const https = url.protocol === 'https:';
+    return new Promise<Response>((resolve, reject) => {
+      const req = (https ? httpsRequest : httpRequest)({
+        host: target.host,
+        port: url.port ? Number(url.port) : https ? 443 : 80,
+        path: `${url.pathname}${url.search}`,
+        method: init.method ?? 'GET',
+        headers,
+        agent: false, // no pooled socket can bypass the pinned lookup
+        lookup: pinnedLookup(target.addresses),
+        ...(https && isIP(target.host) === 0 ? { servername: target.host } : {}),
+      });
+      const onAbort = (): void => {
+        req.destroy(signal?.reason instanceof Error ? signal.reason : new Error('aborted'));
+        reject(signal?.reason);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      req.on('error', (error) => {
+        signal?.removeEventListener('abort', onAbort);
+        reject(error);
+      });
+      req.on('response', (res) => {
+        const status = res.statusCode ?? 502;
+        const nullBody = NULL_BODY.has(status) || init.method === 'HEAD';
+        if (nullBody) res.resume();
+        // The body streams on; an abort after this point destroys the socket, which ends the stream.
+        res.on('close', () => signal?.removeEventListener('abort', onAbort));
+        resolve(
+          new Response(nullBody ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>), {
+            status,
+            statusText: res.statusMessage ?? '',
+            headers: responseHeaders(res),
+          }),
+        );
+      });
+      req.end(body);
+    });
+  };
+}

@@ -1,0 +1,63 @@
+/**
+ * Parameters checked against an external tool's input JSON Schema before the call, so a bad field
+ * is a 400 naming `parameters.<field>` instead of a round trip to the server.
+ */
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import type { FieldError } from '../../errors.js';
+
+const draft07 = new Ajv({ allErrors: true, strict: false, validateFormats: false });
+const draft2020 = new Ajv2020({ allErrors: true, strict: false, validateFormats: false });
+
+/** Compiled validators by schema text; tool schemas rarely change. */
+const cache = new Map<string, ValidateFunction | null>();
+const CACHE_LIMIT = 1_000;
+
+function compile(schema: Record<string, unknown>): ValidateFunction | null {
+  const key = JSON.stringify(schema);
+  if (cache.has(key)) return cache.get(key) ?? null;
+  const { $schema, $id: _id, ...rest } = schema;
+  const modern = typeof $schema !== 'string' || /2019-09|2020-12/.test($schema);
+  let validate: ValidateFunction | null;
+  try {
+    validate = (modern ? draft2020 : draft07).compile(rest);
+  } catch {
+    // A schema ajv cannot read: leave the checking to the server.
+    validate = null;
+  }
+  if (cache.size >= CACHE_LIMIT) cache.clear();
+  cache.set(key, validate);
+  return validate;
+}
+
+function fieldPath(e: ErrorObject): string {
+  const parts = e.instancePath
+    .split('/')
+    .slice(1)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const params = e.params as { missingProperty?: string; additionalProperty?: string };
+  if (e.keyword === 'required' && params.missingProperty) parts.push(params.missingProperty);
+  if (e.keyword === 'additionalProperties' && params.additionalProperty) parts.push(params.additionalProperty);
+  return ['parameters', ...parts].join('.');
+}
+
+function fieldMessage(e: ErrorObject): string {
+  if (e.keyword === 'required') return 'is required';
+  if (e.keyword === 'additionalProperties') return 'is not allowed';
+  return e.message ?? 'is invalid';
+}
+
+/** Field errors of `parameters` against `schema`; empty when valid (or when the schema cannot be compiled). */
+export function checkParameters(schema: Record<string, unknown>, parameters: Record<string, unknown>): FieldError[] {
+  const validate = compile(schema);
+  if (!validate || validate(parameters)) return [];
+  const seen = new Set<string>();
+  const errors: FieldError[] = [];
+  for (const e of validate.errors ?? []) {
+    const error = { path: fieldPath(e), message: fieldMessage(e) };
+    const key = `${error.path} ${error.message}`;
+    if (!seen.has(key)) errors.push(error);
+    seen.add(key);
+  }
+  return errors;
+}

@@ -1,0 +1,316 @@
+/**
+ * One MCP `Client` per registered tool server (DESIGN.md "MCP"): connected lazily, its tool list
+ * cached and refreshed on `notifications/tools/list_changed`, reconnected with capped exponential
+ * back-off after a crash or a dropped session, a time-out per call and a cap on calls in flight.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import {
+  type CallToolResult,
+  ErrorCode,
+  LoggingMessageNotificationSchema,
+  McpError,
+  ProgressNotificationSchema,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { Logger } from 'pino';
+import { UnavailableError, UpstreamError, UpstreamTimeoutError } from '../../errors.js';
+import { CallGate } from './call-gate.js';
+import type { AddressGuardOptions } from '../../lib/address-guard.js';
+import { createTransport, listAllTools } from './transports.js';
+import { scrub, scrubText, secretValues, type ServerSecrets } from './vault.js';
+
+export type ServerStatus = 'connecting' | 'connected' | 'error';
+
+/** What a connection needs to know about its server; secrets already opened. */
+export interface ServerSpec {
+  id: string;
+  name: string;
+  transport: 'stdio' | 'http';
+  command: string | null;
+  args: string[];
+  url: string | null;
+  secrets: ServerSecrets;
+  /** Why this server may not be started (a stdio server without the operator's opt-in), or null. */
+  refused: string | null;
+}
+
+export interface HubLimits {
+  /** A call (queue wait and connecting included) fails with 504 after this long. Default 30 s. */
+  callTimeoutMs: number;
+  /** Connecting and listing tools fail after this long. Default 10 s. */
+  connectTimeoutMs: number;
+  /** Calls in flight per server. Default 4. */
+  maxConcurrent: number;
+  /** Calls waiting per server beyond the cap; more → 503. Default 16. */
+  maxQueued: number;
+  /** Reconnect back-off: first delay, doubled per failure up to the cap. Defaults 500 ms, 30 s. */
+  backoffInitialMs: number;
+  backoffMaxMs: number;
+  /** How long a registration waits for the first status. Default 5 s. */
+  initialWaitMs: number;
+}
+
+export const DEFAULT_HUB_LIMITS: HubLimits = {
+  callTimeoutMs: 30_000,
+  connectTimeoutMs: 10_000,
+  maxConcurrent: 4,
+  maxQueued: 16,
+  backoffInitialMs: 500,
+  backoffMaxMs: 30_000,
+  initialWaitMs: 5_000,
+};
+
+export type ToolEvent =
+  | { type: 'progress'; at: string; progress: number; total?: number; message?: string }
+  | { type: 'log'; at: string; level: string; logger?: string; data: unknown };
+
+export interface CallOptions {
+  signal?: AbortSignal | undefined;
+  /** Progress and log notifications of this call (secrets already scrubbed). */
+  onEvent?: ((event: ToolEvent) => void) | undefined;
+}
+
+const STDERR_TAIL = 600;
+
+function message(err: unknown): string {
+  if (err instanceof Error) return err.message || err.name;
+  return String(err);
+}
+
+export class ServerConnection {
+  status: ServerStatus = 'connecting';
+  error: string | null = null;
+  tools: Tool[] = [];
+  /** Every value that must never leave this object: credentials and header values. */
+  readonly secrets: string[];
+  private client: Client | undefined;
+  /** The client of the attempt under way, so close() can end a child that is still starting. */
+  private starting: Client | undefined;
+  private pending: Promise<void> | undefined;
+  private begun = false;
+  private closed = false;
+  private generation = 0;
+  private failures = 0;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private nextAttemptAt = 0;
+  private readonly gate: CallGate;
+  private readonly logListeners = new Set<(params: { level: string; logger?: string | undefined; data?: unknown }) => void>();
+  private stderrTail = '';
+  private readonly progressListeners = new Map<string, (params: { progress: number; total?: number | undefined; message?: string | undefined }) => void>();
+  private progressTokens = 0;
+
+  constructor(
+    readonly spec: ServerSpec,
+    private readonly limits: HubLimits,
+    private readonly guard: AddressGuardOptions,
+    private readonly logger: Logger,
+  ) {
+    this.secrets = secretValues(spec.secrets);
+    this.gate = new CallGate(spec.name, limits.maxConcurrent, limits.maxQueued);
+  }
+
+  /** Starts connecting unless connected or already trying; resolves when that attempt settles. */
+  connect(): Promise<void> {
+    if (this.closed || this.status === 'connected') return Promise.resolve();
+    this.begun = true;
+    this.pending ??= this.attempt().finally(() => {
+      this.pending = undefined;
+    });
+    return this.pending;
+  }
+
+  /** Connects if never tried, then waits at most `ms` for the attempt under way. */
+  async settle(ms: number): Promise<void> {
+    if (!this.begun || (this.status === 'error' && !this.pending && Date.now() >= this.nextAttemptAt)) void this.connect();
+    if (!this.pending) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.pending, new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
+    clearTimeout(timer);
+  }
+
+  /** True once a connection was attempted. */
+  get started(): boolean {
+    return this.begun;
+  }
+
+  /** Its tools, connecting first when needed; 502 when it cannot be reached. */
+  async toolList(signal: AbortSignal = new AbortController().signal): Promise<Tool[]> {
+    await this.ready(signal);
+    return this.tools;
+  }
+
+  /** Calls one tool. Throws 503 over the queue bound, 504 after the time-out, 502 when unreachable. */
+  async call(action: string, args: Record<string, unknown>, options: CallOptions = {}): Promise<CallToolResult> {
+    const name = this.spec.name;
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort(new UpstreamTimeoutError(`${name}.${action} did not answer within ${this.limits.callTimeoutMs / 1000} s.`)), this.limits.callTimeoutMs);
+    const signal = options.signal ? AbortSignal.any([options.signal, timeout.signal]) : timeout.signal;
+    const progressToken = `p${++this.progressTokens}`;
+    const onLog = options.onEvent
+      ? (p: { level: string; logger?: string | undefined; data?: unknown }) =>
+          options.onEvent!(scrub({ type: 'log', at: new Date().toISOString(), level: p.level, ...(p.logger ? { logger: p.logger } : {}), data: p.data ?? null }, this.secrets))
+      : undefined;
+    try {
+      await this.gate.acquire(signal);
+      try {
+        const client = await this.ready(signal);
+        if (onLog) this.logListeners.add(onLog);
+        if (options.onEvent) {
+          const onEvent = options.onEvent;
+          this.progressListeners.set(progressToken, (p) =>
+            onEvent(scrub({ type: 'progress', at: new Date().toISOString(), progress: p.progress, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.message !== undefined ? { message: p.message } : {}) }, this.secrets)),
+          );
+        }
+        // Our own progress token, not the SDK's `onprogress`: the SDK looks its handler up after the
+        // response may already have removed it, and loses notifications that arrive with the answer.
+        const result = await client.callTool(
+          { name: action, arguments: args, ...(options.onEvent ? { _meta: { progressToken } } : {}) },
+          undefined,
+          // Our own deadline above decides; the SDK's must not fire first.
+          { signal, timeout: this.limits.callTimeoutMs + 60_000 },
+        );
+        return scrub(result as CallToolResult, this.secrets);
+      } finally {
+        if (onLog) this.logListeners.delete(onLog);
+        this.progressListeners.delete(progressToken);
+        this.gate.release();
+      }
+    } catch (err) {
+      throw this.callError(err, action, options.signal, timeout.signal);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Stops for good: closes the client, which ends (then kills) a stdio child. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.generation++;
+    clearTimeout(this.retryTimer);
+    const client = this.client;
+    const starting = this.starting;
+    this.client = undefined;
+    this.starting = undefined;
+    this.status = 'error';
+    this.error = 'The server was removed.';
+    this.gate.drain();
+    await Promise.all([client?.close().catch(() => {}), starting?.close().catch(() => {})]);
+  }
+
+  private callError(err: unknown, action: string, callerSignal: AbortSignal | undefined, timeoutSignal: AbortSignal): unknown {
+    if (callerSignal?.aborted) return callerSignal.reason;
+    if (timeoutSignal.aborted) return timeoutSignal.reason;
+    if (err instanceof UnavailableError || err instanceof UpstreamError || err instanceof UpstreamTimeoutError) return err;
+    const name = this.spec.name;
+    const text = scrubText(message(err), this.secrets);
+    if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) return new UpstreamTimeoutError(`${name}.${action} timed out: ${text}`);
+    if (err instanceof McpError && err.code !== ErrorCode.ConnectionClosed) return new UpstreamError(`${name} refused the call to ${action}: ${text}`);
+    // The transport failed: the child died or the http session is gone. Start over.
+    this.dropped(this.client, `lost the connection (${text})`);
+    return new UpstreamError(`${name} is unreachable: ${text}`);
+  }
+
+  private async ready(signal: AbortSignal): Promise<Client> {
+    const unreachable = () => new UpstreamError(`${this.spec.name} is unreachable: ${this.error ?? 'not connected'}`);
+    if (this.closed) throw new UpstreamError(`${this.spec.name} was removed.`);
+    if (this.status === 'connected' && this.client) return this.client;
+    if (!this.pending && this.status === 'error' && this.begun && Date.now() < this.nextAttemptAt) throw unreachable();
+    const attempt = this.connect();
+    await new Promise<void>((resolve, reject) => {
+      const onAbort = () => reject(signal.reason);
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      void attempt.then(() => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      });
+    });
+    if (this.status !== 'connected' || !this.client) throw unreachable();
+    return this.client;
+  }
+
+  private async attempt(): Promise<void> {
+    clearTimeout(this.retryTimer);
+    const generation = ++this.generation;
+    this.status = 'connecting';
+    if (this.spec.refused) {
+      this.fail(this.spec.refused, false);
+      return;
+    }
+    const client = new Client(
+      { name: 'switchboard', version: '0.1.0' },
+      {
+        capabilities: {},
+        listChanged: {
+          tools: {
+            debounceMs: 50,
+            onChanged: (error, tools) => {
+              if (generation === this.generation && !error && tools) this.tools = tools;
+            },
+          },
+        },
+      },
+    );
+    client.setNotificationHandler(ProgressNotificationSchema, (n) => {
+      this.progressListeners.get(String(n.params.progressToken))?.(n.params);
+    });
+    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+      for (const listener of this.logListeners) listener(n.params);
+    });
+    client.onclose = () => this.dropped(client, this.spec.transport === 'stdio' ? 'the process exited' : 'the session closed');
+    client.onerror = (err) => this.logger.debug({ server: this.spec.name, error: scrubText(message(err), this.secrets) }, 'tool server transport error');
+    this.starting = client;
+    try {
+      await client.connect(
+        createTransport(this.spec, this.guard, (chunk) => {
+          this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL * 2);
+        }),
+        { timeout: this.limits.connectTimeoutMs },
+      );
+      const tools = await listAllTools(client, this.limits.connectTimeoutMs);
+      if (generation !== this.generation || this.closed) {
+        await client.close().catch(() => {});
+        return;
+      }
+      this.client = client;
+      this.tools = tools;
+      this.status = 'connected';
+      this.error = null;
+      this.failures = 0;
+      this.logger.info({ server: this.spec.name, tools: tools.length }, 'tool server connected');
+    } catch (err) {
+      await client.close().catch(() => {});
+      if (generation !== this.generation || this.closed) return;
+      this.fail(`Could not connect: ${message(err)}`, true);
+    } finally {
+      if (this.starting === client) this.starting = undefined;
+    }
+  }
+
+  /** The live client went away (crash, closed session): reconnect with back-off. */
+  private dropped(client: Client | undefined, why: string): void {
+    if (this.closed || !client || client !== this.client) return;
+    this.client = undefined;
+    this.generation++;
+    void client.close().catch(() => {});
+    this.fail(`Disconnected: ${why}`, true);
+  }
+
+  private fail(reason: string, retry: boolean): void {
+    const tail = this.stderrTail.trim();
+    this.stderrTail = '';
+    this.status = 'error';
+    this.tools = [];
+    this.error = scrubText(tail ? `${reason} (stderr: ${tail.slice(-STDERR_TAIL)})` : reason, this.secrets);
+    if (!retry || this.closed) {
+      this.nextAttemptAt = Number.POSITIVE_INFINITY;
+      return;
+    }
+    this.failures++;
+    const delay = Math.min(this.limits.backoffMaxMs, this.limits.backoffInitialMs * 2 ** (this.failures - 1));
+    this.nextAttemptAt = Date.now() + delay;
+    this.retryTimer = setTimeout(() => void this.connect(), delay);
+    this.retryTimer.unref();
+    this.logger.warn({ server: this.spec.name, error: this.error, retryInMs: delay }, 'tool server unavailable');
+  }
+}

@@ -1,0 +1,255 @@
+import { ConfigError } from '../../config.js';
+import type { McpServerRow, ToolExecutionRow } from '../../db/schema.js';
+import { AppError, ConflictError, ForbiddenError, NotFoundError, ValidationError, UpstreamError, UpstreamTimeoutError } from '../../errors.js';
+import { type AddressGuardOptions, assertPublicUrl } from '../../lib/address-guard.js';
+import type { Clock } from '../../lib/clock.js';
+import type { IdGenerator } from '../../lib/ids.js';
+import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
+import { readMcpConfig } from './mcp-config.js';
+import type { ToolEvent } from './mcp-clients.js';
+import type { McpToolHub, ToolDescriptor } from './tool-hub.js';
+import { type CreateServerInput, type Execution, type ExecuteToolInput, type McpServer, missingReferences } from './tools.schemas.js';
+import type { ToolsStore } from './tools.store.js';
+import { redactParameters, scrub, scrubText, type ServerSecrets, type Vault } from './vault.js';
+
+export interface ToolsServiceDeps {
+  store: ToolsStore;
+  hub: McpToolHub;
+  vault: Vault;
+  clock: Clock;
+  ids: IdGenerator;
+  guard: AddressGuardOptions;
+  /** SWITCHBOARD_MCP_STDIO. */
+  allowStdio: boolean;
+}
+
+/** A server as the config file or the API declares it, before it is stored. */
+export interface ServerDefinition {
+  name: string;
+  transport: 'stdio' | 'http';
+  command?: string | undefined;
+  args?: string[] | undefined;
+  url?: string | undefined;
+  headers?: Record<string, string> | undefined;
+  credentials?: Record<string, string> | undefined;
+}
+
+const MAX_EVENTS = 200;
+
+const names = (record: Record<string, string>) => Object.keys(record).sort();
+
+function toExecution(row: ToolExecutionRow): Execution {
+  const execution: Execution = {
+    id: row.id,
+    toolName: row.tool_name,
+    action: row.action,
+    status: row.status,
+    result: row.result === null ? null : JSON.parse(row.result),
+    error: row.error,
+    durationMs: row.duration_ms,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+    monitored: row.monitored === 1,
+  };
+  if (row.parameters !== null) execution.parameters = JSON.parse(row.parameters) as Record<string, unknown>;
+  if (row.events !== null) execution.events = JSON.parse(row.events) as Execution['events'];
+  return execution;
+}
+
+export function createToolsService({ store, hub, vault, clock, ids, guard, allowStdio }: ToolsServiceDeps) {
+  function toServer(row: McpServerRow, state = hub.state(row)): McpServer {
+    return {
+      id: row.id,
+      name: row.name,
+      transport: row.transport,
+      command: row.command,
+      args: JSON.parse(row.args) as string[],
+      url: row.url,
+      status: state.status,
+      error: state.error,
+      credentialNames: JSON.parse(row.credential_names) as string[],
+      headerNames: JSON.parse(row.header_names) as string[],
+      tools: state.tools,
+      createdAt: row.created_at,
+    };
+  }
+
+  async function findServer(workspaceId: string, id: string): Promise<McpServerRow> {
+    const row = await store.findServer(workspaceId, id);
+    if (!row) throw new NotFoundError('MCP server', id);
+    return row;
+  }
+
+  /** The stored columns of a definition, its secrets sealed under its id. */
+  function columns(id: string, def: ServerDefinition) {
+    const secrets: ServerSecrets = { credentials: def.credentials ?? {}, headers: def.headers ?? {} };
+    return {
+      name: def.name,
+      transport: def.transport,
+      command: def.transport === 'stdio' ? (def.command ?? null) : null,
+      args: JSON.stringify(def.transport === 'stdio' ? (def.args ?? []) : []),
+      url: def.transport === 'http' ? (def.url ?? null) : null,
+      secrets: vault.seal(id, secrets),
+      credential_names: JSON.stringify(names(secrets.credentials)),
+      header_names: JSON.stringify(names(secrets.headers)),
+    };
+  }
+
+  async function record(row: ToolExecutionRow): Promise<Execution> {
+    await store.insertExecution(row);
+    return toExecution(row);
+  }
+
+  return {
+    /** Registers a server; answers with whatever status it reached within the short initial wait. */
+    async createServer(workspaceId: string, input: CreateServerInput): Promise<McpServer> {
+      if (input.transport === 'stdio' && !allowStdio) {
+        throw new ForbiddenError('Registering a stdio server runs a command on this host: the operator must set SWITCHBOARD_MCP_STDIO=1 (or declare it in SWITCHBOARD_MCP_CONFIG).');
+      }
+      if (input.transport === 'http') await assertPublicUrl(input.url ?? '', guard, 'url');
+      if (await store.findServerByName(workspaceId, input.name)) throw new ConflictError(`An MCP server named "${input.name}" already exists.`);
+      const id = ids('mcs');
+      const now = clock.now().toISOString();
+      const row: McpServerRow = { id, workspace_id: workspaceId, ...columns(id, input), origin: 'api', created_at: now, updated_at: now };
+      try {
+        await store.insertServer(row);
+      } catch (err) {
+        if (/UNIQUE/.test(String(err))) throw new ConflictError(`An MCP server named "${input.name}" already exists.`);
+        throw err;
+      }
+      return toServer(row, await hub.restart(row));
+    },
+
+    async listServers(workspaceId: string, page: PageRequest): Promise<Page<McpServer>> {
+      return mapPage(await store.listServers(workspaceId, page), (row) => toServer(row));
+    },
+
+    async getServer(workspaceId: string, id: string): Promise<McpServer> {
+      return toServer(await findServer(workspaceId, id));
+    },
+
+    /** Replaces every credential (headers stay) and reconnects with them. */
+    async replaceCredentials(workspaceId: string, id: string, credentials: Record<string, string>): Promise<McpServer> {
+      const row = await findServer(workspaceId, id);
+      const secrets = vault.open(row.id, row.secrets);
+      const missing = missingReferences(secrets.headers, credentials, (h) => [h]);
+      if (missing[0]) throw ValidationError.field('credentials', `header ${String(missing[0].path[0])} ${missing[0].message}`);
+      const updated: McpServerRow = {
+        ...row,
+        secrets: vault.seal(row.id, { credentials, headers: secrets.headers }),
+        credential_names: JSON.stringify(names(credentials)),
+        updated_at: clock.now().toISOString(),
+      };
+      await store.updateServer(workspaceId, id, { secrets: updated.secrets, credential_names: updated.credential_names, updated_at: updated.updated_at });
+      return toServer(updated, await hub.restart(updated));
+    },
+
+    async deleteServer(workspaceId: string, id: string): Promise<void> {
+      if (!(await store.deleteServer(workspaceId, id))) throw new NotFoundError('MCP server', id);
+      await hub.drop(id);
+    },
+
+    /**
+     * SWITCHBOARD_MCP_CONFIG: upserts each declared server by name in the workspace (the file is the
+     * operator's, so stdio is allowed and it takes over an API server of the same name) and removes
+     * the servers an earlier version of the file declared that it no longer does.
+     */
+    async syncConfigServers(workspaceId: string, defs: ServerDefinition[]): Promise<void> {
+      const now = clock.now().toISOString();
+      const declared = new Set(defs.map((d) => d.name));
+      for (const existing of await store.allServers(workspaceId)) {
+        if (existing.origin === 'config' && !declared.has(existing.name)) {
+          await store.deleteServer(workspaceId, existing.id);
+          await hub.drop(existing.id);
+        }
+      }
+      for (const def of defs) {
+        const existing = await store.findServerByName(workspaceId, def.name);
+        if (existing) {
+          await store.updateServer(workspaceId, existing.id, { ...columns(existing.id, def), origin: 'config', updated_at: now });
+        } else {
+          const id = ids('mcs');
+          await store.insertServer({ id, workspace_id: workspaceId, ...columns(id, def), origin: 'config', created_at: now, updated_at: now });
+        }
+      }
+    },
+
+    /** Start-up: the servers of SWITCHBOARD_MCP_CONFIG join the `default` workspace. Returns how many. */
+    async loadConfigFile(file: string, workspaceName = 'default'): Promise<number> {
+      const defs = readMcpConfig(file);
+      const workspaceId = await store.workspaceIdByName(workspaceName);
+      if (!workspaceId) throw new ConfigError([{ variable: 'SWITCHBOARD_MCP_CONFIG', message: `${file}: there is no "${workspaceName}" workspace to add its servers to` }]);
+      await this.syncConfigServers(workspaceId, defs);
+      return defs.length;
+    },
+
+    listTools: (workspaceId: string): Promise<ToolDescriptor[]> => hub.list(workspaceId),
+
+    /**
+     * Runs one action and records it: succeeded, failed (the tool said isError), and unreachable
+     * (502) or timed out (504), which are recorded and then thrown. Unknown tools and invalid
+     * parameters throw before anything runs (404, 400) and leave no record.
+     */
+    async execute(workspaceId: string, input: ExecuteToolInput, signal?: AbortSignal): Promise<Execution> {
+      const { toolName, action, parameters, monitorExecution } = input;
+      const secrets = await hub.secretsFor(workspaceId, toolName);
+      const events: ToolEvent[] = [];
+      const started = clock.now();
+      const t0 = performance.now();
+      const base = () => {
+        const finished = clock.now();
+        return {
+          id: ids('exe'),
+          workspace_id: workspaceId,
+          tool_name: toolName,
+          action,
+          duration_ms: Math.round(performance.now() - t0),
+          started_at: started.toISOString(),
+          finished_at: finished.toISOString(),
+          monitored: monitorExecution ? 1 : 0,
+          parameters: monitorExecution ? JSON.stringify(redactParameters(parameters, secrets)) : null,
+          events: monitorExecution ? JSON.stringify(scrub(events, secrets)) : null,
+          created_at: started.toISOString(),
+        };
+      };
+      try {
+        const output = await hub.call(workspaceId, toolName, action, parameters, {
+          signal,
+          onEvent: monitorExecution ? (e) => void (events.length < MAX_EVENTS && events.push(e)) : undefined,
+        });
+        const result = JSON.stringify(scrub(output.result ?? null, secrets));
+        const error = output.isError ? scrubText(errorText(output.result), secrets) : null;
+        return await record({ ...base(), status: output.isError ? 'failed' : 'succeeded', result, error });
+      } catch (err) {
+        if (!(err instanceof UpstreamError || err instanceof UpstreamTimeoutError)) throw err;
+        const execution = await record({ ...base(), status: 'failed', result: null, error: scrubText(err.message, secrets) });
+        throw withExecution(err, execution.id);
+      }
+    },
+
+    async listExecutions(workspaceId: string, page: PageRequest, toolName?: string): Promise<Page<Execution>> {
+      return mapPage(await store.listExecutions(workspaceId, page, toolName), toExecution);
+    },
+
+    async getExecution(workspaceId: string, id: string): Promise<Execution> {
+      const row = await store.findExecution(workspaceId, id);
+      if (!row) throw new NotFoundError('Execution', id);
+      return toExecution(row);
+    },
+  };
+}
+
+/** The text of a failed tool result, for the execution's `error`. */
+function errorText(result: unknown): string {
+  const content = (result as { content?: Array<{ type?: string; text?: string }> } | null)?.content;
+  const text = Array.isArray(content) ? content.filter((c) => c.type === 'text' && typeof c.text === 'string').map((c) => c.text).join('\n') : '';
+  return (text || 'The tool reported an error.').slice(0, 2000);
+}
+
+/** The same error, its detail naming the execution that recorded it. */
+function withExecution(err: AppError, executionId: string): AppError {
+  const detail = `${err.message} Recorded as execution ${executionId}.`;
+  return err instanceof UpstreamTimeoutError ? new UpstreamTimeoutError(detail) : new UpstreamError(detail);
+}
+
+export type ToolsService = ReturnType<typeof createToolsService>;
