@@ -21,7 +21,7 @@
  * interval of a held stream, default 2000). `--connections` does not apply: the targets name theirs.
  */
 import http from 'node:http';
-import { type BenchOptions, type BenchRow, expectResponse, measureWithLatencies, nearestRank, round } from './lib/harness.js';
+import { type BenchOptions, type BenchRow, expectResponse, measureWithLatencies, nearestRank, plainRow, round } from './lib/harness.js';
 import { chatQuestions } from './lib/chat-corpus.js';
 import { type FakeModelProcess, startFakeModel } from './lib/fake-model-process.js';
 import { type MetricRow, type MetricTarget, metricTable } from './lib/in-process.js';
@@ -101,32 +101,6 @@ function judge(base: BenchRow, spec: { metric: string; value: number; target?: M
   };
 }
 
-/** A row measured here rather than by autocannon: latencies in ms, server CPU over the window. */
-function plainRow(name: string, fields: Partial<BenchRow> & { latencies: number[]; requests: number; elapsedMs: number; serverCpuUs: number | null }): BenchRow {
-  const sorted = [...fields.latencies].sort((a, b) => a - b);
-  const { latencies: _, elapsedMs, serverCpuUs, ...rest } = fields;
-  return {
-    name,
-    requestsPerSecond: elapsedMs > 0 ? Math.round((fields.requests / elapsedMs) * 1000) : 0,
-    latencyP50Ms: ms(nearestRank(sorted, 0.5)),
-    latencyP99Ms: ms(nearestRank(sorted, 0.99)),
-    latencyMeanMs: sorted.length > 0 ? ms(sorted.reduce((a, b) => a + b, 0) / sorted.length) : 0,
-    latencyP95Ms: sorted.length > 0 ? ms(nearestRank(sorted, 0.95)) : null,
-    non2xx: 0,
-    errors: 0,
-    timeouts: 0,
-    serverCpuPercent: serverCpuUs === null || elapsedMs <= 0 ? null : Math.round((serverCpuUs / (elapsedMs * 1000)) * 100),
-    serverCpuUsPerRequest: serverCpuUs === null || fields.requests === 0 ? null : round(serverCpuUs / fields.requests, 1),
-    loadCpuPercent: 0,
-    otherCpuPercent: null,
-    ratioToCeiling: null,
-    targetRatio: null,
-    isCeiling: false,
-    pass: true,
-    failures: [],
-    ...rest,
-  };
-}
 
 const cpuUs = (u: NodeJS.CpuUsage) => u.user + u.system;
 

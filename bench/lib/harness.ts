@@ -260,3 +260,32 @@ export function round(n: number, digits: number): number {
 export function pct(ratio: number): string {
   return `${round(ratio * 100, 1)} %`;
 }
+
+const round2 = (n: number) => round(n, 2);
+
+/** A row measured here rather than by autocannon: latencies in ms, server CPU over the window. */
+export function plainRow(name: string, fields: Partial<BenchRow> & { latencies: number[]; requests: number; elapsedMs: number; serverCpuUs: number | null }): BenchRow {
+  const sorted = [...fields.latencies].sort((a, b) => a - b);
+  const { latencies: _, elapsedMs, serverCpuUs, ...rest } = fields;
+  return {
+    name,
+    requestsPerSecond: elapsedMs > 0 ? Math.round((fields.requests / elapsedMs) * 1000) : 0,
+    latencyP50Ms: round2(nearestRank(sorted, 0.5)),
+    latencyP99Ms: round2(nearestRank(sorted, 0.99)),
+    latencyMeanMs: sorted.length > 0 ? round2(sorted.reduce((a, b) => a + b, 0) / sorted.length) : 0,
+    latencyP95Ms: sorted.length > 0 ? round2(nearestRank(sorted, 0.95)) : null,
+    non2xx: 0,
+    errors: 0,
+    timeouts: 0,
+    serverCpuPercent: serverCpuUs === null || elapsedMs <= 0 ? null : Math.round((serverCpuUs / (elapsedMs * 1000)) * 100),
+    serverCpuUsPerRequest: serverCpuUs === null || fields.requests === 0 ? null : round(serverCpuUs / fields.requests, 1),
+    loadCpuPercent: 0,
+    otherCpuPercent: null,
+    ratioToCeiling: null,
+    targetRatio: null,
+    isCeiling: false,
+    pass: true,
+    failures: [],
+    ...rest,
+  };
+}
