@@ -11,6 +11,14 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/** The tool servers of SWITCHBOARD_MCP_CONFIG join the default workspace (every process that serves: HTTP and stdio MCP). */
+export async function loadDeclaredToolServers(ctx: AppContext): Promise<void> {
+  const file = ctx.config.mcpConfigPath;
+  if (!file) return;
+  const servers = await ctx.services.tools.loadConfigFile(file);
+  ctx.logger.info({ file, servers }, 'MCP tool servers declared in SWITCHBOARD_MCP_CONFIG');
+}
+
 /** Bootstraps, builds and listens. The bootstrap key, when one is made, goes to `printBanner` once. */
 export async function startServer(config: Config, printBanner: (text: string) => void): Promise<RunningServer> {
   const ctx = await createContext(config);
@@ -29,10 +37,7 @@ export async function startServer(config: Config, printBanner: (text: string) =>
         ].join('\n'),
       );
     }
-    if (config.mcpConfigPath) {
-      const servers = await ctx.services.tools.loadConfigFile(config.mcpConfigPath);
-      ctx.logger.info({ file: config.mcpConfigPath, servers }, 'MCP tool servers declared in SWITCHBOARD_MCP_CONFIG');
-    }
+    await loadDeclaredToolServers(ctx);
     const app = await buildApp(ctx);
     const resumed = await ctx.services.knowledge.resumeUnfinished();
     if (resumed > 0) ctx.logger.info({ resumed }, 'resuming unfinished knowledge processing');

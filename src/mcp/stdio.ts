@@ -7,6 +7,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import pino from 'pino';
 import type { Config } from '../config.js';
 import { createContext, REDACT_PATHS } from '../context.js';
+import { loadDeclaredToolServers } from '../server.js';
 import { createMcpServer } from './server.js';
 
 export interface StdioIo {
@@ -34,6 +35,8 @@ export async function runMcpStdio(config: Config, io: StdioIo): Promise<number> 
       io.stderr('SWITCHBOARD_API_KEY is not a valid key of this database: it is malformed, unknown, revoked or expired.\n');
       return 1;
     }
+    // ask_persona with enableMCPTools reaches the operator's declared tool servers here too.
+    await loadDeclaredToolServers(ctx);
     const server = createMcpServer(ctx, principal);
     const closed = new Promise<void>((resolve) => {
       server.server.onclose = resolve;

@@ -8,7 +8,9 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeySecret } from '../../src/core/auth/keys.js';
 import { tempDir } from '../helpers/app.js';
+import { sha256 } from '../fakes/mcp-test-server.mjs';
 import { callError, callOk } from '../helpers/mcp.js';
+import { FAKE_MCP_SERVER } from '../helpers/mcp-tools.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const MAIN = path.join(ROOT, 'dist/src/main.js');
@@ -45,6 +47,8 @@ function runMcp(env: Record<string, string>) {
 describe('switchboard mcp (stdio)', { timeout: 30_000 }, () => {
   const home = tempDir('switchboard-mcp-home-');
   const key = generateKeySecret();
+  const toolsFile = path.join(home, 'tools.json');
+  const TOOL_TOKEN = 'tool-token-held-by-switchboard-only';
   let client: Client;
   let transport: StdioClientTransport;
   const stderr: string[] = [];
@@ -54,12 +58,14 @@ describe('switchboard mcp (stdio)', { timeout: 30_000 }, () => {
     // The repository itself stands in for SWITCHBOARD_HOME, with a throwaway data directory beside it.
     fs.symlinkSync(path.join(ROOT, 'dist'), path.join(home, 'dist'));
     const entry = mcpJsonEntry({ SWITCHBOARD_HOME: home, SWITCHBOARD_API_KEY: key });
+    // The operator's tool servers: the fake MCP server, holding a token the assistant never sees.
+    fs.writeFileSync(toolsFile, JSON.stringify({ mcpServers: { fake: { command: process.execPath, args: [FAKE_MCP_SERVER], env: { API_TOKEN: TOOL_TOKEN } } } }));
     expect(entry.command).toBe('node');
     transport = new StdioClientTransport({
       command: process.execPath,
       args: entry.args,
       // SWITCHBOARD_ADMIN_KEY makes the key exist in the fresh database, as a scripted deployment would.
-      env: { PATH: process.env.PATH ?? '', ...entry.env, SWITCHBOARD_ADMIN_KEY: key },
+      env: { PATH: process.env.PATH ?? '', ...entry.env, SWITCHBOARD_ADMIN_KEY: key, SWITCHBOARD_MCP_CONFIG: toolsFile },
       stderr: 'pipe',
     });
     transport.stderr?.on('data', (chunk: Buffer) => stderr.push(chunk.toString('utf8')));
@@ -84,10 +90,19 @@ describe('switchboard mcp (stdio)', { timeout: 30_000 }, () => {
     expect(fs.existsSync(path.join(home, 'data', 'switchboard.db'))).toBe(true);
   });
 
+  it('lets a persona answer with an external tool whose token only the service holds', async () => {
+    const persona = await callOk(client, 'create_persona', { name: 'Ops', instructions: 'Use your tools.', tools: ['fake.whoami'] });
+    const answer = await callOk(client, 'ask_persona', { personaId: persona.id, message: '/tool fake.whoami {}', enableMCPTools: true });
+    expect(answer.toolCalls[0].name).toBe('fake.whoami');
+    expect(answer.response).toContain(sha256(TOOL_TOKEN));
+    expect(JSON.stringify(answer)).not.toContain(TOOL_TOKEN);
+  });
+
   it('writes logs to stderr only, as JSON lines, never the key', async () => {
     const logs = stderr.join('');
     expect(logs).toContain('Switchboard MCP server on stdio');
     expect(logs).not.toContain(key);
+    expect(logs).not.toContain(TOOL_TOKEN);
   });
 
   it('exits when the client closes its input', async () => {

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseFile } from '../../src/context.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createPersona } from '../helpers/factories.js';
+import { callOk, connectInMemory } from '../helpers/mcp.js';
 import { captureLogs, execute, LOOPBACK_ONLY, registerServer, SECRET, stdioServer, toolText } from '../helpers/mcp-tools.js';
 import { type HttpTestServer, sha256, startHttpTestServer } from '../fakes/mcp-test-server.mjs';
 
@@ -124,5 +125,18 @@ describe('chat calls external tools', { timeout: 30_000 }, () => {
     const other = await createPersona(t, { name: 'Other', tools: ['knowledge.*'] });
     const denied = await t.request({ method: 'POST', url: '/query', body: { personaId: other.id, message: '/tool fake.whoami {}', enableMCPTools: true } });
     expect(denied.json().toolCalls).toEqual([]);
+  });
+
+  it('an MCP client asks a persona through ask_persona, and the persona uses the external tool whose token only the service holds', async () => {
+    const persona = await createPersona(t, { name: 'Ops desk', tools: ['fake.whoami'] });
+    const client = await connectInMemory(t);
+    try {
+      const answer = await callOk(client, 'ask_persona', { personaId: persona.id, message: '/tool fake.whoami {}', enableMCPTools: true });
+      expect(answer.toolCalls[0]).toMatchObject({ name: 'fake.whoami' });
+      expect(answer.response).toContain(sha256(SECRET));
+      expect(JSON.stringify(answer)).not.toContain(SECRET);
+    } finally {
+      await client.close();
+    }
   });
 });
