@@ -37,6 +37,15 @@ describe('health, OpenAPI and docs (API.md §11)', () => {
       ['/mcp', 'post'],
       ['/mcp', 'get'],
       ['/mcp', 'delete'],
+      ['/api/mcp/servers', 'post'],
+      ['/api/mcp/servers', 'get'],
+      ['/api/mcp/servers/{id}', 'get'],
+      ['/api/mcp/servers/{id}', 'delete'],
+      ['/api/mcp/servers/{id}/credentials', 'put'],
+      ['/api/mcp/tools', 'get'],
+      ['/api/mcp/tools/execute', 'post'],
+      ['/api/mcp/executions', 'get'],
+      ['/api/mcp/executions/{id}', 'get'],
     ];
     for (const [path, method] of expected) {
       const op = doc.paths[path]?.[method];
