@@ -99,8 +99,9 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     await app.register(cors, {
       origin: config.corsOrigins.includes('*') ? true : config.corsOrigins,
       methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
-      allowedHeaders: ['authorization', 'content-type', 'idempotency-key', 'x-request-id', 'last-event-id'],
-      exposedHeaders: ['x-request-id', 'location', 'retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'],
+      // MCP's session and version headers too, so a browser MCP client on an allowed origin can use /mcp.
+      allowedHeaders: ['authorization', 'content-type', 'idempotency-key', 'x-request-id', 'last-event-id', 'mcp-session-id', 'mcp-protocol-version'],
+      exposedHeaders: ['x-request-id', 'location', 'retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'mcp-session-id', 'www-authenticate'],
       maxAge: 600,
     });
   }

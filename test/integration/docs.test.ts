@@ -116,6 +116,17 @@ describe('CORS', () => {
       });
       expect(preflight.statusCode).toBe(204);
       expect(preflight.headers['access-control-allow-origin']).toBe('https://app.example');
+      // A browser MCP client on an allowed origin: the session header goes both ways.
+      const mcp = await t.request({
+        method: 'OPTIONS',
+        url: '/mcp',
+        as: null,
+        headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type,mcp-session-id,mcp-protocol-version' },
+      });
+      expect(mcp.statusCode).toBe(204);
+      expect(mcp.headers['access-control-allow-headers']).toContain('mcp-session-id');
+      const exposed = await t.request({ method: 'GET', url: '/personas', headers: { origin: 'https://app.example' } });
+      expect(exposed.headers['access-control-expose-headers']).toContain('mcp-session-id');
     } finally {
       await t.close();
     }
