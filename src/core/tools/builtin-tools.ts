@@ -31,8 +31,3 @@ export function builtinTools(knowledge: KnowledgeService): BuiltinTool[] {
     },
   ];
 }
-
-/** Field errors of a failed parse, with dotted paths under `parameters`. */
-export function parameterErrors(error: z.ZodError) {
-  return error.issues.map((i) => ({ path: ['parameters', ...i.path.map(String)].join('.'), message: i.message }));
-}

@@ -7,10 +7,10 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Logger } from 'pino';
 import type { McpServerRow } from '../../db/schema.js';
-import { NotFoundError, ValidationError } from '../../errors.js';
+import { NotFoundError, validationErrorOf, zodFieldErrors } from '../../errors.js';
 import type { AddressGuardOptions } from '../../lib/address-guard.js';
 import type { KnowledgeService } from '../knowledge/knowledge.service.js';
-import { builtinTools, parameterErrors } from './builtin-tools.js';
+import { builtinTools } from './builtin-tools.js';
 import { checkParameters } from './json-schema.js';
 import { type HubLimits, ServerConnection, type ServerStatus, type ToolEvent } from './mcp-clients.js';
 import type { ToolsStore } from './tools.store.js';
@@ -152,10 +152,7 @@ export function createToolHub(deps: ToolHubDeps): McpToolHub {
         const tool = builtins.find((t) => t.toolName === toolName && t.action === action);
         if (!tool) throw new NotFoundError('Tool', `${toolName}.${action}`);
         const parsed = tool.schema.safeParse(parameters);
-        if (!parsed.success) {
-          const errors = parameterErrors(parsed.error);
-          throw new ValidationError(`Invalid parameters for ${toolName}.${action}: ${errors.map((e) => `${e.path} ${e.message}`).join('; ')}`, errors);
-        }
+        if (!parsed.success) throw validationErrorOf(`parameters for ${toolName}.${action}`, zodFieldErrors(parsed.error.issues, 'parameters'));
         return { result: await tool.run(workspaceId, parsed.data, options), isError: false };
       }
       const row = await deps.store.findServerByName(workspaceId, toolName);
@@ -165,9 +162,7 @@ export function createToolHub(deps: ToolHubDeps): McpToolHub {
       const tool = tools.find((t) => t.name === action);
       if (!tool) throw new NotFoundError('Tool', `${toolName}.${action}`);
       const errors = checkParameters(tool.inputSchema as Record<string, unknown>, parameters);
-      if (errors.length > 0) {
-        throw new ValidationError(`Invalid parameters for ${toolName}.${action}: ${errors.map((e) => `${e.path} ${e.message}`).join('; ')}`, errors);
-      }
+      if (errors.length > 0) throw validationErrorOf(`parameters for ${toolName}.${action}`, errors);
       const { isError, _meta: _ignored, ...result } = await connection.call(action, parameters, { signal: options.signal, onEvent: options.onEvent });
       return { result, isError: isError === true };
     },
