@@ -8,6 +8,7 @@ import * as m002 from './migrations/002-knowledge.js';
 import * as m003 from './migrations/003-knowledge-keys.js';
 import * as m004 from './migrations/004-conversations.js';
 import * as m005 from './migrations/005-tool-hub.js';
+import * as m006 from './migrations/006-conversation-starts.js';
 import type { Database } from './schema.js';
 
 /** Every migration, in order. A new one is imported and added here. */
@@ -17,6 +18,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '003-knowledge-keys': m003,
   '004-conversations': m004,
   '005-tool-hub': m005,
+  '006-conversation-starts': m006,
 };
 
 export interface Db {

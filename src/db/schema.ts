@@ -183,6 +183,8 @@ export interface InteractionsTable {
   rating: number | null;
   /** JSON object from the query's `metadata`; cleared with the session. */
   metadata: string | null;
+  /** 1 on the answer that created its session: conversations are counted from these, so a deleted session keeps its count. */
+  new_session: number;
 }
 
 export interface FeedbackTable {

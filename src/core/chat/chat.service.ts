@@ -114,6 +114,7 @@ export function createChatService(deps: ChatServiceDeps) {
           tool_calls: 0,
           error: null,
           metadata: request.metadata ? JSON.stringify(request.metadata) : null,
+          new_session: 0,
           ...fields,
         });
 
@@ -137,7 +138,7 @@ export function createChatService(deps: ChatServiceDeps) {
         } catch (err) {
           const code = signal.aborted ? 'cancelled' : err instanceof AppError ? err.code : 'internal';
           // Nothing of a failed exchange joins the session (a retry would repeat the question); the numbers stay.
-          store.recordInteraction(interaction({ error: code }));
+          await store.recordInteraction(interaction({ error: code }));
           throw err;
         }
 
@@ -161,7 +162,7 @@ export function createChatService(deps: ChatServiceDeps) {
             };
         const latencyMs = Math.round(performance.now() - t0);
         const toolCalls = outcome.rounds.flat();
-        const stored = store.saveExchange({
+        const stored = await store.saveExchange({
           session,
           isNew: !existing,
           messages,
@@ -174,6 +175,7 @@ export function createChatService(deps: ChatServiceDeps) {
             prompt_tokens: outcome.usage.promptTokens,
             completion_tokens: outcome.usage.completionTokens,
             tool_calls: toolCalls.length,
+            new_session: existing ? 0 : 1,
           }),
         });
         if (!stored) throw new ConflictError(`Session ${sessionId} was deleted while the answer was written; nothing was stored.`);

@@ -20,7 +20,7 @@ export interface ExchangeWrite {
 }
 
 const INTERACTION_COLUMNS =
-  'workspace_id, session_id, message_id, persona_id, ab_test_id, variant, channel_id, user_id, model, started_at, latency_ms, ttft_ms, prompt_tokens, completion_tokens, tool_calls, error, metadata';
+  'workspace_id, session_id, message_id, persona_id, ab_test_id, variant, channel_id, user_id, model, started_at, latency_ms, ttft_ms, prompt_tokens, completion_tokens, tool_calls, error, metadata, new_session';
 
 export function createChatStore(db: Db) {
   const k = db.kysely;
@@ -45,6 +45,23 @@ export function createChatStore(db: Db) {
   const forgetFeedback = sqlite.prepare('UPDATE feedback SET session_id = NULL, message_id = NULL, comment = NULL WHERE session_id = ?');
   const deleteSessionStmt = sqlite.prepare('DELETE FROM sessions WHERE id = ? AND workspace_id = ?');
   const sessionExists = sqlite.prepare('SELECT 1 FROM sessions WHERE id = ? AND workspace_id = ?');
+
+  // Synchronous transactions (better-sqlite3): nothing awaits inside them.
+  const writeExchange = sqlite.transaction((write: ExchangeWrite): boolean => {
+    const { session, messages, interaction } = write;
+    if (write.isNew) insertSession.run({ ...session, message_count: messages.length });
+    else if (touchSession.run({ id: session.id, workspace_id: session.workspace_id, added: messages.length, now: session.last_message_at, user_id: session.user_id }).changes === 0) return false;
+    for (const m of messages) insertMessage.run(m);
+    insertInteraction.run(interaction);
+    return true;
+  });
+  const removeSession = sqlite.transaction((workspaceId: string, id: string): boolean => {
+    if (!sessionExists.get(id, workspaceId)) return false;
+    forgetInteractions.run(id);
+    forgetFeedback.run(id);
+    deleteSessionStmt.run(id, workspaceId);
+    return true;
+  });
 
   return {
     findSession: (workspaceId: string, id: string): Promise<SessionRow | undefined> =>
@@ -88,17 +105,10 @@ export function createChatStore(db: Db) {
     },
 
     /** Stores one exchange atomically; false (nothing written) when its existing session is gone. */
-    saveExchange: sqlite.transaction((write: ExchangeWrite): boolean => {
-      const { session, messages, interaction } = write;
-      if (write.isNew) insertSession.run({ ...session, message_count: messages.length });
-      else if (touchSession.run({ id: session.id, workspace_id: session.workspace_id, added: messages.length, now: session.last_message_at, user_id: session.user_id }).changes === 0) return false;
-      for (const m of messages) insertMessage.run(m);
-      insertInteraction.run(interaction);
-      return true;
-    }),
+    saveExchange: async (write: ExchangeWrite): Promise<boolean> => writeExchange(write),
 
     /** A failed or cancelled answer: numbers only, nothing joins a session. */
-    recordInteraction: (interaction: NewInteraction) => void insertInteraction.run(interaction),
+    recordInteraction: async (interaction: NewInteraction): Promise<void> => void insertInteraction.run(interaction),
 
     async addFeedback(row: { workspace_id: string; session_id: string; message_id: string | null; persona_id: string; ab_test_id: string | null; variant: 'A' | 'B' | null; rating: number; comment: string | null; created_at: string }) {
       await k.transaction().execute(async (trx) => {
@@ -110,13 +120,7 @@ export function createChatStore(db: Db) {
     },
 
     /** Deletes the session and its messages; interactions and feedback keep their numbers only. */
-    deleteSession: sqlite.transaction((workspaceId: string, id: string): boolean => {
-      if (!sessionExists.get(id, workspaceId)) return false;
-      forgetInteractions.run(id);
-      forgetFeedback.run(id);
-      deleteSessionStmt.run(id, workspaceId);
-      return true;
-    }),
+    deleteSession: async (workspaceId: string, id: string): Promise<boolean> => removeSession(workspaceId, id),
   };
 }
 

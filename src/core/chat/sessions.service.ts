@@ -70,7 +70,7 @@ export function createSessionService({ store, clock }: { store: ChatStore; clock
     },
 
     async delete(workspaceId: string, id: string): Promise<void> {
-      if (!store.deleteSession(workspaceId, id)) throw new NotFoundError('Session', id);
+      if (!(await store.deleteSession(workspaceId, id))) throw new NotFoundError('Session', id);
     },
   };
 }
