@@ -14,11 +14,14 @@ import {
 import { z } from 'zod';
 import type { AppContext } from './context.js';
 import { VERSION } from './context.js';
+import { abTestRoutes } from './business/ab-tests/ab-tests.routes.js';
+import { analyticsRoutes } from './business/analytics/analytics.routes.js';
 import { authRoutes } from './core/auth/auth.routes.js';
 import { chatRoutes } from './core/chat/chat.routes.js';
 import { sessionRoutes } from './core/chat/sessions.routes.js';
 import { knowledgeRoutes } from './core/knowledge/knowledge.routes.js';
 import { personaRoutes } from './core/personas/personas.routes.js';
+import { teamRoutes } from './business/teams/teams.routes.js';
 import { toolRoutes } from './core/tools/tools.routes.js';
 import { NotFoundError, RateLimitedError, UnavailableError, UriTooLongError } from './errors.js';
 import { registerAuthHooks } from './http/auth-hooks.js';
@@ -138,6 +141,9 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   });
   await app.register(authRoutes(ctx));
   await app.register(personaRoutes(ctx));
+  await app.register(teamRoutes(ctx));
+  await app.register(abTestRoutes(ctx));
+  await app.register(analyticsRoutes(ctx));
   await app.register(knowledgeRoutes(ctx));
   await app.register(chatRoutes(ctx));
   await app.register(sessionRoutes(ctx));

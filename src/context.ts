@@ -7,6 +7,9 @@ import { type AgentLimits, createAgent } from './core/chat/agent.js';
 import { createChatService } from './core/chat/chat.service.js';
 import { createChatStore } from './core/chat/chat.store.js';
 import { createSessionService } from './core/chat/sessions.service.js';
+import { createAnalyticsService } from './business/analytics/analytics.service.js';
+import { createAnalyticsStore } from './business/analytics/analytics.store.js';
+import { noChannels } from './lib/channel-exists.js';
 import { createIdempotencyService } from './core/idempotency/idempotency.service.js';
 import { createIngestor, createJobQueue } from './core/knowledge/ingest.js';
 import { createKnowledgeService } from './core/knowledge/knowledge.service.js';
@@ -16,6 +19,10 @@ import type { UrlFetchOptions } from './core/knowledge/url-fetch.js';
 import { createVectorState } from './core/knowledge/vector-state.js';
 import { createPersonaService } from './core/personas/personas.service.js';
 import { createPersonaStore } from './core/personas/personas.store.js';
+import { createAbTestService } from './business/ab-tests/ab-tests.service.js';
+import { createAbTestStore } from './business/ab-tests/ab-tests.store.js';
+import { createTeamService } from './business/teams/teams.service.js';
+import { createTeamStore } from './business/teams/teams.store.js';
 import { DEFAULT_HUB_LIMITS, type HubLimits } from './core/tools/mcp-clients.js';
 import { createToolHub, type ToolHub } from './core/tools/tool-hub.js';
 import { createToolsService } from './core/tools/tools.service.js';
@@ -66,10 +73,13 @@ export interface AppContext {
   services: {
     auth: ReturnType<typeof createAuthService>;
     personas: ReturnType<typeof createPersonaService>;
+    teams: ReturnType<typeof createTeamService>;
+    abTests: ReturnType<typeof createAbTestService>;
     idempotency: ReturnType<typeof createIdempotencyService>;
     knowledge: ReturnType<typeof createKnowledgeService>;
     chat: ReturnType<typeof createChatService>;
     sessions: ReturnType<typeof createSessionService>;
+    analytics: ReturnType<typeof createAnalyticsService>;
     tools: ReturnType<typeof createToolsService>;
   };
   embedder: Embedder;
@@ -140,6 +150,9 @@ export async function createContext(config: Config, overrides: ContextOverrides 
 
   const auth = createAuthService({ store: createAuthStore(db.kysely), clock, ids });
   const personas = createPersonaService({ store: createPersonaStore(db.kysely), clock, ids });
+  const teams = createTeamService({ store: createTeamStore(db.kysely), clock, ids });
+  const abTests = createAbTestService({ store: createAbTestStore(db.kysely), personas, clock, ids });
+  personas.guardDeletion((workspaceId, personaId) => abTests.personaInUse(workspaceId, personaId));
   const idempotency = createIdempotencyService({ db: db.kysely, cipher, clock });
 
   const embedder = overrides.embedder ?? configuredEmbedder(config);
@@ -189,8 +202,11 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const toolsService = createToolsService({ store: toolsStore, hub, vault, clock, ids, guard: fetchOptions, allowStdio: config.mcpStdio });
   const agent = createAgent({ llm, knowledge, tools, logger, limits: overrides.agent });
   const chatStore = createChatStore(db);
-  const chat = createChatService({ store: chatStore, personas, agent, clock, ids });
-  const sessions = createSessionService({ store: chatStore, clock });
+  const chat = createChatService({ store: chatStore, personas, abTests, agent, clock, ids });
+  // The one answer to "is this a channel of the workspace?" (404 filters); the channels feature replaces it.
+  const channelExists = noChannels;
+  const sessions = createSessionService({ store: chatStore, clock, personas, channelExists });
+  const analytics = createAnalyticsService({ store: createAnalyticsStore(db), personas, channelExists, clock });
 
   // lastUsedAt may lag by up to a minute (API.md §2); expired idempotency records go hourly.
   const timers = [
@@ -207,7 +223,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     clock,
     ids,
     cipher,
-    services: { auth, personas, idempotency, knowledge, chat, sessions, tools: toolsService },
+    services: { auth, personas, teams, abTests, idempotency, knowledge, chat, sessions, analytics, tools: toolsService },
     embedder,
     llm,
     tools,

@@ -9,6 +9,9 @@ import * as m003 from './migrations/003-knowledge-keys.js';
 import * as m004 from './migrations/004-conversations.js';
 import * as m005 from './migrations/005-tool-hub.js';
 import * as m006 from './migrations/006-conversation-starts.js';
+import * as m007 from './migrations/007-teams.js';
+import * as m008 from './migrations/008-ab-tests.js';
+import * as m009 from './migrations/009-analytics.js';
 import type { Database } from './schema.js';
 
 /** Every migration, in order. A new one is imported and added here. */
@@ -19,6 +22,9 @@ const MIGRATIONS: Record<string, Migration> = {
   '004-conversations': m004,
   '005-tool-hub': m005,
   '006-conversation-starts': m006,
+  '007-teams': m007,
+  '008-ab-tests': m008,
+  '009-analytics': m009,
 };
 
 export interface Db {

@@ -13,8 +13,12 @@ export interface Database {
   messages: MessagesTable;
   interactions: InteractionsTable;
   feedback: FeedbackTable;
+  interaction_tools: InteractionToolsTable;
+  ab_tests: AbTestsTable;
   mcp_servers: McpServersTable;
   tool_executions: ToolExecutionsTable;
+  teams: TeamsTable;
+  team_members: TeamMembersTable;
 }
 
 export interface WorkspacesTable {
@@ -198,6 +202,21 @@ export interface FeedbackTable {
   rating: number;
   comment: string | null;
   created_at: string;
+  /** The session's channel, kept when the session is deleted. */
+  channel_id: string | null;
+}
+
+/** One per tool call of an answer: analytics' per-tool figures, which outlive the session's messages. */
+export interface InteractionToolsTable {
+  seq: Generated<number>;
+  workspace_id: string;
+  /** The answer's `started_at`. */
+  started_at: string;
+  persona_id: string;
+  channel_id: string | null;
+  /** `<toolName>.<action>`. */
+  tool_name: string;
+  is_error: number;
 }
 
 export type SessionRow = Selectable<SessionsTable>;
@@ -245,3 +264,50 @@ export interface ToolExecutionsTable {
 
 export type McpServerRow = Selectable<McpServersTable>;
 export type ToolExecutionRow = Selectable<ToolExecutionsTable>;
+
+export type TeamStatus = 'available' | 'busy' | 'offline';
+
+export interface TeamsTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  status: TeamStatus;
+  /** IANA time zone name, as Intl resolves it. */
+  timezone: string;
+  /** JSON array of `{ day, start, end }` windows. */
+  weekly: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface TeamMembersTable {
+  seq: Generated<number>;
+  team_id: string;
+  workspace_id: string;
+  /** As first given. */
+  email: string;
+  /** Lower-cased e-mail: UNIQUE per team, so membership is case-insensitive. */
+  email_key: string;
+  role: 'member' | 'lead';
+  status: TeamStatus;
+  created_at: string;
+}
+
+export type TeamRow = Selectable<TeamsTable>;
+export type TeamMemberRow = Selectable<TeamMembersTable>;
+export type NewTeamMemberRow = Insertable<TeamMembersTable>;
+
+export interface AbTestsTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  persona_a: string;
+  persona_b: string;
+  /** Share of traffic sent to persona A, in [0, 1]. */
+  traffic_split: number;
+  status: 'draft' | 'running' | 'completed';
+  created_at: string;
+  started_at: string | null;
+  ended_at: string | null;
+}
+export type AbTestRow = Selectable<AbTestsTable>;

@@ -1,6 +1,10 @@
 /** One factory per object (DESIGN.md): each creates through the HTTP API and expects success. */
 import { expect } from 'vitest';
+import type { Team } from '../../src/business/teams/teams.schemas.js';
+import type { AbTest } from '../../src/business/ab-tests/ab-tests.schemas.js';
 import type { Persona } from '../../src/core/personas/personas.schemas.js';
+import type { Insertable } from 'kysely';
+import type { FeedbackTable, InteractionsTable } from '../../src/db/schema.js';
 import type { TestApp } from './app.js';
 
 /** POST /personas with defaults for what is not given; `as` is another key (default the admin key). */
@@ -15,4 +19,48 @@ export async function addSource(t: TestApp, body: Record<string, unknown>, as?: 
   const res = await t.request({ method: 'POST', url: '/knowledge', body, ...(as ? { as } : {}) });
   expect(res.statusCode, res.body).toBe(202);
   return res.json();
+}
+
+/** POST /business/teams with defaults for what is not given, expecting 201. */
+export async function createTeam(t: TestApp, fields: Record<string, unknown> = {}, as?: string): Promise<Team> {
+  const res = await t.request({ method: 'POST', url: '/business/teams', body: { name: 'Support', members: ['ada@example.com'], ...fields }, ...(as ? { as } : {}) });
+  expect(res.statusCode, res.body).toBe(201);
+  return res.json() as Team;
+}
+
+/** POST /business/ab-tests (a draft) expecting 201; `personaA`/`personaB` are required fields. */
+export async function createAbTest(t: TestApp, fields: Record<string, unknown>, as?: string): Promise<AbTest> {
+  const res = await t.request({ method: 'POST', url: '/business/ab-tests', body: { name: 'Test', ...fields }, ...(as ? { as } : {}) });
+  expect(res.statusCode, res.body).toBe(201);
+  return res.json() as AbTest;
+}
+
+/**
+ * An interaction row written straight into the database (numbers only, as analytics reads them),
+ * for times the API cannot produce: exact bucket edges, old answers, failures. Defaults: a
+ * successful 100 ms answer in no session.
+ */
+export async function recordInteraction(
+  t: TestApp,
+  fields: Partial<Insertable<InteractionsTable>> & Pick<Insertable<InteractionsTable>, 'workspace_id' | 'persona_id' | 'started_at'>,
+): Promise<void> {
+  await t.ctx.db.kysely
+    .insertInto('interactions')
+    .values({ model: 'offline', latency_ms: 100, prompt_tokens: 0, completion_tokens: 0, tool_calls: 0, new_session: 0, ...fields })
+    .execute();
+}
+
+/** A feedback rating written straight into the database at an exact time. */
+export async function recordFeedback(
+  t: TestApp,
+  fields: Partial<Insertable<FeedbackTable>> & Pick<Insertable<FeedbackTable>, 'workspace_id' | 'persona_id' | 'rating' | 'created_at'>,
+): Promise<void> {
+  await t.ctx.db.kysely.insertInto('feedback').values(fields).execute();
+}
+
+/** The workspace id of a key (default the admin key's). */
+export async function workspaceOf(t: TestApp, key = t.adminKey): Promise<string> {
+  const principal = await t.ctx.services.auth.authenticate(key);
+  if (!principal) throw new Error('unknown key');
+  return principal.workspaceId;
 }

@@ -96,7 +96,8 @@ describe('POST /query with the offline model', () => {
 
   it('refuses bad bodies with the field named', async () => {
     expectProblem(await query(t, { message: 'hi' }), 400, 'validation_failed', 'personaId');
-    expectProblem(await query(t, { abTestId: 'abt_1', message: 'hi' }), 400, 'validation_failed', 'abTestId');
+    expectProblem(await query(t, { personaId: persona.id, abTestId: 'abt_1', message: 'hi' }), 400, 'validation_failed', 'abTestId');
+    expectProblem(await query(t, { abTestId: 'abt_1', message: 'hi' }), 404, 'not_found');
     expectProblem(await query(t, { personaId: persona.id, message: '' }), 400, 'validation_failed', 'message');
     expectProblem(await query(t, { personaId: persona.id, message: '   ' }), 400, 'validation_failed', 'message');
     expectProblem(await query(t, { personaId: persona.id, message: 'x'.repeat(32_001) }), 400, 'validation_failed', 'message');

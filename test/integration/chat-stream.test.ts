@@ -90,11 +90,14 @@ describe('native event stream, offline model', () => {
     });
   });
 
-  it('refuses abTestId with a 400 problem before any stream starts', async () => {
-    const res = await postJson(origin, '/query/stream', t.adminKey, { abTestId: 'abt_x', message: 'hello' });
-    expect(res.status).toBe(400);
-    expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-    expect(((await res.json()) as { errors: unknown }).errors).toEqual([expect.objectContaining({ path: 'abTestId' })]);
+  it('refuses both personaId and abTestId with a 400, and an unknown A/B test with a 404, before any stream starts', async () => {
+    const both = await postJson(origin, '/query/stream', t.adminKey, { personaId, abTestId: 'abt_x', message: 'hello' });
+    expect(both.status).toBe(400);
+    expect(both.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(((await both.json()) as { errors: unknown }).errors).toEqual([expect.objectContaining({ path: 'abTestId' })]);
+    const unknown = await postJson(origin, '/query/stream', t.adminKey, { abTestId: 'abt_x', message: 'hello' });
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toMatchObject({ code: 'not_found', detail: 'A/B test abt_x not found.' });
   });
 
   it('answers stream: false with the JSON of POST /query', async () => {

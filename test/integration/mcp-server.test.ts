@@ -11,15 +11,21 @@ import { OFFLINE_ANSWER, REFUND_TEXT, seedSupport } from './chat-helpers.js';
 const TOOLS = [
   'add_knowledge',
   'ask_persona',
+  'create_ab_test',
   'create_persona',
   'delete_knowledge',
   'delete_persona',
+  'get_ab_test_results',
+  'get_analytics',
   'get_persona',
   'get_session',
   'list_knowledge',
   'list_personas',
   'list_sessions',
+  'list_teams',
   'search_knowledge',
+  'start_ab_test',
+  'stop_ab_test',
   'update_persona',
 ];
 
@@ -152,7 +158,7 @@ describe('MCP server (in memory)', () => {
   it('serves personas and knowledge sources as resources, with id completion', async () => {
     const persona = await createPersona(t, { name: 'Resourceful' });
     const { resourceTemplates } = await client.listResourceTemplates();
-    expect(resourceTemplates.map((r) => r.uriTemplate).sort()).toEqual(['switchboard://knowledge/{id}', 'switchboard://personas/{id}']);
+    expect(resourceTemplates.map((r) => r.uriTemplate).sort()).toEqual(['switchboard://ab-tests/{id}/results', 'switchboard://knowledge/{id}', 'switchboard://personas/{id}']);
     const { resources } = await client.listResources();
     expect(resources).toContainEqual(expect.objectContaining({ uri: `switchboard://personas/${persona.id}`, name: 'Resourceful', mimeType: 'application/json' }));
     const read = await client.readResource({ uri: `switchboard://personas/${persona.id}` });

@@ -37,12 +37,22 @@ describe('sessions', () => {
     expect(await ids(`/sessions?personaId=${ada}`)).toEqual([s3.sessionId, s1.sessionId]);
     expect(await ids('/sessions?userId=u2')).toEqual([s3.sessionId, s2.sessionId]);
     expect(await ids(`/sessions?personaId=${ada}&userId=u1`)).toEqual([s1.sessionId]);
-    expect(await ids('/sessions?channelId=chn_none')).toEqual([]);
     const page = (await t.request({ method: 'GET', url: '/sessions?limit=2' })).json();
     expect(page.data).toHaveLength(2);
     const rest = (await t.request({ method: 'GET', url: `/sessions?limit=2&cursor=${page.nextCursor}` })).json();
     expect(rest.data.map((s: { id: string }) => s.id)).toEqual([s1.sessionId]);
     expectProblem(await t.request({ method: 'GET', url: '/sessions?color=red' }), 400, 'validation_failed', 'color');
+  });
+
+  it('answers 404 for a persona or channel filter that names nothing of the workspace', async () => {
+    const other = await persona('Other', bKey);
+    for (const url of ['/sessions?personaId=per_none', `/sessions?personaId=${other}`, '/sessions?personaId=', `/sessions?personaId=${'p'.repeat(65)}`]) {
+      expectProblem(await t.request({ method: 'GET', url }), 404, 'not_found');
+    }
+    expect((await t.request({ method: 'GET', url: `/sessions?personaId=${other}`, as: bKey })).statusCode).toBe(200);
+    // No channels exist yet (API.md §9 lands later), so every channel id is unknown.
+    expectProblem(await t.request({ method: 'GET', url: '/sessions?channelId=chn_none' }), 404, 'not_found');
+    expectProblem(await t.request({ method: 'GET', url: `/sessions?personaId=${ada}&channelId=chn_none` }), 404, 'not_found');
   });
 
   it('takes feedback on the latest answer or a named one, and feeds the interaction record', async () => {

@@ -7,7 +7,7 @@ import { principalOf } from '../../http/auth-hooks.js';
 import { toAppError } from '../../http/error-handler.js';
 import { withErrors } from '../../http/openapi.js';
 import type { ChatMessage } from '../../llm/llm-client.js';
-import { answerSchema, type ChatBody, chatBodySchema, chatGetQuerySchema, chatQuerySchema, MESSAGE_MAX, type QueryInput, querySchema } from './chat.schemas.js';
+import { answerSchema, type ChatBody, chatBodySchema, chatGetQuerySchema, chatQuerySchema, MESSAGE_MAX, querySchema } from './chat.schemas.js';
 import type { Exchange, ExchangeRequest } from './chat.service.js';
 import { nativeEncoder, type StreamEncoder, uiMessageEncoder } from './encoders.js';
 import { disconnectSignal, openSse } from './sse.js';
@@ -65,9 +65,9 @@ function conversationOf(body: ChatBody) {
   return { message, history, callerInstructions };
 }
 
-/** A query body as an exchange; the schema has already refused `abTestId` and required `personaId`. */
-function exchangeOf({ abTestId: _, personaId, ...rest }: QueryInput): ExchangeRequest {
-  return { ...rest, personaId: personaId! };
+/** The chat route's `agentId`: a persona, or an A/B test (`abt_…`) that picks one. */
+function agentOf(agentId: string): Pick<ExchangeRequest, 'personaId' | 'abTestId'> {
+  return agentId.startsWith('abt_') ? { abTestId: agentId } : { personaId: agentId };
 }
 
 /** API.md §5 (queries) and §6 (streaming chat). */
@@ -82,7 +82,7 @@ export function chatRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         schema: { tags, summary: 'Ask a persona; the whole answer as JSON', body: querySchema, response: withErrors({ 200: answerSchema }, [404, 409, 502, 504]) },
       },
       async (request, reply) => {
-        return chat.query(principalOf(request).workspaceId, exchangeOf(request.body), disconnectSignal(reply));
+        return chat.query(principalOf(request).workspaceId, request.body, disconnectSignal(reply));
       },
     );
 
@@ -97,12 +97,12 @@ export function chatRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const exchange = await chat.open(principalOf(request).workspaceId, exchangeOf(request.body));
+        const exchange = await chat.open(principalOf(request).workspaceId, request.body);
         await streamExchange(request, reply, exchange, nativeEncoder());
       },
     );
 
-    const chatParams = z.strictObject({ agentId: z.string().describe('A persona id.') });
+    const chatParams = z.strictObject({ agentId: z.string().describe('A persona id, or a running A/B test id (`abt_…`) that picks the persona.') });
 
     app.post(
       '/api/ai-sdk/agents/:agentId/chat',
@@ -122,7 +122,7 @@ export function chatRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         const body = request.body;
         const { message, history, callerInstructions } = conversationOf(body);
         const exchangeRequest: ExchangeRequest = {
-          personaId: request.params.agentId,
+          ...agentOf(request.params.agentId),
           message,
           history,
           callerInstructions,
@@ -157,7 +157,7 @@ export function chatRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         if (request.headers['last-event-id'] !== undefined) return reply.code(204).send();
         const q = request.query;
         const exchange = await chat.open(principalOf(request).workspaceId, {
-          personaId: request.params.agentId,
+          ...agentOf(request.params.agentId),
           message: q.message,
           sessionId: q.sessionId,
           userId: q.userId,

@@ -25,7 +25,7 @@ const metadata = z
 export const querySchema = z
   .strictObject({
     personaId: id.optional(),
-    abTestId: id.optional().describe('Not available yet: answers 400 until A/B tests exist.'),
+    abTestId: id.optional().describe('A running A/B test: it picks the persona (sticky per userId, else per session).'),
     message,
     sessionId: id.optional().describe('Continue this session; omitted: a new one.'),
     userId: z.string().min(1).max(200).optional().describe("The caller's end-user id."),
@@ -34,9 +34,9 @@ export const querySchema = z
     metadata,
   })
   .superRefine((body, ctx) => {
-    if (body.abTestId !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['abTestId'], message: 'A/B tests are not available yet; send personaId' });
-    } else if (body.personaId === undefined) {
+    if (body.abTestId !== undefined && body.personaId !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['abTestId'], message: 'send exactly one of personaId and abTestId' });
+    } else if (body.abTestId === undefined && body.personaId === undefined) {
       ctx.addIssue({ code: 'custom', path: ['personaId'], message: 'is required (exactly one of personaId and abTestId)' });
     }
   });

@@ -3,7 +3,7 @@
  * a stream starts; `run` drives the agent and stores the whole exchange in one transaction.
  */
 import type { SessionRow } from '../../db/schema.js';
-import { AppError, ConflictError, NotFoundError } from '../../errors.js';
+import { AppError, ConflictError, NotFoundError, ValidationError } from '../../errors.js';
 import type { Clock } from '../../lib/clock.js';
 import type { IdGenerator } from '../../lib/ids.js';
 import type { ChatMessage } from '../../llm/llm-client.js';
@@ -17,7 +17,9 @@ const HISTORY_MESSAGES = 100;
 const TITLE_CHARS = 80;
 
 export interface ExchangeRequest {
-  personaId: string;
+  /** Exactly one of personaId and abTestId: the persona, or the running A/B test that picks one. */
+  personaId?: string | undefined;
+  abTestId?: string | undefined;
   message: string;
   sessionId?: string | undefined;
   userId?: string | undefined;
@@ -39,7 +41,13 @@ export interface Exchange {
   run(emit: (event: AgentEvent) => Promise<void> | void, signal: AbortSignal): Promise<Answer>;
 }
 
+/** What the chat needs of A/B tests: which persona answers (404 unknown, 409 not running). */
+export interface AbTestRouter {
+  route(workspaceId: string, abTestId: string, pick: { key: string } | { variant: 'A' | 'B' }): Promise<{ personaId: string; variant: 'A' | 'B' }>;
+}
+
 export interface ChatServiceDeps {
+  abTests: AbTestRouter;
   store: ChatStore;
   personas: PersonaService;
   agent: Agent;
@@ -77,19 +85,32 @@ export function createChatService(deps: ChatServiceDeps) {
   }
 
   async function open(workspaceId: string, request: ExchangeRequest): Promise<Exchange> {
-    const persona = await personas.get(workspaceId, request.personaId);
     let existing: SessionRow | undefined;
     if (request.sessionId !== undefined) {
       existing = await store.findSession(workspaceId, request.sessionId);
       if (!existing) throw new NotFoundError('Session', request.sessionId);
-      if (existing.persona_id !== persona.id) {
-        throw new ConflictError(`Session ${existing.id} belongs to persona ${existing.persona_id}, not ${persona.id}.`);
-      }
     }
+    const sessionId = existing?.id ?? ids('ses');
+    // An A/B test picks the persona: by the session's recorded variant, else by hashing the user (or the new session).
+    let ab: { abTestId: string; variant: 'A' | 'B' } | null = null;
+    let personaId = request.personaId;
+    if (request.abTestId !== undefined) {
+      if (existing && existing.ab_test_id !== request.abTestId) throw new ConflictError(`Session ${existing.id} is not part of A/B test ${request.abTestId}.`);
+      const pick = existing?.variant ? { variant: existing.variant } : { key: request.userId ?? sessionId };
+      const routed = await deps.abTests.route(workspaceId, request.abTestId, pick);
+      ab = { abTestId: request.abTestId, variant: routed.variant };
+      personaId = routed.personaId;
+    }
+    if (personaId === undefined) throw ValidationError.field('personaId', 'is required (exactly one of personaId and abTestId)');
+    const persona = await personas.get(workspaceId, personaId);
+    if (existing && existing.persona_id !== persona.id) {
+      throw new ConflictError(`Session ${existing.id} belongs to persona ${existing.persona_id}, not ${persona.id}.`);
+    }
+    const abTestId = existing ? existing.ab_test_id : (ab?.abTestId ?? null);
+    const variant = existing ? existing.variant : (ab?.variant ?? null);
     const history: ChatMessage[] =
       request.history ??
       (existing ? (await store.history(existing.id, HISTORY_MESSAGES)).map((m) => ({ role: m.role as 'user' | 'assistant', content: m.content })) : []);
-    const sessionId = existing?.id ?? ids('ses');
 
     return {
       sessionId,
@@ -101,8 +122,8 @@ export function createChatService(deps: ChatServiceDeps) {
           session_id: existing?.id ?? null,
           message_id: null,
           persona_id: persona.id,
-          ab_test_id: existing?.ab_test_id ?? null,
-          variant: existing?.variant ?? null,
+          ab_test_id: abTestId,
+          variant,
           channel_id: request.channelId ?? existing?.channel_id ?? null,
           user_id: request.userId ?? existing?.user_id ?? null,
           model: agent.modelFor(persona, request.model),
@@ -151,8 +172,8 @@ export function createChatService(deps: ChatServiceDeps) {
               id: sessionId,
               workspace_id: workspaceId,
               persona_id: persona.id,
-              ab_test_id: null,
-              variant: null,
+              ab_test_id: abTestId,
+              variant,
               channel_id: request.channelId ?? null,
               user_id: request.userId ?? null,
               title: titleOf(request.message),
@@ -177,6 +198,7 @@ export function createChatService(deps: ChatServiceDeps) {
             tool_calls: toolCalls.length,
             new_session: existing ? 0 : 1,
           }),
+          tools: toolCalls.map((c) => ({ name: c.name, isError: c.isError })),
         });
         if (!stored) throw new ConflictError(`Session ${sessionId} was deleted while the answer was written; nothing was stored.`);
         return {

@@ -4,6 +4,11 @@ import { type PageRequest, paginate } from '../../lib/pagination.js';
 
 export type NewMessage = Omit<MessagesTable, 'seq'>;
 export type NewInteraction = Omit<InteractionsTable, 'seq' | 'rating'>;
+/** One tool call of the answer, for analytics: `<toolName>.<action>` and whether it failed. */
+export interface InteractionTool {
+  name: string;
+  isError: boolean;
+}
 
 export interface SessionFilter {
   personaId?: string | undefined;
@@ -17,6 +22,8 @@ export interface ExchangeWrite {
   isNew: boolean;
   messages: NewMessage[];
   interaction: NewInteraction;
+  /** The answer's tool calls, recorded with the interaction's time, persona and channel. */
+  tools?: InteractionTool[];
 }
 
 const INTERACTION_COLUMNS =
@@ -41,6 +48,9 @@ export function createChatStore(db: Db) {
   const insertInteraction = sqlite.prepare(
     `INSERT INTO interactions (${INTERACTION_COLUMNS}) VALUES (${INTERACTION_COLUMNS.split(', ').map((c) => `@${c}`).join(', ')})`,
   );
+  const insertTool = sqlite.prepare(
+    'INSERT INTO interaction_tools (workspace_id, started_at, persona_id, channel_id, tool_name, is_error) VALUES (?, ?, ?, ?, ?, ?)',
+  );
   const forgetInteractions = sqlite.prepare('UPDATE interactions SET session_id = NULL, message_id = NULL, metadata = NULL WHERE session_id = ?');
   const forgetFeedback = sqlite.prepare('UPDATE feedback SET session_id = NULL, message_id = NULL, comment = NULL WHERE session_id = ?');
   const deleteSessionStmt = sqlite.prepare('DELETE FROM sessions WHERE id = ? AND workspace_id = ?');
@@ -53,6 +63,9 @@ export function createChatStore(db: Db) {
     else if (touchSession.run({ id: session.id, workspace_id: session.workspace_id, added: messages.length, now: session.last_message_at, user_id: session.user_id }).changes === 0) return false;
     for (const m of messages) insertMessage.run(m);
     insertInteraction.run(interaction);
+    for (const t of write.tools ?? []) {
+      insertTool.run(interaction.workspace_id, interaction.started_at, interaction.persona_id, interaction.channel_id, t.name, t.isError ? 1 : 0);
+    }
     return true;
   });
   const removeSession = sqlite.transaction((workspaceId: string, id: string): boolean => {
@@ -110,7 +123,7 @@ export function createChatStore(db: Db) {
     /** A failed or cancelled answer: numbers only, nothing joins a session. */
     recordInteraction: async (interaction: NewInteraction): Promise<void> => void insertInteraction.run(interaction),
 
-    async addFeedback(row: { workspace_id: string; session_id: string; message_id: string | null; persona_id: string; ab_test_id: string | null; variant: 'A' | 'B' | null; rating: number; comment: string | null; created_at: string }) {
+    async addFeedback(row: { workspace_id: string; session_id: string; message_id: string | null; persona_id: string; ab_test_id: string | null; variant: 'A' | 'B' | null; channel_id: string | null; rating: number; comment: string | null; created_at: string }) {
       await k.transaction().execute(async (trx) => {
         await trx.insertInto('feedback').values(row).execute();
         if (row.message_id !== null) {

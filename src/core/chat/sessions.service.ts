@@ -1,7 +1,9 @@
 import type { MessageRow, SessionRow } from '../../db/schema.js';
 import { NotFoundError } from '../../errors.js';
+import type { ChannelExists } from '../../lib/channel-exists.js';
 import type { Clock } from '../../lib/clock.js';
 import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
+import type { PersonaService } from '../personas/personas.service.js';
 import type { FeedbackInput, FeedbackResult, Session, SessionDetail } from './chat.schemas.js';
 import type { ChatStore, SessionFilter } from './chat.store.js';
 
@@ -32,7 +34,16 @@ function toMessage(row: MessageRow): SessionDetail['messages'][number] {
 }
 
 /** API.md §5: reading, rating and deleting sessions. */
-export function createSessionService({ store, clock }: { store: ChatStore; clock: Clock }) {
+export interface SessionServiceDeps {
+  store: ChatStore;
+  clock: Clock;
+  /** A `personaId` filter must name a persona of the workspace (404 otherwise). */
+  personas: PersonaService;
+  /** Likewise a `channelId` filter. */
+  channelExists: ChannelExists;
+}
+
+export function createSessionService({ store, clock, personas, channelExists }: SessionServiceDeps) {
   async function find(workspaceId: string, id: string): Promise<SessionRow> {
     const row = await store.findSession(workspaceId, id);
     if (!row) throw new NotFoundError('Session', id);
@@ -41,6 +52,9 @@ export function createSessionService({ store, clock }: { store: ChatStore; clock
 
   return {
     async list(workspaceId: string, page: PageRequest, filter: SessionFilter): Promise<Page<Session>> {
+      // API.md §1: an id in a query that does not exist in the workspace → 404, not an empty list.
+      if (filter.personaId !== undefined) await personas.get(workspaceId, filter.personaId);
+      if (filter.channelId !== undefined && !(await channelExists(workspaceId, filter.channelId))) throw new NotFoundError('Channel', filter.channelId);
       return mapPage(await store.listSessions(workspaceId, page, filter), toSession);
     },
 
@@ -61,6 +75,7 @@ export function createSessionService({ store, clock }: { store: ChatStore; clock
         persona_id: session.persona_id,
         ab_test_id: session.ab_test_id,
         variant: session.variant,
+        channel_id: session.channel_id,
         rating: input.rating,
         comment: input.comment ?? null,
         created_at: createdAt,

@@ -1,5 +1,5 @@
 import type { PersonaRow } from '../../db/schema.js';
-import { NotFoundError } from '../../errors.js';
+import { ConflictError, NotFoundError } from '../../errors.js';
 import type { Clock } from '../../lib/clock.js';
 import type { IdGenerator } from '../../lib/ids.js';
 import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
@@ -28,7 +28,13 @@ export interface PersonaServiceDeps {
   ids: IdGenerator;
 }
 
+/** Says why a persona may not be deleted now (a running A/B test, a channel uses it), or null. */
+export type PersonaDeletionGuard = (workspaceId: string, personaId: string) => Promise<string | null>;
+
 export function createPersonaService({ store, clock, ids }: PersonaServiceDeps) {
+  // Features that route to personas register here; they are built after this service.
+  const deletionGuards: PersonaDeletionGuard[] = [];
+
   async function get(workspaceId: string, id: string): Promise<Persona> {
     const row = await store.find(workspaceId, id);
     if (!row) throw new NotFoundError('Persona', id);
@@ -76,7 +82,17 @@ export function createPersonaService({ store, clock, ids }: PersonaServiceDeps) 
       return toPersona({ ...row, ...patch });
     },
 
+    /** Lets a feature refuse (409) the deletion of a persona it routes to. */
+    guardDeletion(guard: PersonaDeletionGuard): void {
+      deletionGuards.push(guard);
+    },
+
     async delete(workspaceId: string, id: string): Promise<void> {
+      await get(workspaceId, id);
+      for (const guard of deletionGuards) {
+        const why = await guard(workspaceId, id);
+        if (why) throw new ConflictError(why);
+      }
       if (!(await store.delete(workspaceId, id))) throw new NotFoundError('Persona', id);
     },
   };

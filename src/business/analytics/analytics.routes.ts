@@ -1,0 +1,84 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { AppContext } from '../../context.js';
+import { principalOf } from '../../http/auth-hooks.js';
+import { sendDownload } from '../../http/download.js';
+import { withErrors } from '../../http/openapi.js';
+import { CONTENT_TYPES, encodeRows } from './analytics.export.js';
+import {
+  conversationsReportSchema,
+  exportBodySchema,
+  overviewQuerySchema,
+  overviewSchema,
+  performanceReportSchema,
+  reportQuerySchema,
+} from './analytics.schemas.js';
+
+const exportFile = {
+  description:
+    'The file, streamed, with `Content-Disposition: attachment; filename="switchboard-<dataset>-<YYYY-MM-DD>.<ext>"`: CSV (RFC 4180, header row first, formula-like text cells prefixed with `\'`), one JSON array, or NDJSON (one object a line). Rows oldest first.',
+  content: {
+    'text/csv': { schema: z.string() },
+    'application/json': { schema: z.array(z.record(z.string(), z.unknown())) },
+    'application/x-ndjson': { schema: z.string() },
+  },
+};
+
+/** API.md §8: analytics. */
+export function analyticsRoutes(ctx: AppContext): FastifyPluginAsyncZod {
+  const analytics = ctx.services.analytics;
+  const tags = ['analytics'];
+  return async (app) => {
+    app.get(
+      '/business/analytics',
+      {
+        schema: {
+          tags,
+          summary: 'Conversations, satisfaction and response time over a timeframe, with series',
+          querystring: overviewQuerySchema,
+          response: withErrors({ 200: overviewSchema }, [404]),
+        },
+      },
+      async (request) => analytics.overview(principalOf(request).workspaceId, request.query),
+    );
+
+    app.get(
+      '/business/analytics/conversations',
+      {
+        schema: {
+          tags,
+          summary: 'Conversations over a timeframe: series, per persona and channel, the latest sessions',
+          querystring: reportQuerySchema,
+          response: withErrors({ 200: conversationsReportSchema }, [404]),
+        },
+      },
+      async (request) => analytics.conversations(principalOf(request).workspaceId, request.query),
+    );
+
+    app.get(
+      '/business/analytics/performance',
+      {
+        schema: {
+          tags,
+          summary: 'Latency and first-token percentiles, tokens, errors and tool calls over a timeframe',
+          querystring: reportQuerySchema,
+          response: withErrors({ 200: performanceReportSchema }, [404]),
+        },
+      },
+      async (request) => analytics.performance(principalOf(request).workspaceId, request.query),
+    );
+
+    app.post(
+      '/business/analytics/export',
+      {
+        // Only reads: the read scope is enough, and nothing is created, so no Idempotency-Key handling.
+        config: { scope: 'read' },
+        schema: { tags, summary: 'Export conversations, answers or the metric series as CSV, JSON or NDJSON', body: exportBodySchema, response: withErrors({ 200: exportFile }) },
+      },
+      async (request, reply) => {
+        const file = await analytics.export(principalOf(request).workspaceId, request.body);
+        await sendDownload(request, reply, { contentType: CONTENT_TYPES[request.body.format], filename: file.filename }, encodeRows(request.body.format, file.columns, file.batches));
+      },
+    );
+  };
+}

@@ -1,0 +1,171 @@
+/**
+ * API.md §8 analytics, computed from what was recorded: interactions (one per answer, failed ones
+ * too), feedback ratings and per-tool call records. What counts where:
+ *  - conversations: sessions opened in the window, counted from the answer that opened each
+ *    (deleting a session keeps its count);
+ *  - satisfaction: feedback ratings given in the window (average, count);
+ *  - response time and latency percentiles: successful answers only (`error IS NULL`); a failed or
+ *    cancelled answer's time says nothing about answering. First-token times: those that streamed text;
+ *  - errors.rate: failed interactions over all interactions in the window (0 when none);
+ *  - tokens: sums over every interaction (failed ones recorded 0);
+ *  - percentiles: nearest rank over every value in the window, exact.
+ * Windows and buckets: see analytics.buckets.ts.
+ */
+import { NotFoundError } from '../../errors.js';
+import type { ChannelExists } from '../../lib/channel-exists.js';
+import type { Clock } from '../../lib/clock.js';
+import { toSession } from '../../core/chat/sessions.service.js';
+import type { PersonaService } from '../../core/personas/personas.service.js';
+import { nearestRankPercentiles, type TimeWindow, windowOf } from './analytics.buckets.js';
+import type {
+  ConversationsReport,
+  ExportBody,
+  MetricName,
+  Overview,
+  OverviewQuery,
+  PerformanceReport,
+  ReportQuery,
+  Timeframe,
+} from './analytics.schemas.js';
+import type { AnalyticsStore, Filter } from './analytics.store.js';
+
+export interface AnalyticsServiceDeps {
+  store: AnalyticsStore;
+  personas: PersonaService;
+  channelExists: ChannelExists;
+  clock: Clock;
+}
+
+const RECENT_SESSIONS = 10;
+const round = (n: number, digits: number) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+/** An export: its columns in order, its rows in batches (oldest first) and the file's name. */
+export interface ExportFile {
+  columns: string[];
+  batches: AsyncIterable<Array<Record<string, unknown>>>;
+  filename: string;
+}
+
+export const EXTENSIONS = { csv: 'csv', json: 'json', ndjson: 'ndjson' } as const;
+
+export function createAnalyticsService({ store, personas, channelExists, clock }: AnalyticsServiceDeps) {
+  /** The filter of a request, its ids checked: an unknown persona or channel → 404. */
+  async function filterOf(workspaceId: string, query: { personaId?: string | undefined; channelId?: string | undefined }): Promise<Filter> {
+    if (query.personaId !== undefined) await personas.get(workspaceId, query.personaId);
+    if (query.channelId !== undefined && !(await channelExists(workspaceId, query.channelId))) throw new NotFoundError('Channel', query.channelId);
+    return { workspaceId, personaId: query.personaId, channelId: query.channelId };
+  }
+
+  const windowFor = (timeframe: Timeframe) => windowOf(clock.now(), timeframe);
+
+  async function metricsOf(filter: Filter, w: TimeWindow, metrics: MetricName[]): Promise<Overview['metrics']> {
+    const out: Overview['metrics'] = {};
+    const wants = (m: MetricName) => metrics.includes(m);
+    if (wants('response_time')) {
+      const buckets = await store.answerTotals(filter, w.buckets);
+      const answers = buckets.reduce((a, b) => a + b.answers, 0);
+      const latencySum = buckets.reduce((a, b) => a + b.latencySum, 0);
+      const [p50, p95] = nearestRankPercentiles(await store.latencies(filter, w), [0.5, 0.95]);
+      if (wants('conversations')) {
+        const series = buckets.map((b, i) => ({ start: w.buckets[i]!.start, value: b.conversations }));
+        out.conversations = { total: series.reduce((a, p) => a + p.value, 0), series };
+      }
+      out.response_time = {
+        avgMs: answers > 0 ? Math.round(latencySum / answers) : null,
+        p50Ms: p50 ?? null,
+        p95Ms: p95 ?? null,
+        series: buckets.map((b, i) => ({ start: w.buckets[i]!.start, value: b.answers > 0 ? Math.round(b.latencySum / b.answers) : null })),
+      };
+    } else if (wants('conversations')) {
+      const series = (await store.conversationCounts(filter, w.buckets)).map((value, i) => ({ start: w.buckets[i]!.start, value }));
+      out.conversations = { total: series.reduce((a, p) => a + p.value, 0), series };
+    }
+    if (wants('satisfaction')) {
+      const buckets = await store.ratingTotals(filter, w.buckets);
+      const count = buckets.reduce((a, b) => a + b.count, 0);
+      const sum = buckets.reduce((a, b) => a + b.sum, 0);
+      out.satisfaction = {
+        average: count > 0 ? round(sum / count, 2) : null,
+        count,
+        series: buckets.map((b, i) => ({ start: w.buckets[i]!.start, value: b.count > 0 ? round(b.sum / b.count, 2) : null })),
+      };
+    }
+    // The order of API.md §8, whatever order the query named them in.
+    return Object.fromEntries(Object.entries(out).sort(([a], [b]) => metricsOrder(a) - metricsOrder(b))) as Overview['metrics'];
+  }
+  const metricsOrder = (m: string) => ['conversations', 'satisfaction', 'response_time'].indexOf(m);
+
+  return {
+    /** GET /business/analytics. */
+    async overview(workspaceId: string, query: OverviewQuery): Promise<Overview> {
+      const filter = await filterOf(workspaceId, query);
+      const w = windowFor(query.timeframe);
+      return { timeframe: w.timeframe, from: w.from, to: w.to, metrics: await metricsOf(filter, w, query.metrics) };
+    },
+
+    /** GET /business/analytics/conversations. */
+    async conversations(workspaceId: string, query: ReportQuery): Promise<ConversationsReport> {
+      const filter = await filterOf(workspaceId, query);
+      const w = windowFor(query.timeframe);
+      const series = (await store.conversationCounts(filter, w.buckets)).map((value, i) => ({ start: w.buckets[i]!.start, value }));
+      return {
+        timeframe: w.timeframe,
+        total: series.reduce((a, p) => a + p.value, 0),
+        series,
+        byPersona: (await store.conversationsBy(filter, w, 'persona')).map(([personaId, count]) => ({ personaId, count })),
+        byChannel: (await store.conversationsBy(filter, w, 'channel')).map(([channelId, count]) => ({ channelId, count })),
+        recent: (await store.recentSessions(filter, w, RECENT_SESSIONS)).map(toSession),
+      };
+    },
+
+    /** GET /business/analytics/performance. */
+    async performance(workspaceId: string, query: ReportQuery): Promise<PerformanceReport> {
+      const filter = await filterOf(workspaceId, query);
+      const w = windowFor(query.timeframe);
+      const [totals] = await store.interactionTotals(filter, [w]);
+      const times = await store.answerTimes(filter, w);
+      const [p50, p95, p99] = nearestRankPercentiles(times.latencies, [0.5, 0.95, 0.99]);
+      const [t50, t95] = nearestRankPercentiles(times.firstTokens, [0.5, 0.95]);
+      const byTool = (await store.toolCalls(filter, w)).map(([name, calls, failures]) => ({ name, calls, failures }));
+      const t = totals!;
+      return {
+        timeframe: w.timeframe,
+        latency: { p50Ms: p50 ?? null, p95Ms: p95 ?? null, p99Ms: p99 ?? null },
+        firstTokenMs: { p50Ms: t50 ?? null, p95Ms: t95 ?? null },
+        tokens: { prompt: t.promptTokens, completion: t.completionTokens },
+        errors: { count: t.errors, rate: t.all > 0 ? round(t.errors / t.all, 4) : 0 },
+        tools: { calls: byTool.reduce((a, b) => a + b.calls, 0), failures: byTool.reduce((a, b) => a + b.failures, 0), byTool },
+      };
+    },
+
+    /** POST /business/analytics/export: the rows of one dataset over the window, oldest first. */
+    async export(workspaceId: string, body: ExportBody): Promise<ExportFile> {
+      const w = windowFor(body.timeframe);
+      const filename = `switchboard-${body.dataset}-${w.to.slice(0, 10)}.${EXTENSIONS[body.format]}`;
+      if (body.dataset === 'messages') {
+        return { columns: MESSAGE_COLUMNS, batches: store.messageRows(workspaceId, w) as ExportFile['batches'], filename };
+      }
+      if (body.dataset === 'conversations') {
+        return { columns: CONVERSATION_COLUMNS, batches: store.conversationRows(workspaceId, w) as ExportFile['batches'], filename };
+      }
+      const metrics = await metricsOf({ workspaceId }, w, body.metrics);
+      const rows = w.buckets.map((b, i) => {
+        const row: Record<string, unknown> = { start: b.start };
+        for (const m of body.metrics) row[m] = metrics[m]!.series[i]!.value;
+        return row;
+      });
+      return { columns: ['start', ...body.metrics], batches: (async function* () { yield rows; })(), filename };
+    },
+  };
+}
+
+export const MESSAGE_COLUMNS = [
+  'startedAt', 'sessionId', 'personaId', 'abTestId', 'variant', 'channelId', 'userId', 'model',
+  'latencyMs', 'ttftMs', 'promptTokens', 'completionTokens', 'toolCalls', 'error', 'rating',
+];
+export const CONVERSATION_COLUMNS = [
+  'sessionId', 'personaId', 'abTestId', 'variant', 'channelId', 'userId', 'title', 'messageCount', 'createdAt', 'lastMessageAt',
+  'answers', 'errors', 'avgLatencyMs', 'promptTokens', 'completionTokens', 'averageRating',
+];
+
+export type AnalyticsService = ReturnType<typeof createAnalyticsService>;

@@ -1,0 +1,98 @@
+import { z } from 'zod';
+import { pageQuerySchema } from '../../lib/pagination.js';
+import { isTimeZone } from './availability.js';
+
+export const TEAM_STATUSES = ['available', 'busy', 'offline'] as const;
+export const MEMBER_ROLES = ['member', 'lead'] as const;
+export const WEEKDAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const;
+/** Members in a create body, and in a team at all. */
+export const MAX_MEMBERS = 200;
+export const MAX_WINDOWS = 50;
+
+const status = z.enum(TEAM_STATUSES);
+const role = z.enum(MEMBER_ROLES);
+
+/** Trimmed; compared case-insensitively (stored as first given). */
+const email = z.string().trim().max(254).pipe(z.email('must be an e-mail address'));
+
+/** `HH:MM`, 00:00–23:59; an `end` may also be `24:00` (until midnight). */
+const hhmm = /^([01]\d|2[0-3]):[0-5]\d$/;
+
+export const windowSchema = z
+  .strictObject({
+    day: z.enum(WEEKDAYS).describe('Local weekday in the team’s time zone.'),
+    start: z.string().regex(hhmm, 'must be HH:MM (00:00–23:59)').describe('Local start, inclusive.'),
+    end: z
+      .string()
+      .refine((s) => hhmm.test(s) || s === '24:00', 'must be HH:MM (00:01–24:00)')
+      .describe('Local end, exclusive; `24:00` means until midnight.'),
+  })
+  .refine((w) => !hhmm.test(w.start) || w.start < w.end, { message: 'must be after start (split a window that crosses midnight in two)', path: ['end'] })
+  .meta({ id: 'TeamWindow' });
+
+const timezone = z
+  .string()
+  .max(64)
+  .refine(isTimeZone, 'must be an IANA time zone name such as "Europe/Berlin" or "UTC"')
+  .describe('IANA time zone name.');
+
+/** Lists of e-mails must not name anyone twice (case-insensitively): the later one is refused. */
+function noDuplicateEmails<T>(items: T[], emailOf: (item: T) => string, ctx: z.RefinementCtx, suffix: string[] = []) {
+  const seen = new Map<string, number>();
+  items.forEach((item, i) => {
+    const key = emailOf(item).toLowerCase();
+    const first = seen.get(key);
+    if (first === undefined) seen.set(key, i);
+    else ctx.addIssue({ code: 'custom', path: [i, ...suffix], message: `duplicates members.${first}` });
+  });
+}
+
+export const createTeamSchema = z.strictObject({
+  name: z.string().trim().min(1).max(200),
+  members: z
+    .array(email)
+    .max(MAX_MEMBERS)
+    .superRefine((list, ctx) => noDuplicateEmails(list, (e) => e, ctx))
+    .describe('E-mails of the first members (role `member`, status `available`); no e-mail twice, case-insensitively.'),
+});
+
+export const updateAvailabilitySchema = z.strictObject({
+  status: status.optional(),
+  timezone: timezone.optional(),
+  weekly: z.array(windowSchema).max(MAX_WINDOWS).optional().describe('Replaces the schedule; `[]` = always.'),
+  members: z
+    .array(z.strictObject({ email, status }))
+    .max(MAX_MEMBERS)
+    .superRefine((list, ctx) => noDuplicateEmails(list, (m) => m.email, ctx, ['email']))
+    .optional()
+    .describe('Status updates of existing members (matched case-insensitively).'),
+});
+
+export const addMemberSchema = z.strictObject({ email, role: role.default('member') });
+
+export const listTeamsQuerySchema = pageQuerySchema.strict();
+
+export const memberSchema = z.object({ email: z.string(), role, status }).meta({ id: 'TeamMember' });
+
+export const teamSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    members: z.array(memberSchema),
+    availability: z.object({
+      status,
+      timezone: z.string(),
+      weekly: z.array(z.object({ day: z.enum(WEEKDAYS), start: z.string(), end: z.string() })),
+    }),
+    availableNow: z.boolean().describe('Status available, now inside a weekly window (or none), and a member available.'),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .meta({ id: 'Team' });
+
+export type CreateTeamInput = z.infer<typeof createTeamSchema>;
+export type UpdateAvailabilityInput = z.infer<typeof updateAvailabilitySchema>;
+export type AddMemberInput = z.infer<typeof addMemberSchema>;
+export type TeamWindow = z.infer<typeof windowSchema>;
+export type TeamMember = z.infer<typeof memberSchema>;
+export type Team = z.infer<typeof teamSchema>;
