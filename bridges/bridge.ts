@@ -1,0 +1,140 @@
+/**
+ * The contract between the channels service (src/business/channels/) and a platform bridge
+ * (DESIGN.md "Channels"). A bridge only speaks its platform: it turns platform events into
+ * `InboundMessage`s and `InboundReaction`s, and posts, edits and splits replies. Routing, sessions,
+ * de-duplication, the inbox and feedback belong to the service.
+ */
+import type { Logger } from 'pino';
+
+export type ChannelType = 'slack' | 'discord' | 'webhook';
+
+export interface ChannelSettings {
+  /** `mentions`: answer only when the bot is mentioned (direct messages are always answered); `all`: every message. */
+  respondTo: 'mentions' | 'all';
+  /** Slack: reply in the message's thread (a new thread under a top-level message). Discord: reply to the message. */
+  replyInThread: boolean;
+  /** Platform conversation ids (Slack channel ids, Discord channel ids) the bot listens in; empty = all. */
+  allowedConversations: string[];
+  enabled: boolean;
+}
+
+/** Where a reply goes. Opaque to the service: the bridge that made it reads it back. */
+export type ReplyTarget = Record<string, string | boolean | null>;
+
+/** A message a user sent on the platform, already filtered of the bot's own and other bots' messages. */
+export interface InboundMessage {
+  /** The platform's id of this delivery, stable across retries (Slack `event_id`, Discord message id). */
+  externalId: string;
+  /**
+   * The conversation it belongs to, one session each: a Slack thread (`<channel>:<thread ts>`, the
+   * message's own ts for a top-level message), a Discord channel or thread id.
+   */
+  conversationId: string;
+  /** The platform conversation (Slack channel id, Discord channel id — a thread's parent), matched against `allowedConversations`. */
+  conversationRef: string;
+  /** The platform's user id of the sender. */
+  userId: string;
+  /** The text, with the bot's mention removed and platform markup turned into plain text. */
+  text: string;
+  /** A direct message to the bot: always answered. */
+  direct: boolean;
+  /** The bot was mentioned. */
+  mentioned: boolean;
+  /** Where the reply to this message goes. */
+  replyTo: ReplyTarget;
+}
+
+/** A 👍 or 👎 on one of the bot's messages. */
+export interface InboundReaction {
+  /** The platform id of the message reacted to (Slack ts, Discord message id). */
+  messageExternalId: string;
+  userId: string;
+  /** 👍 → 5, 👎 → 1 (API.md §9: reactions become feedback). */
+  rating: 5 | 1;
+}
+
+/** What a bridge tells the service. `onMessage` resolves once the message is stored, not answered. */
+export interface BridgeEvents {
+  onMessage(message: InboundMessage): Promise<void>;
+  onReaction(reaction: InboundReaction): Promise<void>;
+  /** The connection's state, with a readable reason (e.g. "Slack rejected the bot token (invalid_auth)"). */
+  onStatus(status: 'connecting' | 'connected' | 'error', detail: string | null): void;
+}
+
+/** A reply being written: shown progressively where the platform allows editing. */
+export interface ReplyWriter {
+  /**
+   * The answer so far (the whole text, not a delta). The bridge decides when to show it: at most
+   * about once a second, by posting then editing one message. Never throws; never waits for the platform.
+   */
+  progress(textSoFar: string): void;
+  /** The final answer: edits or posts it, split at the platform's limit. Answers the platform ids of every part. */
+  finish(text: string): Promise<string[]>;
+  /** The answer failed: replaces any partial text with `text` (a short apology), or posts it. */
+  fail(text: string): Promise<void>;
+}
+
+export interface OutboundMessage {
+  /** Platform conversation id (Slack channel id, Discord channel id). */
+  to: string;
+  text: string;
+  /** Slack thread ts / Discord message id to reply to. */
+  threadId?: string | undefined;
+  priority: 'low' | 'normal' | 'high';
+}
+
+/** A raw HTTP request handed to a bridge by its inbound route (Slack Events API). */
+export interface RawHttpRequest {
+  rawBody: Buffer;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+export interface RawHttpResponse {
+  status: number;
+  headers?: Record<string, string>;
+  body: string;
+}
+
+export interface ChannelBridge {
+  /** Connects (Socket Mode, gateway) or gets ready to receive (Events API); reports through `onStatus`. Rejects when the credentials are refused. */
+  start(): Promise<void>;
+  /** Disconnects; pending replies may still finish. Safe to call twice. */
+  stop(): Promise<void>;
+  /** Posts a message (split at the platform's limit; `high` priority goes ahead of queued sends). Answers the first part's platform id. */
+  send(message: OutboundMessage): Promise<{ externalId: string }>;
+  /** Starts a reply to `target` (Discord shows "typing…" until the first text). */
+  reply(target: ReplyTarget): ReplyWriter;
+  /**
+   * Slack Events API only: a delivery to `POST /business/channels/:id/slack/events`. Verifies the
+   * signature and timestamp (throws UnauthorizedError from src/errors.ts when either is wrong),
+   * answers `url_verification`, and acknowledges at once — the answer is produced afterwards.
+   */
+  handleHttp?(request: RawHttpRequest): Promise<RawHttpResponse>;
+}
+
+export interface BridgeOptions<C> {
+  channelId: string;
+  credentials: C;
+  /** Read at every event, so settings changed through the API apply without a restart. */
+  settings: () => ChannelSettings;
+  /** Platform API base from the configuration (`SWITCHBOARD_SLACK_API_URL`, `SWITCHBOARD_DISCORD_API_URL`); undefined = the platform's. */
+  apiUrl: string | undefined;
+  events: BridgeEvents;
+  logger: Logger;
+}
+
+/** Builds a bridge; the channels service calls it for each enabled channel of its type. */
+export type BridgeFactory<C> = (options: BridgeOptions<C>) => ChannelBridge;
+
+/** Credentials per platform (API.md §9). */
+export interface SlackCredentials {
+  botToken: string;
+  /** Events API. */
+  signingSecret?: string | undefined;
+  /** Socket Mode. */
+  appToken?: string | undefined;
+}
+
+export interface DiscordCredentials {
+  botToken: string;
+}
