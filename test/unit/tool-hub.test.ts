@@ -5,7 +5,7 @@ import path from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkParameters } from '../../src/core/tools/json-schema.js';
-import { guardedFetch } from '../../src/core/tools/guarded-fetch.js';
+import { guardedFetch } from '../../src/lib/guarded-fetch.js';
 import { readMcpConfig } from '../../src/core/tools/mcp-config.js';
 import { DEFAULT_HUB_LIMITS, ServerConnection } from '../../src/core/tools/mcp-clients.js';
 import { redactParameters, resolveHeaders, scrub, secretValues } from '../../src/core/tools/vault.js';

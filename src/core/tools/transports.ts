@@ -5,7 +5,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { AddressGuardOptions } from '../../lib/address-guard.js';
-import { guardedFetch } from './guarded-fetch.js';
+import { guardedFetch } from '../../lib/guarded-fetch.js';
 import type { ServerSpec } from './mcp-clients.js';
 import { resolveHeaders } from './vault.js';
 

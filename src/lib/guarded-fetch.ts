@@ -1,14 +1,14 @@
 /**
- * The `fetch` an http tool server's transport uses: every request's URL passes the address guard,
- * and the socket connects to the vetted address only (pinned lookup). Redirects are never followed:
- * the 3xx goes back to the SDK as is, and it fails.
+ * A `fetch` for outbound requests to URLs users name (http tool servers, webhook deliveries): every
+ * request's URL passes the address guard, and the socket connects to the vetted address only
+ * (pinned lookup). Redirects are never followed: the 3xx goes back to the caller as is.
  */
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
 import { Readable } from 'node:stream';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { type AddressGuardOptions, checkTarget, pinnedLookup, Refusal } from '../../lib/address-guard.js';
+import { type AddressGuardOptions, checkTarget, pinnedLookup, Refusal } from './address-guard.js';
 
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 
