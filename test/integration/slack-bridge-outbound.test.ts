@@ -1,0 +1,136 @@
+/**
+ * The Slack bridge's replies and sends against the fake Slack: progressive edits, splitting, the
+ * send queue's priority, and 429 Retry-After.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { HIGH_PRIORITY_MARK } from '../../bridges/slack/outbound.js';
+import { startFakeSlack, type FakeSlack } from '../fakes/slack-api.js';
+import { BOT_TOKEN, makeBridge, sleep, until, type Harness } from '../fakes/slack-harness.js';
+
+let fake: FakeSlack;
+let h: Harness;
+
+const fenceLines = (text: string): number => text.split('\n').filter((line) => line.startsWith('```')).length;
+const textOf = (call: { body: Record<string, unknown> } | undefined): string => String(call?.body.text ?? '');
+
+beforeAll(async () => {
+  fake = await startFakeSlack({ botToken: BOT_TOKEN });
+});
+afterEach(async () => {
+  await h.bridge.stop();
+  fake.reset();
+});
+afterAll(async () => {
+  await fake.close();
+});
+
+describe('Slack bridge, replies', () => {
+  it('posts the first progress once, edits it at most about once a second, and the final text wins', async () => {
+    h = makeBridge(fake);
+    await h.bridge.start();
+    fake.reset();
+    const writer = h.bridge.reply({ channel: 'C1', thread_ts: '1700.000001' });
+    let text = '';
+    const t0 = Date.now();
+    while (Date.now() - t0 < 2600) {
+      text += 'word ';
+      writer.progress(`**Answer:** ${text}`);
+      await sleep(40);
+    }
+    const ids = await writer.finish('**Answer:** done, see [docs](https://example.com)');
+
+    const posts = fake.ok('chat.postMessage');
+    const updates = fake.ok('chat.update');
+    expect(posts).toHaveLength(1);
+    expect(posts[0]?.body).toMatchObject({ channel: 'C1', thread_ts: '1700.000001' });
+    expect(textOf(posts[0])).toMatch(/^\*Answer:\* word/);
+    expect(ids).toEqual([posts[0]?.response?.ts]);
+    expect(updates.every((u) => u.body.ts === ids[0])).toBe(true);
+    // 2.6 s of progress: the post plus two or three edits, then the final edit.
+    expect(updates.length).toBeGreaterThanOrEqual(2);
+    expect(updates.length).toBeLessThanOrEqual(4);
+    const progressCalls = [posts[0], ...updates.slice(0, -1)];
+    for (let i = 1; i < progressCalls.length; i++) {
+      expect((progressCalls[i]?.at ?? 0) - (progressCalls[i - 1]?.at ?? 0)).toBeGreaterThanOrEqual(950);
+    }
+    expect(textOf(updates.at(-1))).toBe('*Answer:* done, see <https://example.com|docs>');
+  });
+
+  it('splits a long final answer, keeps code fences balanced, and posts the rest in the thread', async () => {
+    h = makeBridge(fake);
+    await h.bridge.start();
+    fake.reset();
+    const writer = h.bridge.reply({ channel: 'C1', thread_ts: '1700.000002' });
+    writer.progress('Working on it');
+    await until('the first post', () => fake.ok('chat.postMessage').length === 1);
+    const prose = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(60);
+    const code = Array.from({ length: 120 }, (_, i) => `const value${i} = compute(${i}) < limit && ok;`).join('\n');
+    const final = `${prose}\n\n\`\`\`ts\n${code}\n\`\`\`\n\n${prose}`;
+    expect(final.length).toBeGreaterThan(9000);
+    const ids = await writer.finish(final);
+
+    const posts = fake.ok('chat.postMessage');
+    const updates = fake.ok('chat.update');
+    expect(ids.length).toBeGreaterThanOrEqual(3);
+    expect(updates).toHaveLength(1);
+    expect(ids[0]).toBe(updates[0]?.body.ts);
+    expect(posts.slice(1).map((p) => p.body.thread_ts)).toEqual(ids.slice(1).map(() => '1700.000002'));
+    const parts = [textOf(updates[0]), ...posts.slice(1).map(textOf)];
+    expect(parts).toHaveLength(ids.length);
+    for (const part of parts) {
+      expect(part.length).toBeLessThanOrEqual(3900);
+      expect(fenceLines(part) % 2).toBe(0);
+    }
+    expect(parts.filter((part) => fenceLines(part) > 0).length).toBeGreaterThanOrEqual(2);
+    const joined = parts.join('\n');
+    for (let i = 0; i < 120; i++) expect(joined).toContain(`const value${i} = compute(${i}) &lt; limit &amp;&amp; ok;`);
+  });
+
+  it('fail() replaces the partial text', async () => {
+    h = makeBridge(fake);
+    await h.bridge.start();
+    fake.reset();
+    const writer = h.bridge.reply({ channel: 'C1', thread_ts: null });
+    writer.progress('Half an ans');
+    await until('the first post', () => fake.ok('chat.postMessage').length === 1);
+    await writer.fail('Sorry, something went wrong.');
+    expect(fake.ok('chat.postMessage')[0]?.body.thread_ts).toBeUndefined();
+    expect(fake.ok('chat.update').map(textOf)).toEqual(['Sorry, something went wrong.']);
+  });
+});
+
+describe('Slack bridge, sends', () => {
+  it('waits out a 429 with Retry-After and answers the ts', async () => {
+    h = makeBridge(fake);
+    await h.bridge.start();
+    fake.reset();
+    fake.rateLimit('chat.postMessage', 1);
+    const sent = await h.bridge.send({ to: 'C1', text: 'Announcement', priority: 'normal' });
+    const calls = fake.calls.filter((c) => c.method === 'chat.postMessage');
+    expect(calls.map((c) => c.status)).toEqual([429, 200]);
+    expect((calls[1]?.at ?? 0) - (calls[0]?.at ?? 0)).toBeGreaterThanOrEqual(1000);
+    expect(sent.externalId).toBe(calls[1]?.response?.ts);
+  });
+
+  it('sends high priority ahead of queued sends, marked, and splits long sends in a thread', async () => {
+    h = makeBridge(fake);
+    await h.bridge.start();
+    fake.reset();
+    fake.rateLimit('chat.postMessage', 1);
+    const first = h.bridge.send({ to: 'C1', text: 'first', priority: 'normal' });
+    await until('the rate-limited call', () => fake.calls.length === 1);
+    const a = h.bridge.send({ to: 'C1', text: 'normal A', priority: 'normal' });
+    const b = h.bridge.send({ to: 'C1', text: 'low B', priority: 'low' });
+    const c = h.bridge.send({ to: 'C1', text: 'urgent C', priority: 'high', threadId: '1700.000009' });
+    await Promise.all([first, a, b, c]);
+    expect(fake.ok('chat.postMessage').map(textOf)).toEqual(['first', `${HIGH_PRIORITY_MARK}urgent C`, 'normal A', 'low B']);
+    expect(fake.ok('chat.postMessage')[1]?.body.thread_ts).toBe('1700.000009');
+
+    fake.reset();
+    const long = await h.bridge.send({ to: 'C2', text: 'x '.repeat(5000), priority: 'normal' });
+    const posts = fake.ok('chat.postMessage');
+    expect(posts.length).toBe(3);
+    expect(posts[0]?.body.thread_ts).toBeUndefined();
+    expect(posts.slice(1).map((p) => p.body.thread_ts)).toEqual([long.externalId, long.externalId]);
+  });
+});

@@ -1,0 +1,200 @@
+/**
+ * The Slack bridge's Events API side: the real Bolt App behind the bridge's receiver, against the
+ * fake Slack, deliveries signed as Slack signs them.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { UnauthorizedError } from '../../src/errors.js';
+import { startFakeSlack, type FakeSlack } from '../fakes/slack-api.js';
+import { appMentionEvent, eventCallback, messageEvent, nextTs, reactionEvent, signSlackRequest } from '../fakes/slack-events.js';
+import { BOT_TOKEN, deliver, makeBridge, sleep, until, type Harness } from '../fakes/slack-harness.js';
+
+let fake: FakeSlack;
+const started: Harness[] = [];
+
+async function startBridge(): Promise<Harness> {
+  const h = makeBridge(fake);
+  started.push(h);
+  await h.bridge.start();
+  return h;
+}
+
+/** Delivers a plain (unmentioned) message as a marker and waits for it: everything sent before it has been handled. */
+async function barrier(h: Harness, channel = 'C9'): Promise<void> {
+  const before = h.rec.messages.length;
+  h.settings.respondTo = 'all';
+  const allowed = [...h.settings.allowedConversations];
+  h.settings.allowedConversations = [];
+  await deliver(h.bridge, eventCallback(messageEvent({ channel, text: 'barrier' })));
+  await until('the barrier message', () => h.rec.messages.length > before && h.rec.messages.at(-1)?.text === 'barrier');
+  h.rec.messages.pop();
+  h.settings.respondTo = 'mentions';
+  h.settings.allowedConversations = allowed;
+}
+
+beforeAll(async () => {
+  fake = await startFakeSlack({ botToken: BOT_TOKEN });
+});
+afterEach(async () => {
+  for (const h of started.splice(0)) await h.bridge.stop();
+  fake.reset();
+});
+afterAll(async () => {
+  await fake.close();
+});
+
+describe('Slack bridge, Events API', () => {
+  it('checks the bot token at start and reports connected', async () => {
+    const h = await startBridge();
+    expect(fake.ok('auth.test')).toHaveLength(1);
+    expect(fake.ok('auth.test')[0]?.token).toBe(BOT_TOKEN);
+    expect(h.rec.statuses).toEqual([{ status: 'connected', detail: null }]);
+    await h.bridge.stop();
+    await h.bridge.stop();
+    expect((await deliver(h.bridge, eventCallback(messageEvent({ text: '<@UBOT> late' })))).status).toBe(503);
+    expect(h.rec.messages).toEqual([]);
+  });
+
+  it('reports a refused bot token with a readable detail and rejects start', async () => {
+    const h = makeBridge(fake, { botToken: 'xoxb-wrong' });
+    await expect(h.bridge.start()).rejects.toThrow('Slack rejected the bot token (invalid_auth)');
+    expect(h.rec.statuses).toEqual([{ status: 'error', detail: 'Slack rejected the bot token (invalid_auth)' }]);
+  });
+
+  it('turns a mention (message + app_mention) into one InboundMessage, answered before the service finishes', async () => {
+    const h = await startBridge();
+    let release!: () => void;
+    h.rec.hold = new Promise<void>((resolve) => (release = resolve));
+    const ts = nextTs();
+    const text = '<@UBOT> hi &amp; see <#C2|general>, <@U7|ann> and <https://example.com/a|the docs> &lt;3';
+    const message = messageEvent({ channel: 'C1', user: 'U1', ts, text });
+    const t0 = Date.now();
+    const answer = await deliver(h.bridge, eventCallback(message, { eventId: 'EvMSG' }));
+    expect(answer.status).toBe(200);
+    expect(Date.now() - t0).toBeLessThan(1000);
+    await until('the message', () => h.rec.messages.length === 1);
+    expect(h.rec.messages[0]).toEqual({
+      externalId: 'EvMSG',
+      conversationId: `C1:${ts}`,
+      conversationRef: 'C1',
+      userId: 'U1',
+      text: 'hi & see #general, @ann and the docs (https://example.com/a) <3',
+      direct: false,
+      mentioned: true,
+      replyTo: { channel: 'C1', thread_ts: ts },
+    });
+    expect((await deliver(h.bridge, eventCallback(appMentionEvent(message), { eventId: 'EvMENTION' }))).status).toBe(200);
+    release();
+    h.rec.hold = null;
+    await barrier(h);
+    expect(h.rec.messages.map((m) => m.externalId)).toEqual(['EvMSG']);
+  });
+
+  it('keeps one message when app_mention arrives before message', async () => {
+    const h = await startBridge();
+    const message = messageEvent({ channel: 'C1', text: 'hello <@UBOT>' });
+    await deliver(h.bridge, eventCallback(appMentionEvent(message), { eventId: 'EvA' }));
+    await deliver(h.bridge, eventCallback(message, { eventId: 'EvB' }));
+    await barrier(h);
+    expect(h.rec.messages.map((m) => [m.externalId, m.text, m.mentioned])).toEqual([['EvA', 'hello', true]]);
+  });
+
+  it('puts a thread reply in the thread conversation, and a top-level message in the channel without replyInThread', async () => {
+    const h = await startBridge();
+    const ts = nextTs();
+    await deliver(h.bridge, eventCallback(messageEvent({ channel: 'C1', text: '<@UBOT> in thread', thread_ts: '1700.000001', ts })));
+    await until('the thread message', () => h.rec.messages.length === 1);
+    expect(h.rec.messages[0]).toMatchObject({ conversationId: 'C1:1700.000001', replyTo: { channel: 'C1', thread_ts: '1700.000001' } });
+    h.settings.replyInThread = false;
+    await deliver(h.bridge, eventCallback(messageEvent({ channel: 'C1', text: '<@UBOT> top level' })));
+    await until('the top-level message', () => h.rec.messages.length === 2);
+    expect(h.rec.messages[1]).toMatchObject({ conversationId: 'C1', replyTo: { channel: 'C1', thread_ts: null } });
+  });
+
+  it('answers url_verification with its challenge', async () => {
+    const h = await startBridge();
+    const answer = await deliver(h.bridge, { token: 't', challenge: 'ch4ll3nge', type: 'url_verification' });
+    expect(answer.status).toBe(200);
+    expect(JSON.parse(answer.body)).toEqual({ challenge: 'ch4ll3nge' });
+  });
+
+  it('throws UnauthorizedError for a bad signature, a stale timestamp or missing headers', async () => {
+    const h = await startBridge();
+    const body = eventCallback(messageEvent({ text: '<@UBOT> forged' }));
+    await expect(deliver(h.bridge, body, { secret: 'not-the-secret' })).rejects.toBeInstanceOf(UnauthorizedError);
+    await expect(deliver(h.bridge, body, { timestampSec: Math.floor(Date.now() / 1000) - 301 })).rejects.toBeInstanceOf(UnauthorizedError);
+    await expect(h.bridge.handleHttp!({ rawBody: Buffer.from(JSON.stringify(body)), headers: {} })).rejects.toBeInstanceOf(UnauthorizedError);
+    const raw = JSON.stringify(body);
+    const headers = signSlackRequest(raw, 'test-signing-secret');
+    await expect(h.bridge.handleHttp!({ rawBody: Buffer.from(`${raw} `), headers })).rejects.toBeInstanceOf(UnauthorizedError);
+    await barrier(h);
+    expect(h.rec.messages).toEqual([]);
+  });
+
+  it('delivers a retried event again with the same externalId (the service de-duplicates)', async () => {
+    const h = await startBridge();
+    const body = eventCallback(messageEvent({ text: '<@UBOT> once' }), { eventId: 'EvRETRY' });
+    await deliver(h.bridge, body);
+    const retry = await deliver(h.bridge, body, { headers: { 'x-slack-retry-num': '1', 'x-slack-retry-reason': 'http_timeout' } });
+    expect(retry.status).toBe(200);
+    await until('both deliveries', () => h.rec.messages.length === 2);
+    expect(h.rec.messages.map((m) => m.externalId)).toEqual(['EvRETRY', 'EvRETRY']);
+  });
+
+  it("ignores the bot's own messages, other bots, edits and deletions", async () => {
+    const h = await startBridge();
+    h.settings.respondTo = 'all';
+    await deliver(h.bridge, eventCallback(messageEvent({ user: 'UBOT', text: 'my own answer' })));
+    await deliver(h.bridge, eventCallback(messageEvent({ text: 'beep <@UBOT>', bot_id: 'BOTHER', subtype: 'bot_message' })));
+    await deliver(h.bridge, eventCallback(messageEvent({ text: 'beep <@UBOT>', bot_id: 'BOTHER', user: 'UOTHERBOT' })));
+    await deliver(h.bridge, eventCallback({ ...messageEvent({ text: '' }), subtype: 'message_changed', message: { text: '<@UBOT> edited', user: 'U1' } }));
+    await deliver(h.bridge, eventCallback({ ...messageEvent({ text: '' }), subtype: 'message_deleted' }));
+    await deliver(h.bridge, eventCallback(messageEvent({ text: 'a person' })));
+    await until('the person', () => h.rec.messages.length >= 1);
+    await barrier(h);
+    expect(h.rec.messages.map((m) => m.text)).toEqual(['a person']);
+  });
+
+  it('applies respondTo, answers direct messages always, and filters allowedConversations — read live', async () => {
+    const h = await startBridge();
+    await deliver(h.bridge, eventCallback(messageEvent({ channel: 'C1', text: 'no mention' })));
+    await deliver(h.bridge, eventCallback(messageEvent({ channel: 'D1', channel_type: 'im', text: 'a DM' })));
+    await until('the DM', () => h.rec.messages.length === 1);
+    expect(h.rec.messages[0]).toMatchObject({ text: 'a DM', direct: true, mentioned: false, conversationRef: 'D1' });
+
+    h.settings.respondTo = 'all';
+    await deliver(h.bridge, eventCallback(messageEvent({ channel: 'C1', text: 'everyone hears me' })));
+    await until('the unmentioned message', () => h.rec.messages.length === 2);
+    expect(h.rec.messages[1]).toMatchObject({ text: 'everyone hears me', mentioned: false, direct: false });
+
+    h.settings.allowedConversations = ['C2'];
+    await deliver(h.bridge, eventCallback(messageEvent({ channel: 'C1', text: '<@UBOT> not here' })));
+    await deliver(h.bridge, eventCallback(messageEvent({ channel: 'C2', text: '<@UBOT> here' })));
+    await until('the allowed message', () => h.rec.messages.length >= 3);
+    await sleep(50);
+    expect(h.rec.messages.slice(2).map((m) => m.text)).toEqual(['here']);
+
+    h.settings.allowedConversations = [];
+    h.settings.enabled = false;
+    await deliver(h.bridge, eventCallback(messageEvent({ channel: 'C1', text: '<@UBOT> disabled' })));
+    h.settings.enabled = true;
+    await barrier(h);
+    expect(h.rec.messages).toHaveLength(3);
+  });
+
+  it('turns 👍 and 👎 on a message into ratings and ignores other reactions', async () => {
+    const h = await startBridge();
+    await deliver(h.bridge, eventCallback(reactionEvent({ reaction: '+1', ts: '1.1' })));
+    await deliver(h.bridge, eventCallback(reactionEvent({ reaction: 'thumbsdown', ts: '1.2', user: 'U2' })));
+    await deliver(h.bridge, eventCallback(reactionEvent({ reaction: 'tada', ts: '1.3' })));
+    await deliver(h.bridge, eventCallback(reactionEvent({ reaction: '+1', ts: '1.4', itemType: 'file' })));
+    await deliver(h.bridge, eventCallback(reactionEvent({ reaction: 'thumbsup::skin-tone-3', ts: '1.5' })));
+    await deliver(h.bridge, eventCallback(reactionEvent({ reaction: '-1', ts: '1.6', itemUser: 'USOMEONE' })));
+    await until('the reactions', () => h.rec.reactions.length >= 3);
+    await barrier(h);
+    expect(h.rec.reactions).toEqual([
+      { messageExternalId: '1.1', userId: 'U1', rating: 5 },
+      { messageExternalId: '1.2', userId: 'U2', rating: 1 },
+      { messageExternalId: '1.5', userId: 'U1', rating: 5 },
+    ]);
+  });
+});
