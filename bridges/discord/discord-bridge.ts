@@ -1,0 +1,232 @@
+/**
+ * The Discord bridge (DESIGN.md "Channels", API.md §9): a discord.js `Client` on the gateway.
+ *
+ * - REST base from `apiUrl` (`SWITCHBOARD_DISCORD_API_URL`, `…/api`); the gateway URL is discovered
+ *   from it (`GET /gateway/bot`), as discord.js always does.
+ * - Status: `connecting` at start and while the gateway reconnects, `connected` once ready or
+ *   resumed, `error` when Discord refuses the token or the intents (start() then rejects).
+ *   Reconnects are discord.js's own: a dropped connection resumes (or re-identifies) by itself.
+ * - Inbound and reactions: `inbound.ts`. Replies: `reply-writer.ts`. `send()`: `send-queue.ts`.
+ */
+import { Client, DiscordAPIError, Events, GatewayIntentBits, Partials, RateLimitError } from 'discord.js';
+import { RateLimitedError, UnavailableError, UpstreamError, ValidationError } from '../../src/errors.js';
+import type { BridgeFactory, BridgeOptions, ChannelBridge, DiscordCredentials, InboundReaction } from '../bridge.js';
+import { HIGH_PRIORITY_MARK } from './format.js';
+import { type RawReaction, toInboundMessage, toInboundRawReaction, toInboundReaction } from './inbound.js';
+import { createReplyWriter, type DiscordReplyWriter, type ReplyTuning } from './reply-writer.js';
+import { SendQueue } from './send-queue.js';
+import { destroyClient } from './shutdown.js';
+import { postParts, restTransport } from './transport.js';
+import { describeLoginFailure, describeUnrecoverableClose } from './status.js';
+
+export interface DiscordTuning extends ReplyTuning {
+  /** Give up start() when the gateway is not ready by then. */
+  loginTimeoutMs: number;
+  /** A 429 asking to wait longer than this fails the request instead of waiting. */
+  maxRateLimitWaitMs: number;
+  /** One REST request's timeout (discord.js retries a timed-out request twice). */
+  restTimeoutMs: number;
+  /** stop(): how long to let queued sends finish first. */
+  stopGraceMs: number;
+  /** `send()` calls waiting at most. */
+  maxQueued: number;
+}
+
+export const DEFAULT_DISCORD_TUNING: DiscordTuning = {
+  editIntervalMs: 1000,
+  typingIntervalMs: 8000,
+  typingMaxMs: 5 * 60_000,
+  loginTimeoutMs: 45_000,
+  maxRateLimitWaitMs: 30_000,
+  restTimeoutMs: 15_000,
+  stopGraceMs: 3000,
+  maxQueued: 500,
+};
+
+export const createDiscordBridge: BridgeFactory<DiscordCredentials> = (options) => createDiscordBridgeWith(options, DEFAULT_DISCORD_TUNING);
+
+const INTENTS = [
+  GatewayIntentBits.Guilds,
+  GatewayIntentBits.GuildMessages,
+  GatewayIntentBits.MessageContent,
+  GatewayIntentBits.DirectMessages,
+  GatewayIntentBits.GuildMessageReactions,
+  GatewayIntentBits.DirectMessageReactions,
+];
+// Channel: DMs arrive on uncached channels. Message + Reaction: reactions on uncached messages.
+// User: a DM reaction by a user not cached since start-up.
+const PARTIALS = [Partials.Channel, Partials.Message, Partials.Reaction, Partials.User];
+
+/** `createDiscordBridge` with its timings spelled out (tests shorten them). */
+export function createDiscordBridgeWith(options: BridgeOptions<DiscordCredentials>, tuning: DiscordTuning): ChannelBridge {
+  const { events, logger } = options;
+  let client: Client | null = null;
+  let ready = false;
+  let stopped = true;
+  let starting: Promise<void> | null = null;
+  let cancelStart: ((err: Error) => void) | null = null;
+  let lastStatus: string | null = null;
+  const writers = new Set<DiscordReplyWriter>();
+  const queue = new SendQueue(tuning.maxQueued);
+  const transport = restTransport(() => {
+    if (!client) throw new UnavailableError('The Discord channel is not running.');
+    return client.rest;
+  });
+
+  function status(state: 'connecting' | 'connected' | 'error', detail: string | null): void {
+    const key = `${state}|${detail ?? ''}`;
+    if (key === lastStatus) return;
+    lastStatus = key;
+    events.onStatus(state, detail);
+  }
+
+  function buildClient(): { client: Client; closeCodes: number[] } {
+    const closeCodes: number[] = [];
+    const c = new Client({
+      intents: INTENTS,
+      partials: PARTIALS,
+      allowedMentions: { parse: [], repliedUser: false },
+      rest: {
+        ...(options.apiUrl ? { api: options.apiUrl.replace(/\/+$/, '') } : {}),
+        retries: 2,
+        timeout: tuning.restTimeoutMs,
+        rejectOnRateLimit: (limit) => Math.max(limit.retryAfter, limit.timeToReset) > tuning.maxRateLimitWaitMs,
+      },
+    });
+    c.on(Events.ClientReady, () => {
+      ready = true;
+      status('connected', null);
+    });
+    c.on(Events.MessageCreate, (message) => {
+      if (stopped || !c.isReady()) return;
+      const inbound = toInboundMessage(message, c, options.settings());
+      if (!inbound) return;
+      events.onMessage(inbound).catch((err: unknown) => logger.error({ err, externalId: inbound.externalId }, 'discord message could not be stored'));
+    });
+    const react = (inbound: InboundReaction | null) => {
+      if (!inbound || stopped || !options.settings().enabled) return;
+      events.onReaction(inbound).catch((err: unknown) => logger.error({ err, messageId: inbound.messageExternalId }, 'discord reaction could not be stored'));
+    };
+    c.on(Events.MessageReactionAdd, (reaction, user) => {
+      if (c.isReady()) react(toInboundReaction(reaction, user, c.user.id));
+    });
+    // discord.js drops a reaction in a DM channel it has not cached: take it from the packet.
+    c.on(Events.Raw, (packet: { t?: string; d?: RawReaction }) => {
+      if (packet.t !== 'MESSAGE_REACTION_ADD' || !packet.d || packet.d.guild_id || !c.isReady() || c.channels.cache.has(packet.d.channel_id)) return;
+      react(toInboundRawReaction(packet.d, c.user.id));
+    });
+    c.on(Events.ShardReconnecting, () => {
+      if (ready && !stopped) status('connecting', 'The Discord gateway connection dropped; reconnecting.');
+    });
+    const back = () => {
+      if (ready && !stopped) status('connected', null);
+    };
+    c.on(Events.ShardResume, back);
+    c.on(Events.ShardReady, back);
+    c.on(Events.ShardDisconnect, ({ code }) => {
+      closeCodes.push(code);
+      if (ready && !stopped) status('error', describeUnrecoverableClose(code));
+    });
+    c.on(Events.ShardError, (err) => logger.warn({ err }, 'discord gateway error'));
+    c.on(Events.Error, (err) => logger.error({ err }, 'discord client error'));
+    c.on(Events.Warn, (message) => logger.warn({ message }, 'discord client warning'));
+    c.rest.on('rateLimited', (limit) => logger.warn({ route: limit.route, retryAfterMs: limit.retryAfter, global: limit.global, scope: limit.scope }, 'discord rate limit'));
+    return { client: c, closeCodes };
+  }
+
+  async function doStart(): Promise<void> {
+    if (client && ready) return;
+    stopped = false;
+    ready = false;
+    status('connecting', null);
+    const token = options.credentials.botToken?.trim() ?? '';
+    if (token === '') {
+      status('error', 'The Discord bot token is empty.');
+      throw new ValidationError('The Discord bot token is empty.');
+    }
+    const built = buildClient();
+    client = built.client;
+    const c = built.client;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        Promise.all([c.login(token), new Promise<void>((resolve) => c.once(Events.ClientReady, () => resolve()))]),
+        new Promise<never>((_, reject) => {
+          cancelStart = reject;
+          timer = setTimeout(() => reject(new Error(`the gateway was not ready within ${Math.round(tuning.loginTimeoutMs / 1000)} s`)), tuning.loginTimeoutMs);
+        }),
+      ]);
+    } catch (err) {
+      const detail = describeLoginFailure(err, built.closeCodes);
+      if (client === c) client = null;
+      ready = false;
+      await destroyClient(c).catch(() => undefined);
+      if (!stopped) status('error', detail);
+      throw new UpstreamError(detail);
+    } finally {
+      clearTimeout(timer);
+      cancelStart = null;
+    }
+  }
+
+  return {
+    start() {
+      starting ??= doStart().finally(() => {
+        starting = null;
+      });
+      return starting;
+    },
+
+    async stop() {
+      if (stopped && !client) return;
+      stopped = true;
+      cancelStart?.(new Error('the channel was stopped'));
+      await queue.idle(tuning.stopGraceMs);
+      for (const writer of writers) writer.dispose();
+      writers.clear();
+      const c = client;
+      client = null;
+      ready = false;
+      lastStatus = null;
+      if (c) await destroyClient(c);
+    },
+
+    async send({ to, text, threadId, priority }) {
+      if (!client || !ready || stopped) throw new UnavailableError('The Discord channel is not connected.');
+      const marked = priority === 'high' ? `${HIGH_PRIORITY_MARK}${text}` : text;
+      try {
+        const ids = await queue.push(priority, () => postParts(transport, to, marked, threadId ?? null));
+        return { externalId: ids[0] ?? '' };
+      } catch (err) {
+        throw asAppError(err, to);
+      }
+    },
+
+    reply(target) {
+      const { channelId, messageId } = target;
+      if (typeof channelId !== 'string' || !/^\d{1,20}$/.test(channelId)) throw new ValidationError('Not a Discord reply target (channelId missing).');
+      const writer: DiscordReplyWriter = createReplyWriter(
+        { channelId, messageId: typeof messageId === 'string' ? messageId : null },
+        transport,
+        tuning,
+        logger,
+        () => writers.delete(writer),
+      );
+      writers.add(writer);
+      return writer;
+    },
+  };
+}
+
+/** A failed send as the service's errors: a channel Discord will not post in is the caller's mistake. */
+function asAppError(err: unknown, to: string): Error {
+  if (err instanceof RateLimitError) return new RateLimitedError(Math.ceil(err.retryAfter / 1000));
+  if (err instanceof DiscordAPIError) {
+    if (err.status === 404 || err.status === 403) {
+      const message = `Discord cannot post in channel ${to}: ${err.message} (${err.status}).`;
+      return new ValidationError(message, [{ path: 'to', message }]);
+    }
+    return new UpstreamError(`Discord refused the message: ${err.message} (${err.status}).`);
+  }
+  return err instanceof Error ? err : new UpstreamError(String(err));
+}

@@ -1,0 +1,221 @@
+/**
+ * A fake Discord on 127.0.0.1 (port 0) for tests that drive the real discord.js: the REST API v10
+ * under `/api/v10` and the gateway (`discord-gateway.ts`) on the same port.
+ *
+ * REST: `GET /gateway/bot` (points at the fake gateway), `GET /users/@me`, `GET /users/:id`,
+ * `GET /channels/:id`, `GET|POST /channels/:id/messages[/:mid]`, `PATCH /channels/:id/messages/:mid`,
+ * `POST /channels/:id/typing`. The bot token is checked (`Authorization: Bot <token>`, 401
+ * otherwise); message content is validated as Discord does (1–2,000 characters, 400 code 50035).
+ * Every answer carries `x-ratelimit-*` headers; scripted behaviours (`fail(route, ...)`) answer a
+ * route's next requests with a 429 (with `Retry-After`, `retry_after`, `x-ratelimit-scope`), any
+ * status, or a delay. Posted messages are echoed on the gateway as MESSAGE_CREATE, like Discord.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { BOT, channelPayload, FAKE_DISCORD_TOKEN, type FakeUser, type MessageInput, messagePayload, USERS } from './discord-fixtures.js';
+import { FakeGateway, type GatewaySettings } from './discord-gateway.js';
+
+export interface RecordedRequest {
+  method: string;
+  /** The path after `/api/v10`, e.g. `/channels/300000000000000001/messages`. */
+  path: string;
+  /** Method and path with ids as `:id`, e.g. `POST /channels/:id/messages`. */
+  route: string;
+  headers: http.IncomingHttpHeaders;
+  body: unknown;
+  at: number;
+}
+
+/** A message the bot posted, with its edits. */
+export interface PostedMessage {
+  id: string;
+  channelId: string;
+  content: string;
+  /** The first POST's body (`allowed_mentions`, `message_reference`...). */
+  body: Record<string, unknown>;
+  edits: Array<{ content: string; body: Record<string, unknown>; at: number }>;
+  at: number;
+}
+
+export type Scripted =
+  | { kind: 'rate-limit'; retryAfter: number; scope?: 'user' | 'shared' | 'global' }
+  | { kind: 'status'; status: number; body?: unknown }
+  | { kind: 'delay'; ms: number };
+
+export interface FakeDiscordSettings extends GatewaySettings {
+  /** Echo the bot's posted messages on the gateway (MESSAGE_CREATE), as Discord does. */
+  echo: boolean;
+  /** The token REST accepts when it differs from the gateway's `token` (null = the same). */
+  restToken: string | null;
+}
+
+export interface FakeDiscord {
+  /** REST base for discord.js's `rest.api` / SWITCHBOARD_DISCORD_API_URL: `http://127.0.0.1:<port>/api`. */
+  apiUrl: string;
+  gatewayUrl: string;
+  gateway: FakeGateway;
+  requests: RecordedRequest[];
+  /** Messages the bot posted, oldest first. */
+  posted: PostedMessage[];
+  /** Queue behaviours for the next requests to `route` (`"POST /channels/:id/messages"`), in order. */
+  fail(route: string, ...behaviours: Scripted[]): void;
+  set(settings: Partial<FakeDiscordSettings>): void;
+  /** Dispatches MESSAGE_CREATE for a user's message; answers the payload. */
+  userMessage(input: MessageInput): Record<string, unknown>;
+  /** Dispatches MESSAGE_REACTION_ADD (with `guild_id` and `member` in a guild channel). */
+  react(input: { user: FakeUser; channelId: string; messageId: string; emoji: string }): void;
+  close(): Promise<void>;
+}
+
+const json = (res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
+  res.end(text);
+};
+
+const invalidContent = (content: unknown): string | null => {
+  if (typeof content !== 'string' || content.length === 0) return 'Cannot send an empty message';
+  if (content.length > 2000) return 'Must be 2000 or fewer in length.';
+  return null;
+};
+
+export async function startFakeDiscord(options: Partial<FakeDiscordSettings> & { token?: string } = {}): Promise<FakeDiscord> {
+  let settings: FakeDiscordSettings = { token: FAKE_DISCORD_TOKEN, heartbeatIntervalMs: 1000, ackHeartbeats: true, acceptConnections: true, echo: true, restToken: null, ...options };
+  const requests: RecordedRequest[] = [];
+  const posted: PostedMessage[] = [];
+  const messages = new Map<string, Record<string, unknown>>();
+  const scripts = new Map<string, Scripted[]>();
+  const timers = new Set<NodeJS.Timeout>();
+  const delay = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const t = setTimeout(() => (timers.delete(t), resolve()), ms);
+      timers.add(t);
+    });
+
+  const rateHeaders = (route: string, remaining: number, resetAfter: number): Record<string, string> => ({
+    'x-ratelimit-limit': '5',
+    'x-ratelimit-remaining': String(remaining),
+    'x-ratelimit-reset': String(Date.now() / 1000 + resetAfter),
+    'x-ratelimit-reset-after': String(resetAfter),
+    'x-ratelimit-bucket': Buffer.from(route).toString('hex').slice(0, 32),
+  });
+
+  async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const raw = Buffer.concat(chunks).toString('utf8');
+    const body = raw === '' ? undefined : (JSON.parse(raw) as unknown);
+    const url = new URL(req.url ?? '/', 'http://fake');
+    if (!url.pathname.startsWith('/api/v10/')) return json(res, 404, { message: '404: Not Found', code: 0 });
+    const path = url.pathname.slice('/api/v10'.length);
+    const method = req.method ?? 'GET';
+    const route = `${method} ${path.replace(/\/\d{5,20}(?=\/|$)/g, '/:id')}`;
+    requests.push({ method, path, route, headers: req.headers, body, at: Date.now() });
+
+    if (req.headers.authorization !== `Bot ${settings.restToken ?? settings.token}`) return json(res, 401, { message: '401: Unauthorized', code: 0 });
+    const scripted = scripts.get(route)?.shift();
+    if (scripted?.kind === 'rate-limit') {
+      const scope = scripted.scope ?? 'user';
+      return json(res, 429, { message: 'You are being rate limited.', retry_after: scripted.retryAfter, global: scope === 'global' }, {
+        ...rateHeaders(route, 0, scripted.retryAfter),
+        'retry-after': String(Math.ceil(scripted.retryAfter)),
+        'x-ratelimit-scope': scope,
+        ...(scope === 'global' ? { 'x-ratelimit-global': 'true' } : {}),
+      });
+    }
+    if (scripted?.kind === 'status') return json(res, scripted.status, scripted.body ?? { message: `Scripted ${scripted.status}`, code: 0 });
+    if (scripted?.kind === 'delay') await delay(scripted.ms);
+
+    const ok = (status: number, answer: unknown) => json(res, status, answer, rateHeaders(route, 4, 1));
+    const [, a, id, c, mid] = path.split('/');
+    if (route === 'GET /gateway/bot') {
+      return ok(200, { url: gatewayUrl, shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 14_400_000, max_concurrency: 1 } });
+    }
+    if (a === 'users' && method === 'GET') {
+      const user = id === '@me' ? BOT : USERS.find((u) => u.id === id);
+      return user ? ok(200, user) : json(res, 404, { message: 'Unknown User', code: 10013 });
+    }
+    if (a !== 'channels' || id === undefined) return json(res, 404, { message: '404: Not Found', code: 0 });
+    const channel = channelPayload(id);
+    if (!channel) return json(res, 404, { message: 'Unknown Channel', code: 10003 });
+    if (route === 'GET /channels/:id') return ok(200, channel);
+    if (route === 'POST /channels/:id/typing') return void (res.writeHead(204, rateHeaders(route, 4, 1)), res.end());
+    if (route === 'GET /channels/:id/messages/:id') {
+      const message = messages.get(mid ?? '');
+      return message && message.channel_id === id ? ok(200, message) : json(res, 404, { message: 'Unknown Message', code: 10008 });
+    }
+    const b = (body ?? {}) as Record<string, unknown>;
+    const invalid = invalidContent(b.content);
+    if (route === 'POST /channels/:id/messages') {
+      if (invalid) return json(res, 400, { message: 'Invalid Form Body', code: 50035, errors: { content: { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: invalid }] } } });
+      const reference = b.message_reference as { message_id?: string } | undefined;
+      const replyTo = reference?.message_id ? messages.get(reference.message_id) : undefined;
+      const message = messagePayload({ channelId: id, author: BOT, content: b.content as string, ...(replyTo ? { replyTo } : {}) });
+      messages.set(message.id as string, message);
+      posted.push({ id: message.id as string, channelId: id, content: b.content as string, body: b, edits: [], at: Date.now() });
+      ok(200, message);
+      if (settings.echo) gateway.dispatch('MESSAGE_CREATE', message);
+      return;
+    }
+    if (route === 'PATCH /channels/:id/messages/:id' && c === 'messages' && mid) {
+      const message = messages.get(mid);
+      const record = posted.find((p) => p.id === mid);
+      if (!message || !record) return json(res, 404, { message: 'Unknown Message', code: 10008 });
+      if (invalid) return json(res, 400, { message: 'Invalid Form Body', code: 50035, errors: { content: { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: invalid }] } } });
+      const updated = { ...message, content: b.content, edited_timestamp: new Date().toISOString() };
+      messages.set(mid, updated);
+      record.content = b.content as string;
+      record.edits.push({ content: b.content as string, body: b, at: Date.now() });
+      return ok(200, updated);
+    }
+    return json(res, 404, { message: '404: Not Found', code: 0 });
+  }
+
+  const server = http.createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      if (!res.headersSent) json(res, 500, { message: `Fake failure: ${String(err)}`, code: 0 });
+      else res.destroy();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const gatewayUrl = `ws://127.0.0.1:${port}`;
+  const gateway = new FakeGateway(server, () => gatewayUrl, () => settings);
+
+  return {
+    apiUrl: `http://127.0.0.1:${port}/api`,
+    gatewayUrl,
+    gateway,
+    requests,
+    posted,
+    fail: (route, ...behaviours) => void scripts.set(route, [...(scripts.get(route) ?? []), ...behaviours]),
+    set: (changes) => void (settings = { ...settings, ...changes }),
+    userMessage(input) {
+      const message = messagePayload(input);
+      messages.set(message.id as string, message);
+      gateway.dispatch('MESSAGE_CREATE', message);
+      return message;
+    },
+    react({ user, channelId, messageId, emoji }) {
+      const guildId = channelPayload(channelId)?.guild_id as string | undefined;
+      gateway.dispatch('MESSAGE_REACTION_ADD', {
+        user_id: user.id,
+        channel_id: channelId,
+        message_id: messageId,
+        emoji: { id: null, name: emoji },
+        burst: false,
+        type: 0,
+        ...(guildId ? { guild_id: guildId, member: { user, roles: [], joined_at: '2024-01-01T00:00:00.000Z', deaf: false, mute: false, flags: 0 } } : {}),
+      });
+    },
+    async close() {
+      for (const t of timers) clearTimeout(t);
+      await gateway.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,65 @@
+/** The Discord reply writer's throttle against a slow scripted transport (the platform seam). */
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { createReplyWriter } from '../../bridges/discord/reply-writer.js';
+import type { DiscordTransport } from '../../bridges/discord/transport.js';
+
+const tuning = { editIntervalMs: 100, typingIntervalMs: 1000, typingMaxMs: 10_000 };
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function slowTransport(latencyMs: number) {
+  const calls: Array<{ kind: string; content?: string; start: number; end: number }> = [];
+  let inFlight = 0;
+  let maxInFlight = 0;
+  let next = 1;
+  const run = async <T>(kind: string, content: string | undefined, result: T): Promise<T> => {
+    const call = { kind, ...(content === undefined ? {} : { content }), start: Date.now(), end: 0 };
+    calls.push(call);
+    inFlight++;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    await sleep(latencyMs);
+    inFlight--;
+    call.end = Date.now();
+    return result;
+  };
+  const transport: DiscordTransport = {
+    post: (_c, content) => run('post', content, String(next++)),
+    edit: (_c, _m, content) => run('edit', content, undefined),
+    typing: async () => void calls.push({ kind: 'typing', start: Date.now(), end: Date.now() }),
+  };
+  return { transport, calls, maxInFlight: () => maxInFlight };
+}
+
+describe('Discord reply writer', () => {
+  it('keeps one request in flight, skips intermediate texts, and the final text wins', async () => {
+    const t = slowTransport(250);
+    const writer = createReplyWriter({ channelId: '1', messageId: '2' }, t.transport, tuning, pino({ level: 'silent' }), () => undefined);
+    for (let i = 1; i <= 40; i++) {
+      writer.progress(`text ${i}`);
+      await sleep(20);
+    }
+    const ids = await writer.finish('final');
+    const writes = t.calls.filter((c) => c.kind !== 'typing');
+    expect(t.maxInFlight()).toBe(1);
+    expect(writes.length).toBeLessThanOrEqual(6); // ~800 ms of progress at 250 ms a request, then the final edit
+    expect(writes.at(-1)?.content).toBe('final');
+    expect(ids).toEqual(['1']);
+    for (let i = 1; i < writes.length; i++) expect(writes[i]!.start).toBeGreaterThanOrEqual(writes[i - 1]!.end);
+    writer.progress('too late');
+    await sleep(300);
+    expect(t.calls.filter((c) => c.kind !== 'typing')).toHaveLength(writes.length);
+  });
+
+  it('typing is sent at once and stops with the first text; finish twice answers the same ids', async () => {
+    const t = slowTransport(5);
+    const writer = createReplyWriter({ channelId: '1', messageId: null }, t.transport, { ...tuning, typingIntervalMs: 30 }, pino({ level: 'silent' }), () => undefined);
+    expect(t.calls[0]?.kind).toBe('typing');
+    await sleep(100);
+    writer.progress('hello');
+    await sleep(150);
+    const firstPost = t.calls.findIndex((c) => c.kind === 'post');
+    expect(t.calls.slice(firstPost).some((c) => c.kind === 'typing')).toBe(false);
+    const [a, b] = await Promise.all([writer.finish('bye'), writer.finish('ignored')]);
+    expect(a).toEqual(b);
+  });
+});
