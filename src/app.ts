@@ -15,6 +15,7 @@ import { z } from 'zod';
 import type { AppContext } from './context.js';
 import { VERSION } from './context.js';
 import { abTestRoutes } from './business/ab-tests/ab-tests.routes.js';
+import { channelRoutes } from './business/channels/channels.routes.js';
 import { analyticsRoutes } from './business/analytics/analytics.routes.js';
 import { authRoutes } from './core/auth/auth.routes.js';
 import { chatRoutes } from './core/chat/chat.routes.js';
@@ -143,6 +144,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(personaRoutes(ctx));
   await app.register(teamRoutes(ctx));
   await app.register(abTestRoutes(ctx));
+  await app.register(channelRoutes(ctx));
   await app.register(analyticsRoutes(ctx));
   await app.register(knowledgeRoutes(ctx));
   await app.register(chatRoutes(ctx));

@@ -9,7 +9,12 @@ import { createChatStore } from './core/chat/chat.store.js';
 import { createSessionService } from './core/chat/sessions.service.js';
 import { createAnalyticsService } from './business/analytics/analytics.service.js';
 import { createAnalyticsStore } from './business/analytics/analytics.store.js';
-import { noChannels } from './lib/channel-exists.js';
+import type { ChannelExists } from './lib/channel-exists.js';
+import { BRIDGE_FACTORIES } from '../bridges/index.js';
+import { createInbox } from './business/channels/channels.inbox.js';
+import { type BridgeFactories, createChannelService } from './business/channels/channels.service.js';
+import { createChannelStore } from './business/channels/channels.store.js';
+import { channelHubTools } from './business/channels/channels.tools.js';
 import { createIdempotencyService } from './core/idempotency/idempotency.service.js';
 import { createIngestor, createJobQueue } from './core/knowledge/ingest.js';
 import { createKnowledgeService } from './core/knowledge/knowledge.service.js';
@@ -80,6 +85,7 @@ export interface AppContext {
     chat: ReturnType<typeof createChatService>;
     sessions: ReturnType<typeof createSessionService>;
     analytics: ReturnType<typeof createAnalyticsService>;
+    channels: ReturnType<typeof createChannelService>;
     tools: ReturnType<typeof createToolsService>;
   };
   embedder: Embedder;
@@ -105,6 +111,9 @@ export interface ContextOverrides {
   llm?: LlmClient;
   /** MCP client limits (call time-out, concurrency, back-off, initial wait) for tests. */
   toolHub?: Partial<HubLimits>;
+  /** Platform bridges (tests may wrap the real ones) and channel timings. */
+  bridges?: Partial<BridgeFactories>;
+  channels?: { initialWaitMs?: number; backoffInitialMs?: number; backoffMaxMs?: number; recoveryWindowMs?: number };
   /** Agent loop limits (tool time-out, rounds) for tests. */
   agent?: Partial<AgentLimits>;
 }
@@ -203,10 +212,28 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const agent = createAgent({ llm, knowledge, tools, logger, limits: overrides.agent });
   const chatStore = createChatStore(db);
   const chat = createChatService({ store: chatStore, personas, abTests, agent, clock, ids });
-  // The one answer to "is this a channel of the workspace?" (404 filters); the channels feature replaces it.
-  const channelExists = noChannels;
+  const channelStore = createChannelStore(db.kysely);
+  // The one answer to "is this a channel of the workspace?" (404 filters of sessions and analytics).
+  const channelExists: ChannelExists = async (workspaceId, channelId) => (await channelStore.find(workspaceId, channelId)) !== undefined;
   const sessions = createSessionService({ store: chatStore, clock, personas, channelExists });
   const analytics = createAnalyticsService({ store: createAnalyticsStore(db), personas, channelExists, clock });
+  const inbox = createInbox({ store: channelStore, chat, sessions, clock, logger, recoveryWindowMs: overrides.channels?.recoveryWindowMs });
+  const channels = createChannelService({
+    store: channelStore,
+    inbox,
+    cipher,
+    personas,
+    abTests,
+    clock,
+    ids,
+    logger,
+    factories: { ...BRIDGE_FACTORIES, ...overrides.bridges },
+    apiUrls: { slack: config.slackApiUrl, discord: config.discordApiUrl },
+    guard: fetchOptions,
+    limits: overrides.channels,
+  });
+  personas.guardDeletion((workspaceId, personaId) => channels.personaInUse(workspaceId, personaId));
+  for (const tool of channelHubTools(channels)) hub.addBuiltin(tool);
 
   // lastUsedAt may lag by up to a minute (API.md §2); expired idempotency records go hourly.
   const timers = [
@@ -223,7 +250,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     clock,
     ids,
     cipher,
-    services: { auth, personas, teams, abTests, idempotency, knowledge, chat, sessions, analytics, tools: toolsService },
+    services: { auth, personas, teams, abTests, idempotency, knowledge, chat, sessions, analytics, channels, tools: toolsService },
     embedder,
     llm,
     tools,
@@ -231,7 +258,8 @@ export async function createContext(config: Config, overrides: ContextOverrides 
       closing ??= (async () => {
         for (const t of timers) clearInterval(t);
         try {
-          // Every MCP client closes and every stdio child is ended (then killed) before the database goes.
+          // Every bridge and MCP client closes, and every stdio child is ended (then killed), before the database goes.
+          await channels.stopAll();
           await hub.close();
           // An interrupted job stays `processing` and is resumed at the next start.
           await queue.close();

@@ -12,6 +12,7 @@ import * as m006 from './migrations/006-conversation-starts.js';
 import * as m007 from './migrations/007-teams.js';
 import * as m008 from './migrations/008-ab-tests.js';
 import * as m009 from './migrations/009-analytics.js';
+import * as m010 from './migrations/010-channels.js';
 import type { Database } from './schema.js';
 
 /** Every migration, in order. A new one is imported and added here. */
@@ -25,6 +26,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '007-teams': m007,
   '008-ab-tests': m008,
   '009-analytics': m009,
+  '010-channels': m010,
 };
 
 export interface Db {

@@ -15,6 +15,10 @@ export interface Database {
   feedback: FeedbackTable;
   interaction_tools: InteractionToolsTable;
   ab_tests: AbTestsTable;
+  channels: ChannelsTable;
+  channel_inbox: ChannelInboxTable;
+  channel_conversations: ChannelConversationsTable;
+  channel_messages: ChannelMessagesTable;
   mcp_servers: McpServersTable;
   tool_executions: ToolExecutionsTable;
   teams: TeamsTable;
@@ -311,3 +315,50 @@ export interface AbTestsTable {
   ended_at: string | null;
 }
 export type AbTestRow = Selectable<AbTestsTable>;
+
+export interface ChannelsTable {
+  id: string;
+  workspace_id: string;
+  type: 'slack' | 'discord' | 'webhook';
+  name: string;
+  /** Exactly one of persona_id and ab_test_id. */
+  persona_id: string | null;
+  ab_test_id: string | null;
+  /** JSON ChannelSettings. */
+  settings: string;
+  /** Sealed credentials (AES-256-GCM, bound to the channel id). */
+  secrets: string;
+  created_at: string;
+  updated_at: string;
+}
+export type ChannelRow = Selectable<ChannelsTable>;
+
+export interface ChannelInboxTable {
+  seq: Generated<number>;
+  channel_id: string;
+  /** The platform's delivery id: unique per channel, so a retried delivery is stored once. */
+  external_id: string;
+  conversation_id: string;
+  /** JSON InboundMessage. */
+  payload: string;
+  status: 'pending' | 'answering' | 'answered' | 'failed' | 'expired';
+  received_at: string;
+  answered_at: string | null;
+}
+export type ChannelInboxRow = Selectable<ChannelInboxTable>;
+
+export interface ChannelConversationsTable {
+  channel_id: string;
+  conversation_id: string;
+  session_id: string;
+}
+
+export interface ChannelMessagesTable {
+  channel_id: string;
+  /** Platform id of a message the bot posted (Slack ts, Discord message id). */
+  external_id: string;
+  session_id: string | null;
+  /** The answer it carries; null for a plain send. */
+  message_id: string | null;
+  created_at: string;
+}

@@ -3,6 +3,7 @@
  * A feature that lands adds its line here; `server.ts` serves whatever this lists.
  */
 import { abTestFeature } from '../business/ab-tests/ab-tests.tools.js';
+import { channelFeature } from '../business/channels/channels.tools.js';
 import { analyticsFeature } from '../business/analytics/analytics.tools.js';
 import { chatFeature } from '../core/chat/chat.tools.js';
 import { knowledgeFeature } from '../core/knowledge/knowledge.tools.js';
@@ -10,4 +11,4 @@ import { personaFeature } from '../core/personas/personas.tools.js';
 import { teamFeature } from '../business/teams/teams.tools.js';
 import type { McpFeature } from './tool-definition.js';
 
-export const MCP_FEATURES: McpFeature[] = [personaFeature, knowledgeFeature, chatFeature, teamFeature, abTestFeature, analyticsFeature];
+export const MCP_FEATURES: McpFeature[] = [personaFeature, knowledgeFeature, chatFeature, teamFeature, abTestFeature, analyticsFeature, channelFeature];

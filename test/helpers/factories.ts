@@ -2,6 +2,7 @@
 import { expect } from 'vitest';
 import type { Team } from '../../src/business/teams/teams.schemas.js';
 import type { AbTest } from '../../src/business/ab-tests/ab-tests.schemas.js';
+import type { Channel } from '../../src/business/channels/channels.schemas.js';
 import type { Persona } from '../../src/core/personas/personas.schemas.js';
 import type { Insertable } from 'kysely';
 import type { FeedbackTable, InteractionsTable } from '../../src/db/schema.js';
@@ -63,4 +64,11 @@ export async function workspaceOf(t: TestApp, key = t.adminKey): Promise<string>
   const principal = await t.ctx.services.auth.authenticate(key);
   if (!principal) throw new Error('unknown key');
   return principal.workspaceId;
+}
+
+/** POST /business/channels (admin key) expecting 201; `type`, `credentials` and a persona or A/B test come from `fields`. */
+export async function createChannel(t: TestApp, fields: Record<string, unknown>, as?: string): Promise<Channel> {
+  const res = await t.request({ method: 'POST', url: '/business/channels', body: { name: 'Channel', ...fields }, ...(as ? { as } : {}) });
+  expect(res.statusCode, res.body).toBe(201);
+  return res.json() as Channel;
 }

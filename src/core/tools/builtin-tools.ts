@@ -1,4 +1,4 @@
-/** Tools Switchboard serves itself (API.md §7): `knowledge.search`; channel tools join as they land. */
+/** Tools Switchboard serves itself (API.md §7): `knowledge.search` here; the channels add `<type>.send_message`. */
 import { z } from 'zod';
 import type { KnowledgeService } from '../knowledge/knowledge.service.js';
 import type { ToolCallOptions } from './tool-hub.js';
@@ -9,6 +9,8 @@ export interface BuiltinTool {
   description: string;
   schema: z.ZodType<Record<string, unknown>>;
   run(workspaceId: string, parameters: Record<string, unknown>, options: ToolCallOptions): Promise<unknown>;
+  /** Whether the workspace has the tool now; absent = always. */
+  available?(workspaceId: string): Promise<boolean>;
 }
 
 const knowledgeSearchSchema = z.strictObject({

@@ -10,7 +10,7 @@ import type { McpServerRow } from '../../db/schema.js';
 import { NotFoundError, validationErrorOf, zodFieldErrors } from '../../errors.js';
 import type { AddressGuardOptions } from '../../lib/address-guard.js';
 import type { KnowledgeService } from '../knowledge/knowledge.service.js';
-import { builtinTools } from './builtin-tools.js';
+import { type BuiltinTool, builtinTools } from './builtin-tools.js';
 import { checkParameters } from './json-schema.js';
 import { type HubLimits, ServerConnection, type ServerStatus, type ToolEvent } from './mcp-clients.js';
 import type { ToolsStore } from './tools.store.js';
@@ -64,6 +64,8 @@ export interface McpToolHub extends ToolHub {
   drop(serverId: string): Promise<void>;
   /** Secret values of a tool's server (for redacting records); empty for built-ins and unknown names. */
   secretsFor(workspaceId: string, toolName: string): Promise<string[]>;
+  /** A built-in tool of a feature built after the hub (the channels' `<type>.send_message`). */
+  addBuiltin(tool: BuiltinTool): void;
   /** Closes every client and child process. */
   close(): Promise<void>;
 }
@@ -92,12 +94,16 @@ function describeTool(server: string, tool: Tool): ToolDescriptor {
 
 export function createToolHub(deps: ToolHubDeps): McpToolHub {
   const builtins = builtinTools(deps.knowledge);
-  const builtinDescriptors: ToolDescriptor[] = builtins.map((t) => ({
+  const describe = (t: BuiltinTool): ToolDescriptor => ({
     toolName: t.toolName,
     action: t.action,
     description: t.description,
     inputSchema: z.toJSONSchema(t.schema, { io: 'input' }) as Record<string, unknown>,
-  }));
+  });
+  const builtinDescriptors = new Map(builtins.map((t) => [t, describe(t)]));
+  /** The built-ins this workspace has now (a channel tool only while a channel of its type exists). */
+  const availableBuiltins = async (workspaceId: string) =>
+    (await Promise.all(builtins.map(async (t) => ((await t.available?.(workspaceId)) ?? true ? [t] : [])))).flat();
   /** By server id; `version` changes with every update (the sealed secrets too), so a changed server gets a new connection. */
   const connections = new Map<string, { version: string; connection: ServerConnection }>();
   let closed = false;
@@ -143,13 +149,13 @@ export function createToolHub(deps: ToolHubDeps): McpToolHub {
       const external = live.flatMap(({ row, connection }) =>
         connection.status === 'connected' ? connection.tools.map((t) => describeTool(row.name, t)) : [],
       );
-      return [...builtinDescriptors, ...external];
+      return [...(await availableBuiltins(workspaceId)).map((t) => builtinDescriptors.get(t)!), ...external];
     },
 
     async call(workspaceId, toolName, action, parameters, options = {}) {
-      const builtin = builtins.find((t) => t.toolName === toolName);
-      if (builtin) {
-        const tool = builtins.find((t) => t.toolName === toolName && t.action === action);
+      const own = await availableBuiltins(workspaceId);
+      if (own.some((t) => t.toolName === toolName)) {
+        const tool = own.find((t) => t.toolName === toolName && t.action === action);
         if (!tool) throw new NotFoundError('Tool', `${toolName}.${action}`);
         const parsed = tool.schema.safeParse(parameters);
         if (!parsed.success) throw validationErrorOf(`parameters for ${toolName}.${action}`, zodFieldErrors(parsed.error.issues, 'parameters'));
@@ -189,6 +195,11 @@ export function createToolHub(deps: ToolHubDeps): McpToolHub {
       if (builtins.some((t) => t.toolName === toolName)) return [];
       const row = await deps.store.findServerByName(workspaceId, toolName);
       return row ? connectionFor(row).secrets : [];
+    },
+
+    addBuiltin(tool) {
+      builtins.push(tool);
+      builtinDescriptors.set(tool, describe(tool));
     },
 
     async close() {

@@ -1,0 +1,160 @@
+/**
+ * Inbound routing (API.md §9): every message is stored before it is answered (a retried delivery
+ * is stored once and answered once), then goes to the channel's persona or running A/B test through
+ * the same exchange as `POST /query`, and the reply is written in place, progressively. Messages a
+ * crash or restart left unanswered are answered once when the channel starts again, if they are
+ * recent; older ones expire. A 👍/👎 on a reply becomes feedback on that answer.
+ */
+import type { Logger } from 'pino';
+import type { InboundMessage, InboundReaction, ReplyWriter } from '../../../bridges/bridge.js';
+import { ConflictError, NotFoundError } from '../../errors.js';
+import type { Clock } from '../../lib/clock.js';
+import type { Answer } from '../../core/chat/chat.schemas.js';
+import type { ChatService } from '../../core/chat/chat.service.js';
+import type { SessionService } from '../../core/chat/sessions.service.js';
+import type { ChannelStore } from './channels.store.js';
+
+/** What the inbox needs to know of a channel at the time of a message. */
+export interface RoutedChannel {
+  id: string;
+  workspaceId: string;
+  personaId: string | null;
+  abTestId: string | null;
+}
+
+export interface InboxDeps {
+  store: ChannelStore;
+  chat: ChatService;
+  sessions: SessionService;
+  clock: Clock;
+  logger: Logger;
+  /** Unanswered messages older than this at start-up are not answered any more (default 5 min). */
+  recoveryWindowMs?: number;
+}
+
+const APOLOGY = 'Sorry — I could not answer that just now. Please try again in a moment.';
+
+export function createInbox(deps: InboxDeps) {
+  const { store, chat, sessions, clock, logger } = deps;
+  const recoveryWindowMs = deps.recoveryWindowMs ?? 5 * 60_000;
+  const now = () => clock.now().toISOString();
+
+  /** One exchange in the conversation's session (a new one when it is gone or belongs to another persona). */
+  async function respond(channel: RoutedChannel, conversationId: string, text: string, userId: string | undefined, onText: (soFar: string) => void): Promise<Answer> {
+    const target = channel.personaId !== null ? { personaId: channel.personaId } : { abTestId: channel.abTestId! };
+    const known = await store.sessionOf(channel.id, conversationId);
+    const request = { ...target, message: text, userId, channelId: channel.id, enableMCPTools: true };
+    let exchange;
+    try {
+      exchange = await chat.open(channel.workspaceId, { ...request, sessionId: known });
+    } catch (err) {
+      // The session was deleted, or the channel now routes elsewhere: the conversation starts over.
+      const stale = known !== undefined && ((err instanceof NotFoundError && err.message.startsWith('Session')) || err instanceof ConflictError);
+      if (!stale) throw err;
+      exchange = await chat.open(channel.workspaceId, request);
+    }
+    let soFar = '';
+    const answer = await exchange.run((event) => {
+      if (event.type !== 'text') return;
+      soFar += event.content;
+      onText(soFar);
+    }, AbortSignal.timeout(5 * 60_000));
+    if (answer.sessionId !== known) await store.setSession(channel.id, conversationId, answer.sessionId);
+    return answer;
+  }
+
+  /** Answers a stored message through `writer`; settles its inbox row either way. */
+  async function answerStored(channel: RoutedChannel, seq: number, message: InboundMessage, writer: ReplyWriter): Promise<Answer | null> {
+    try {
+      const answer = await respond(channel, message.conversationId, message.text, message.userId, (soFar) => writer.progress(soFar));
+      const parts = await writer.finish(answer.response);
+      const at = now();
+      await store.posted(parts.map((externalId) => ({ channel_id: channel.id, external_id: externalId, session_id: answer.sessionId, message_id: answer.messageId, created_at: at })));
+      await store.settle(seq, 'answered', at);
+      return answer;
+    } catch (err) {
+      logger.warn({ channelId: channel.id, err: err instanceof Error ? err.message : String(err) }, 'channel message not answered');
+      await writer.fail(APOLOGY).catch(() => {});
+      await store.settle(seq, 'failed', now());
+      return null;
+    }
+  }
+
+  return {
+    respond,
+
+    /**
+     * Stores an inbound message, then answers it in the background (the platform has its
+     * acknowledgement as soon as this resolves). A delivery stored before is ignored.
+     */
+    async receive(channel: RoutedChannel, message: InboundMessage, reply: (m: InboundMessage) => ReplyWriter): Promise<void> {
+      const seq = await store.receive({
+        channel_id: channel.id,
+        external_id: message.externalId,
+        conversation_id: message.conversationId,
+        payload: JSON.stringify(message),
+        status: 'pending',
+        received_at: now(),
+      });
+      if (seq === null) return;
+      void (async () => {
+        if (await store.claim(seq, 'pending')) await answerStored(channel, seq, message, reply(message));
+      })().catch((err: unknown) => logger.error({ err, channelId: channel.id }, 'channel routing failed'));
+    },
+
+    /**
+     * A webhook message, answered in the request (API.md §9): stored first like any inbound
+     * message; a delivery id seen before (`X-Switchboard-Delivery`) is refused with 409.
+     */
+    async answerNow(channel: RoutedChannel, message: InboundMessage): Promise<Answer> {
+      const seq = await store.receive({
+        channel_id: channel.id,
+        external_id: message.externalId,
+        conversation_id: message.conversationId,
+        payload: JSON.stringify(message),
+        status: 'answering',
+        received_at: now(),
+      });
+      if (seq === null) throw new ConflictError(`Delivery ${message.externalId} was received before; it is answered once.`);
+      try {
+        const answer = await respond(channel, message.conversationId, message.text, message.userId, () => {});
+        await store.settle(seq, 'answered', now());
+        return answer;
+      } catch (err) {
+        await store.settle(seq, 'failed', now());
+        throw err;
+      }
+    },
+
+    /** Start-up: answers what a crash or restart left unanswered, once, if recent; expires the rest. */
+    async recover(channel: RoutedChannel, reply: (m: InboundMessage) => ReplyWriter): Promise<number> {
+      let answered = 0;
+      const cutoff = clock.now().getTime() - recoveryWindowMs;
+      for (const row of await store.unanswered(channel.id)) {
+        if (Date.parse(row.received_at) < cutoff) {
+          await store.settle(row.seq, 'expired', now());
+          continue;
+        }
+        if (!(await store.claim(row.seq, row.status))) continue;
+        const message = JSON.parse(row.payload) as InboundMessage;
+        if (await answerStored(channel, row.seq, message, reply(message))) answered++;
+      }
+      return answered;
+    },
+
+    /** 👍/👎 on one of the bot's replies → a 5 or 1 rating of that answer. */
+    async react(channel: RoutedChannel, reaction: InboundReaction): Promise<boolean> {
+      const posted = await store.postedMessage(channel.id, reaction.messageExternalId);
+      if (!posted?.session_id || !posted.message_id) return false;
+      try {
+        await sessions.feedback(channel.workspaceId, posted.session_id, { rating: reaction.rating, messageId: posted.message_id, comment: undefined });
+        return true;
+      } catch (err) {
+        if (err instanceof NotFoundError) return false; // the session was deleted since
+        throw err;
+      }
+    },
+  };
+}
+
+export type Inbox = ReturnType<typeof createInbox>;

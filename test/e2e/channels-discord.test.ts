@@ -1,0 +1,72 @@
+// API.md §9 end to end with the real discord.js: Switchboard's channels service, the Discord bridge
+// and a fake Discord REST + gateway on 127.0.0.1. A mention is answered in place by the persona
+// (typing first), a DM always, one session per Discord channel; 👍 becomes feedback.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeDiscord, startFakeDiscord } from '../fakes/discord-api.js';
+import { waitFor } from '../fakes/discord-harness.js';
+import { ALICE, BOB, BOT, DM_ID, FAKE_DISCORD_TOKEN, GENERAL_ID, OTHER_BOT } from '../fakes/discord-fixtures.js';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { createChannel } from '../helpers/factories.js';
+import { REFUND_TEXT, seedSupport } from '../integration/chat-helpers.js';
+
+describe('Discord channel end to end', { timeout: 30_000 }, () => {
+  let fake: FakeDiscord;
+  let t: TestApp;
+  let channelId: string;
+  let persona: string;
+
+  const repliesTo = (messageId: string) => fake.posted.filter((p) => (p.body.message_reference as { message_id?: string } | undefined)?.message_id === messageId);
+  const finalOf = (p: FakeDiscord['posted'][number]) => p.edits.at(-1)?.content ?? p.content;
+
+  beforeAll(async () => {
+    fake = await startFakeDiscord();
+    t = await createTestApp({ env: { SWITCHBOARD_DISCORD_API_URL: fake.apiUrl } });
+    persona = await seedSupport(t);
+    const channel = await createChannel(t, { type: 'discord', name: 'Support Discord', personaId: persona, credentials: { botToken: FAKE_DISCORD_TOKEN } });
+    expect(channel.status).toBe('connected');
+    channelId = channel.id;
+  });
+  afterAll(async () => {
+    await t?.close();
+    await fake?.close();
+  });
+
+  it('answers a mention in place, after showing typing, recorded as the channel’s session', async () => {
+    const asked = fake.userMessage({ channelId: GENERAL_ID, author: ALICE, content: `<@${BOT.id}> How long do refunds take?` });
+    const reply = await waitFor(() => repliesTo(String(asked.id)).find((p) => finalOf(p).includes('5 business days')), 'the answer', 10_000);
+    expect(finalOf(reply)).toContain(REFUND_TEXT.slice(0, 30));
+    expect(reply.channelId).toBe(GENERAL_ID);
+    expect(reply.body.allowed_mentions).toMatchObject({ parse: [] });
+    expect(fake.requests.some((r) => r.route === 'POST /channels/:id/typing')).toBe(true);
+    const sessions = (await t.request({ method: 'GET', url: `/sessions?channelId=${channelId}` })).json().data;
+    expect(sessions).toHaveLength(1);
+    expect(sessions[0]).toMatchObject({ channelId, userId: ALICE.id, personaId: persona });
+
+    // The same Discord channel is the same conversation.
+    const again = fake.userMessage({ channelId: GENERAL_ID, author: BOB, content: `<@${BOT.id}> and exceptions?` });
+    await waitFor(() => repliesTo(String(again.id)).length > 0, 'the second answer', 10_000);
+    const after = (await t.request({ method: 'GET', url: `/sessions?channelId=${channelId}` })).json().data;
+    expect(after).toHaveLength(1);
+  });
+
+  it('answers a DM without a mention, ignores other bots and unmentioned channel chatter', async () => {
+    const before = fake.posted.length;
+    fake.userMessage({ channelId: GENERAL_ID, author: OTHER_BOT, content: `<@${BOT.id}> ping` });
+    fake.userMessage({ channelId: GENERAL_ID, author: ALICE, content: 'just chatting about refunds' });
+    const dm = fake.userMessage({ channelId: DM_ID, author: BOB, content: 'refunds?' });
+    await waitFor(() => fake.posted.some((p) => p.channelId === DM_ID), 'the DM answer', 10_000);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(fake.posted.length - before).toBe(1);
+    expect(repliesTo(String(dm.id))).toHaveLength(1);
+  });
+
+  it('turns 👍 on a reply into a 5-star rating of that answer', async () => {
+    const asked = fake.userMessage({ channelId: GENERAL_ID, author: ALICE, content: `<@${BOT.id}> refunds again` });
+    const reply = await waitFor(() => repliesTo(String(asked.id)).find((p) => finalOf(p).includes('5 business days')), 'the answer', 10_000);
+    fake.react({ user: ALICE, channelId: GENERAL_ID, messageId: reply.id, emoji: '👍' });
+    const ratings = () =>
+      t.ctx.db.sqlite.prepare('SELECT f.rating FROM feedback f JOIN channel_messages m ON m.message_id = f.message_id WHERE m.external_id = ?').pluck().all(reply.id);
+    await waitFor(() => ratings().length === 1, 'the feedback', 5_000);
+    expect(ratings()).toEqual([5]);
+  });
+});

@@ -1,0 +1,181 @@
+// API.md §9 end to end with the real @slack/bolt: Switchboard's channels service and Events API
+// route, the Slack bridge, and a fake Slack Web API on 127.0.0.1. A mention is answered in its
+// thread by the persona, recorded as a session with analytics and A/B variant; duplicates are
+// answered once; reactions become feedback; a restart answers what was left unanswered, once.
+import fs from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { type AppContext, createContext } from '../../src/context.js';
+import { type FakeSlack, startFakeSlack } from '../fakes/slack-api.js';
+import { appMentionEvent, eventCallback, messageEvent, nextTs, reactionEvent, signSlackRequest } from '../fakes/slack-events.js';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { createAbTest, createChannel, createPersona } from '../helpers/factories.js';
+import { expectProblem } from '../helpers/problem.js';
+import { REFUND_TEXT, seedSupport } from '../integration/chat-helpers.js';
+
+const BOT_TOKEN = 'xoxb-e2e-bot-token';
+const SIGNING_SECRET = 'e2e-signing-secret';
+
+describe('Slack channel end to end', { timeout: 30_000 }, () => {
+  let fake: FakeSlack;
+  let t: TestApp;
+  let persona: string;
+  let channelId: string;
+
+  /** A signed Events API delivery to the channel's route. */
+  const deliver = (body: Record<string, unknown>, headers: Record<string, string> = {}, id = channelId) => {
+    const raw = JSON.stringify(body);
+    return t.app.inject({ method: 'POST', url: `/business/channels/${id}/slack/events`, headers: { ...signSlackRequest(raw, SIGNING_SECRET), ...headers }, payload: raw });
+  };
+  /** Replies posted or edited in a thread, in order. */
+  const threadPosts = (threadTs: string) => fake.ok('chat.postMessage').filter((c) => c.body.thread_ts === threadTs);
+  const finalText = (threadTs: string) => {
+    const posted = threadPosts(threadTs)[0];
+    const edits = fake.ok('chat.update').filter((c) => c.body.ts === posted?.response?.ts);
+    return String((edits.at(-1) ?? posted)?.body.text ?? '');
+  };
+
+  beforeAll(async () => {
+    fake = await startFakeSlack({ botToken: BOT_TOKEN });
+    t = await createTestApp({ env: { SWITCHBOARD_SLACK_API_URL: fake.apiUrl } });
+    persona = await seedSupport(t);
+    channelId = (await createChannel(t, { type: 'slack', name: 'Support Slack', personaId: persona, credentials: { botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET } })).id;
+  });
+  afterAll(async () => {
+    await t?.close();
+    await fake?.close();
+  });
+
+  it('connects with auth.test, and reports refused credentials in words', async () => {
+    expect((await t.request({ method: 'GET', url: `/business/channels/${channelId}` })).json()).toMatchObject({ type: 'slack', status: 'connected', statusDetail: null });
+    expect(fake.ok('auth.test').length).toBeGreaterThan(0);
+    const bad = await createChannel(t, { type: 'slack', name: 'Wrong token', personaId: persona, credentials: { botToken: 'xoxb-wrong', signingSecret: SIGNING_SECRET } });
+    expect(bad.status).toBe('error');
+    expect(bad.statusDetail).toContain('invalid_auth');
+  });
+
+  it('answers a mention in its thread, recorded as a session of the channel', async () => {
+    const ts = nextTs();
+    const message = messageEvent({ text: `<@${fake.botUserId}> How long do refunds take?`, ts, user: 'U42' });
+    const started = Date.now();
+    const res = await deliver(eventCallback(message, { botUserId: fake.botUserId }));
+    expect(res.statusCode, res.body).toBe(200);
+    expect(Date.now() - started).toBeLessThan(3_000);
+    await deliver(eventCallback(appMentionEvent(message), { botUserId: fake.botUserId }));
+    await fake.waitFor('the threaded answer', () => finalText(ts).includes('5 business days'), 8_000);
+    expect(threadPosts(ts)).toHaveLength(1);
+    expect(threadPosts(ts)[0]!.body.channel).toBe('C1');
+    expect(finalText(ts)).toContain(REFUND_TEXT.slice(0, 30));
+
+    const sessions = (await t.request({ method: 'GET', url: `/sessions?channelId=${channelId}` })).json().data;
+    expect(sessions).toHaveLength(1);
+    expect(sessions[0]).toMatchObject({ channelId, userId: 'U42', personaId: persona, messageCount: 2 });
+    const analytics = (await t.request({ method: 'GET', url: `/business/analytics/conversations?timeframe=1h&channelId=${channelId}` })).json();
+    expect(analytics.total).toBe(1);
+  });
+
+  it('answers a retried delivery once, ignores its own and other bots’ messages, and answers url_verification', async () => {
+    const ts = nextTs();
+    const callback = eventCallback(messageEvent({ text: `<@${fake.botUserId}> refunds?`, ts }), { botUserId: fake.botUserId });
+    await deliver(callback);
+    await deliver(callback, { 'x-slack-retry-num': '1', 'x-slack-retry-reason': 'http_timeout' });
+    await fake.waitFor('the answer', () => threadPosts(ts).length > 0, 8_000);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(threadPosts(ts)).toHaveLength(1);
+    const rows = t.ctx.db.sqlite.prepare('SELECT count(*) FROM channel_inbox WHERE channel_id = ? AND external_id = ?').pluck().get(channelId, callback.event_id);
+    expect(rows).toBe(1);
+
+    const before = fake.ok('chat.postMessage').length;
+    await deliver(eventCallback(messageEvent({ text: `<@${fake.botUserId}> echo`, user: fake.botUserId, bot_id: fake.botId })));
+    await deliver(eventCallback(messageEvent({ text: `<@${fake.botUserId}> hello from a bot`, bot_id: 'BOTHER', subtype: 'bot_message' })));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(fake.ok('chat.postMessage').length).toBe(before);
+
+    const challenge = await deliver({ type: 'url_verification', challenge: 'c-123', token: 'x' });
+    expect(challenge.statusCode).toBe(200);
+    expect(challenge.body).toContain('c-123');
+  });
+
+  it('refuses a bad or stale signature (401) and a disabled channel (409)', async () => {
+    const raw = JSON.stringify(eventCallback(messageEvent({ text: 'hi' })));
+    const bad = await t.app.inject({ method: 'POST', url: `/business/channels/${channelId}/slack/events`, headers: signSlackRequest(raw, 'not-the-secret'), payload: raw });
+    expectProblem(bad, 401, 'unauthorized');
+    const stale = await t.app.inject({ method: 'POST', url: `/business/channels/${channelId}/slack/events`, headers: signSlackRequest(raw, SIGNING_SECRET, Math.floor(Date.now() / 1000) - 600), payload: raw });
+    expectProblem(stale, 401, 'unauthorized');
+    expectProblem(await deliver(eventCallback(messageEvent({ text: 'x' })), {}, 'chn_nope'), 404, 'not_found');
+
+    const other = await createChannel(t, { type: 'slack', name: 'Paused', personaId: persona, credentials: { botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET }, settings: { enabled: false } });
+    expect(other.status).toBe('disabled');
+    expectProblem(await deliver(eventCallback(messageEvent({ text: 'x' })), {}, other.id), 409, 'conflict');
+  });
+
+  it('turns 👍 and 👎 on a reply into feedback on that answer', async () => {
+    const ts = nextTs();
+    await deliver(eventCallback(messageEvent({ text: `<@${fake.botUserId}> refunds please`, ts }), { botUserId: fake.botUserId }));
+    await fake.waitFor('the answer', () => threadPosts(ts).length > 0 && finalText(ts).includes('5 business days'), 8_000);
+    const replyTs = String(threadPosts(ts)[0]!.response!.ts);
+    await deliver(eventCallback(reactionEvent({ reaction: '+1', ts: replyTs, itemUser: fake.botUserId })));
+    const rating = () => t.ctx.db.sqlite.prepare("SELECT rating FROM feedback f JOIN channel_messages m ON m.message_id = f.message_id WHERE m.external_id = ? ORDER BY f.seq").pluck().all(replyTs);
+    await fake.waitFor('the 👍 feedback', () => rating().length === 1, 5_000);
+    expect(rating()).toEqual([5]);
+    await deliver(eventCallback(reactionEvent({ reaction: '-1', ts: replyTs, itemUser: fake.botUserId })));
+    await fake.waitFor('the 👎 feedback', () => rating().length === 2, 5_000);
+    expect(rating()).toEqual([5, 1]);
+  });
+
+  it('routes a channel through its running A/B test and records the variant', async () => {
+    const b = (await createPersona(t, { name: 'Slack B' })).id;
+    const test = await createAbTest(t, { personaA: persona, personaB: b });
+    await t.request({ method: 'PUT', url: `/business/ab-tests/${test.id}/start` });
+    const ab = await createChannel(t, { type: 'slack', name: 'A/B Slack', abTestId: test.id, credentials: { botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET }, settings: { respondTo: 'all' } });
+    const ts = nextTs();
+    await deliver(eventCallback(messageEvent({ text: 'what about refunds', ts, user: 'U-ab' })), {}, ab.id);
+    await fake.waitFor('the answer', () => threadPosts(ts).length > 0, 8_000);
+    const session = (await t.request({ method: 'GET', url: `/sessions?channelId=${ab.id}` })).json().data[0];
+    expect(session).toMatchObject({ abTestId: test.id, userId: 'U-ab' });
+    expect(session.personaId).toBe(session.variant === 'A' ? persona : b);
+    await t.request({ method: 'PUT', url: `/business/ab-tests/${test.id}/stop` });
+  });
+});
+
+describe('a restart answers what was left unanswered, once', { timeout: 30_000 }, () => {
+  it('answers recent pending messages after a restart, expires old ones, and never repeats an answered one', async () => {
+    const fake = await startFakeSlack({ botToken: BOT_TOKEN });
+    const t = await createTestApp({ env: { SWITCHBOARD_SLACK_API_URL: fake.apiUrl } });
+    const env = { SWITCHBOARD_DATA_DIR: t.dataDir, LOG_LEVEL: 'silent', SWITCHBOARD_RATE_LIMIT: '0', SWITCHBOARD_SLACK_API_URL: fake.apiUrl };
+    let second: AppContext | undefined;
+    try {
+      const persona = await seedSupport(t);
+      const channel = await createChannel(t, { type: 'slack', personaId: persona, credentials: { botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET } });
+      // What a crash leaves: stored messages, not answered (one recent, one old, one answered already).
+      const store = (externalId: string, ts: string, status: string, receivedAt: Date) =>
+        t.ctx.db.sqlite
+          .prepare('INSERT INTO channel_inbox (channel_id, external_id, conversation_id, payload, status, received_at) VALUES (?, ?, ?, ?, ?, ?)')
+          .run(channel.id, externalId, `C1:${ts}`, JSON.stringify({ externalId, conversationId: `C1:${ts}`, conversationRef: 'C1', userId: 'U7', text: 'How long do refunds take?', direct: false, mentioned: true, replyTo: { channel: 'C1', thread_ts: ts } }), status, receivedAt.toISOString());
+      const recent = nextTs();
+      const old = nextTs();
+      const done = nextTs();
+      store('Ev-recent', recent, 'pending', new Date());
+      store('Ev-old', old, 'pending', new Date(Date.now() - 60 * 60_000));
+      store('Ev-done', done, 'answered', new Date());
+      await t.app.close();
+      await t.ctx.close();
+
+      second = await createContext(loadConfig(env));
+      await second.services.channels.startAll();
+      await fake.waitFor('the recovered answer', () => fake.ok('chat.postMessage').some((c) => c.body.thread_ts === recent), 8_000);
+      const statuses = second.db.sqlite.prepare('SELECT external_id, status FROM channel_inbox ORDER BY external_id').all();
+      expect(statuses).toEqual([
+        { external_id: 'Ev-done', status: 'answered' },
+        { external_id: 'Ev-old', status: 'expired' },
+        { external_id: 'Ev-recent', status: 'answered' },
+      ]);
+      expect(fake.ok('chat.postMessage').filter((c) => [old, done].includes(String(c.body.thread_ts)))).toEqual([]);
+      expect(fake.ok('chat.postMessage').filter((c) => c.body.thread_ts === recent)).toHaveLength(1);
+    } finally {
+      await second?.close();
+      fs.rmSync(t.dataDir, { recursive: true, force: true });
+      await fake.close();
+    }
+  });
+});
