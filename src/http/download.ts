@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { drained, takeOver } from './raw-response.js';
 
 /**
  * Streams a file to the client as `chunks` come, taking the response over from Fastify (like
@@ -13,29 +14,16 @@ export async function sendDownload(
   file: { contentType: string; filename: string },
   chunks: AsyncIterable<string>,
 ): Promise<void> {
-  reply.hijack();
-  const res = reply.raw;
-  res.writeHead(200, {
-    ...(reply.getHeaders() as Record<string, string>),
+  const res = takeOver(reply, {
     'content-type': file.contentType,
     'content-disposition': `attachment; filename="${file.filename}"`,
     'cache-control': 'no-store',
     'x-content-type-options': 'nosniff',
   });
-  const drained = () =>
-    new Promise<void>((resolve) => {
-      const done = () => {
-        res.off('drain', done);
-        res.off('close', done);
-        resolve();
-      };
-      res.on('drain', done);
-      res.on('close', done);
-    });
   try {
     for await (const chunk of chunks) {
       if (res.destroyed) break;
-      if (!res.write(chunk)) await drained();
+      if (!res.write(chunk)) await drained(res);
     }
     if (!res.destroyed) res.end();
   } catch (err) {

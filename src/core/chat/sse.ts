@@ -1,4 +1,5 @@
 import type { FastifyReply } from 'fastify';
+import { drained, takeOver } from '../../http/raw-response.js';
 
 /** API.md §6: a comment line this often keeps proxies from closing a quiet stream. */
 export const PING_INTERVAL_MS = 15_000;
@@ -25,13 +26,7 @@ export class ClientDisconnectedError extends Error {
  * instead of filling memory; closing the connection aborts `signal`.
  */
 export function openSse(reply: FastifyReply, extraHeaders: Record<string, string> = {}, pingMs = PING_INTERVAL_MS): SseWriter {
-  reply.hijack();
-  const res = reply.raw;
-  const controller = new AbortController();
-  let ended = false;
-  let blocked = false;
-  res.writeHead(200, {
-    ...(reply.getHeaders() as Record<string, string>),
+  const res = takeOver(reply, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache, no-transform',
     connection: 'keep-alive',
@@ -39,6 +34,9 @@ export function openSse(reply: FastifyReply, extraHeaders: Record<string, string
     ...extraHeaders,
   });
   res.flushHeaders();
+  const controller = new AbortController();
+  let ended = false;
+  let blocked = false;
   const ping = setInterval(() => {
     if (!blocked && !ended) res.write(': ping\n\n');
   }, pingMs);
@@ -53,15 +51,7 @@ export function openSse(reply: FastifyReply, extraHeaders: Record<string, string
       if (ended || res.destroyed) return;
       if (res.write(text)) return;
       blocked = true;
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          res.off('drain', done);
-          res.off('close', done);
-          resolve();
-        };
-        res.on('drain', done);
-        res.on('close', done);
-      });
+      await drained(res);
       blocked = false;
     },
     end() {
