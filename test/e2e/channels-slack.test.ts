@@ -10,6 +10,7 @@ import { type FakeSlack, startFakeSlack } from '../fakes/slack-api.js';
 import { appMentionEvent, eventCallback, messageEvent, nextTs, reactionEvent, signSlackRequest } from '../fakes/slack-events.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createAbTest, createChannel, createPersona } from '../helpers/factories.js';
+import { captureLogs } from '../helpers/mcp-tools.js';
 import { expectProblem } from '../helpers/problem.js';
 import { REFUND_TEXT, seedSupport } from '../integration/chat-helpers.js';
 
@@ -21,6 +22,7 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
   let t: TestApp;
   let persona: string;
   let channelId: string;
+  const logs = captureLogs();
 
   /** A signed Events API delivery to the channel's route. */
   const deliver = (body: Record<string, unknown>, headers: Record<string, string> = {}, id = channelId) => {
@@ -37,7 +39,7 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
 
   beforeAll(async () => {
     fake = await startFakeSlack({ botToken: BOT_TOKEN });
-    t = await createTestApp({ env: { SWITCHBOARD_SLACK_API_URL: fake.apiUrl } });
+    t = await createTestApp({ env: { SWITCHBOARD_SLACK_API_URL: fake.apiUrl, LOG_LEVEL: 'trace' }, overrides: { logger: logs.logger } });
     persona = await seedSupport(t);
     channelId = (await createChannel(t, { type: 'slack', name: 'Support Slack', personaId: persona, credentials: { botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET } })).id;
   });
@@ -135,6 +137,15 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
     expect(session).toMatchObject({ abTestId: test.id, userId: 'U-ab' });
     expect(session.personaId).toBe(session.variant === 'A' ? persona : b);
     await t.request({ method: 'PUT', url: `/business/ab-tests/${test.id}/stop` });
+  });
+
+  it('keeps the bot token and signing secret out of every log line and answer', async () => {
+    const text = logs.text();
+    expect(text).toContain(channelId);
+    expect(text.length).toBeGreaterThan(1000);
+    for (const secret of [BOT_TOKEN, SIGNING_SECRET]) expect(text.includes(secret), `a log line holds ${secret}`).toBe(false);
+    const listed = await t.request({ method: 'GET', url: '/business/channels?limit=100' });
+    for (const secret of [BOT_TOKEN, SIGNING_SECRET]) expect(listed.body.includes(secret)).toBe(false);
   });
 });
 
