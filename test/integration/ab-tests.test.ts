@@ -12,6 +12,8 @@ describe('A/B tests', () => {
   let t: TestApp;
   let a: string;
   let b: string;
+  /** The test decided over HTTP below, read again over MCP. */
+  let decided: string;
 
   const ask = (body: Record<string, unknown>, as?: string) => t.request({ method: 'POST', url: '/query', body: { message: 'How do refunds work?', ...body }, ...(as ? { as } : {}) });
   const put = (id: string, action: 'start' | 'stop', as?: string) => t.request({ method: 'PUT', url: `/business/ab-tests/${id}/${action}`, ...(as ? { as } : {}) });
@@ -123,6 +125,7 @@ describe('A/B tests', () => {
 
   it('reports each variant and decides with Welch’s t-test on the ratings', async () => {
     const test = await createAbTest(t, { name: 'Decide', personaA: a, personaB: b });
+    decided = test.id;
     const empty = await results(test.id);
     expect(empty.significance).toEqual({ metric: 'satisfaction', pValue: null, significant: false, winner: null });
     expect(empty.variants.A).toMatchObject({ personaId: a, conversations: 0, messages: 0, satisfaction: { average: null, count: 0, ci95: [null, null] }, responseTime: { avgMs: null, p50Ms: null } });
@@ -236,6 +239,10 @@ describe('A/B tests', () => {
       expect((await client.listResources()).resources.map((r) => r.uri)).toContain(`switchboard://ab-tests/${test.id}/results`);
       expect((await callOk(client, 'stop_ab_test', { id: test.id })).status).toBe('completed');
       expect(await callError(client, 'get_ab_test_results', { id: 'abt_nope' })).toBe('Not found: A/B test abt_nope not found.');
+      // The decided test reads the same over MCP: a winner with its p-value.
+      const verdict = await callOk(client, 'get_ab_test_results', { id: decided });
+      expect(verdict.significance).toMatchObject({ metric: 'satisfaction', significant: true, winner: 'A' });
+      expect(verdict.significance.pValue).toBeLessThan(0.05);
     } finally {
       await client.close();
     }
