@@ -79,6 +79,11 @@ export interface LoadTarget {
   bodies?: string[];
   /** A body made for every request (e.g. a JSON-RPC id that must never repeat); overrides `body` and `bodies`. */
   nextBody?: () => string;
+  /**
+   * A body and headers made for every request (e.g. a signature over that body); overrides `body`,
+   * `bodies` and `nextBody`. Its headers are added to `headers`.
+   */
+  next?: () => { body: string; headers?: Record<string, string> };
   /** Reads the server's CPU time (process.cpuUsage) so the row can tell whether the server was saturated. */
   serverCpu?: () => Promise<NodeJS.CpuUsage>;
   /** CPU time of a helper process the server depends on (a fake upstream), reported apart from "other". */
@@ -104,6 +109,7 @@ function fire(target: LoadTarget, seconds: number, connections: number, onRespon
         ...(target.body !== undefined ? { body: target.body } : {}),
         ...(target.bodies ? { requests: target.bodies.map((body) => ({ body })) } : {}),
         ...(target.nextBody ? { requests: [{ setupRequest: (req: autocannon.Request) => ({ ...req, body: target.nextBody!() }) }] } : {}),
+        ...(target.next ? { requests: [{ setupRequest: (req: autocannon.Request) => withNext(req, target.next!()) }] } : {}),
         connections,
         pipelining: 1,
         duration: seconds,
@@ -113,6 +119,11 @@ function fire(target: LoadTarget, seconds: number, connections: number, onRespon
     );
     if (onResponse) instance.on('response', (_client, _status, _bytes, ms) => onResponse(ms));
   });
+}
+
+/** An autocannon request with a body and extra headers from `LoadTarget.next`. */
+function withNext(req: autocannon.Request, next: { body: string; headers?: Record<string, string> }): autocannon.Request {
+  return { ...req, body: next.body, headers: { ...req.headers, ...next.headers } };
 }
 
 const cpuUs = (u: NodeJS.CpuUsage) => u.user + u.system;

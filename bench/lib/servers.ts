@@ -1,7 +1,7 @@
 /**
  * Child-process entry for the servers under test (`fork(dist/bench/lib/servers.js, [kind])`), so the
  * server has a core to itself while autocannon runs in the parent. Listens on 127.0.0.1, port 0,
- * and reports `{ type: 'ready', port, key, personaId }` over IPC. Answers `{ type: 'cpu' }` with its
+ * and reports `{ type: 'ready', port, key, personaId }` (and `channels` for `switchboard-channels`) over IPC. Answers `{ type: 'cpu' }` with its
  * CPU time and `{ type: 'memory' }` with `process.memoryUsage()` (after a full GC when forked with
  * `--expose-gc`); `{ type: 'stop' }` or losing the parent closes everything and exits (which also
  * writes a `--cpu-prof` profile when one was asked for).
@@ -17,9 +17,15 @@ import type { PersonaRow } from '../../src/db/schema.js';
 import { toPersona } from '../../src/core/personas/personas.service.js';
 import { chatSources } from './chat-corpus.js';
 import {
+  type BenchChannels,
+  CHANNELS_SLACK_BOT_TOKEN,
+  CHANNELS_SLACK_SIGNING_SECRET,
+  CHANNELS_SOURCE_COUNT,
+  CHANNELS_WEBHOOK_SECRET,
   CHAT_SOURCE_COUNT,
   type ChildMessage,
   FAKE_MODEL_URL_ENV,
+  FAKE_SLACK_URL_ENV,
   HIGH_RATE_LIMIT,
   type ParentMessage,
   PERSONA_COUNT,
@@ -31,6 +37,7 @@ interface Running {
   app: FastifyInstance;
   key: string | null;
   personaId: string | null;
+  channels?: BenchChannels;
   close(): Promise<void>;
 }
 
@@ -172,13 +179,63 @@ async function startSwitchboardChat(): Promise<Running> {
   }
 }
 
-async function serve(seeded: Seeded, personaId: string | null): Promise<Running> {
+/**
+ * The app with the rate limit off and the offline model: one help-centre persona over a knowledge
+ * base of CHANNELS_SOURCE_COUNT short articles, a webhook channel and a Slack Events API channel
+ * routed to it. The Slack Web API (auth.test when the channel starts, the replies) is the fake
+ * Slack at FAKE_SLACK_URL_ENV.
+ */
+async function startSwitchboardChannels(): Promise<Running> {
+  const slackUrl = process.env[FAKE_SLACK_URL_ENV];
+  if (!slackUrl) throw new Error(`switchboard-channels needs the fake Slack's Web API URL in ${FAKE_SLACK_URL_ENV}`);
+  const seeded = await seed(0, { SWITCHBOARD_SLACK_API_URL: slackUrl });
+  try {
+    if (seeded.ctx.llm.provider !== 'offline') throw new Error(`expected the offline model, got ${seeded.ctx.llm.provider}`);
+    const persona = await seeded.ctx.services.personas.create(seeded.workspaceId, {
+      name: 'Help-centre assistant',
+      instructions: 'You answer customers of a project-management product from the help-centre articles you are given, briefly, citing the passages you use.',
+      traits: ['concise', 'friendly'],
+      model: null,
+      temperature: null,
+      maxTokens: 400,
+      tools: [],
+    });
+    for (const source of chatSources(CHANNELS_SOURCE_COUNT)) {
+      const created = await seeded.ctx.services.knowledge.create(seeded.workspaceId, source);
+      if (created.status === 'failed') throw new Error(`knowledge source "${source.name}" failed: ${created.error}`);
+    }
+    await seeded.ctx.services.knowledge.idle();
+    const channels = seeded.ctx.services.channels;
+    const webhook = await channels.create(seeded.workspaceId, {
+      type: 'webhook',
+      name: 'Bench webhook',
+      personaId: persona.id,
+      credentials: { secret: CHANNELS_WEBHOOK_SECRET },
+    });
+    const slack = await channels.create(seeded.workspaceId, {
+      type: 'slack',
+      name: 'Bench Slack',
+      personaId: persona.id,
+      credentials: { botToken: CHANNELS_SLACK_BOT_TOKEN, signingSecret: CHANNELS_SLACK_SIGNING_SECRET },
+    });
+    for (const c of [webhook, slack]) {
+      if (c.status !== 'connected') throw new Error(`the ${c.type} channel is ${c.status}: ${c.statusDetail ?? 'no detail'}`);
+    }
+    return await serve(seeded, persona.id, { webhookId: webhook.id, slackId: slack.id });
+  } catch (err) {
+    await seeded.close();
+    throw err;
+  }
+}
+
+async function serve(seeded: Seeded, personaId: string | null, channels?: BenchChannels): Promise<Running> {
   try {
     const app = await buildApp(seeded.ctx);
     return {
       app,
       key: seeded.key,
       personaId,
+      ...(channels ? { channels } : {}),
       async close() {
         try {
           await app.close();
@@ -205,6 +262,8 @@ function start(kind: ServerKind): Promise<Running> {
       return startSwitchboard(HIGH_RATE_LIMIT);
     case 'switchboard-chat':
       return startSwitchboardChat();
+    case 'switchboard-channels':
+      return startSwitchboardChannels();
   }
 }
 
@@ -247,7 +306,7 @@ async function main() {
   }
   const address = running.app.server.address();
   if (address === null || typeof address === 'string') throw new Error('no TCP address');
-  send({ type: 'ready', port: address.port, key: running.key, personaId: running.personaId });
+  send({ type: 'ready', port: address.port, key: running.key, personaId: running.personaId, ...(running.channels ? { channels: running.channels } : {}) });
 }
 
 main().catch((err: unknown) => {

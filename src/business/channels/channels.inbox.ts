@@ -12,6 +12,7 @@ import type { Clock } from '../../lib/clock.js';
 import type { Answer } from '../../core/chat/chat.schemas.js';
 import type { ChatService } from '../../core/chat/chat.service.js';
 import type { SessionService } from '../../core/chat/sessions.service.js';
+import { CallGate } from '../../lib/call-gate.js';
 import type { ChannelStore } from './channels.store.js';
 
 /** What the inbox needs to know of a channel at the time of a message. */
@@ -30,6 +31,8 @@ export interface InboxDeps {
   logger: Logger;
   /** Unanswered messages older than this at start-up are not answered any more (default 5 min). */
   recoveryWindowMs?: number;
+  /** Messages answered at once; more wait their turn, stored (default 8: a real model answers in seconds, so they mostly wait on it). */
+  maxConcurrentAnswers?: number;
 }
 
 const APOLOGY = 'Sorry — I could not answer that just now. Please try again in a moment.';
@@ -38,6 +41,10 @@ export function createInbox(deps: InboxDeps) {
   const { store, chat, sessions, clock, logger } = deps;
   const recoveryWindowMs = deps.recoveryWindowMs ?? 5 * 60_000;
   const now = () => clock.now().toISOString();
+  // A burst of messages must not starve the acknowledgements still arriving (Slack wants one within
+  // 3 s): answers run a few at a time, each starting after pending I/O (measured in bench/channels.ts).
+  const answering = new CallGate('channel answers', deps.maxConcurrentAnswers ?? 8, Number.POSITIVE_INFINITY);
+  const never = new AbortController().signal;
 
   /** One exchange in the conversation's session (a new one when it is gone or belongs to another persona). */
   async function respond(channel: RoutedChannel, conversationId: string, text: string, userId: string | undefined, onText: (soFar: string) => void): Promise<Answer> {
@@ -98,7 +105,13 @@ export function createInbox(deps: InboxDeps) {
       });
       if (seq === null) return;
       void (async () => {
-        if (await store.claim(seq, 'pending')) await answerStored(channel, seq, message, reply(message));
+        await answering.acquire(never);
+        try {
+          await new Promise((resolve) => setImmediate(resolve));
+          if (await store.claim(seq, 'pending')) await answerStored(channel, seq, message, reply(message));
+        } finally {
+          answering.release();
+        }
       })().catch((err: unknown) => logger.error({ err, channelId: channel.id }, 'channel routing failed'));
     },
 

@@ -14,7 +14,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import { UnavailableError, UpstreamError, UpstreamTimeoutError } from '../../errors.js';
-import { CallGate } from './call-gate.js';
+import { CallGate } from '../../lib/call-gate.js';
 import type { AddressGuardOptions } from '../../lib/address-guard.js';
 import { createTransport, listAllTools } from './transports.js';
 import { scrub, scrubText, secretValues, type ServerSecrets } from './vault.js';

@@ -1,4 +1,4 @@
-import { UnavailableError } from '../../errors.js';
+import { UnavailableError } from '../errors.js';
 
 /**
  * At most `maxConcurrent` calls in flight; up to `maxQueued` more wait their turn (an aborted
