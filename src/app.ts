@@ -21,6 +21,7 @@ import { authRoutes } from './core/auth/auth.routes.js';
 import { chatRoutes } from './core/chat/chat.routes.js';
 import { sessionRoutes } from './core/chat/sessions.routes.js';
 import { knowledgeRoutes } from './core/knowledge/knowledge.routes.js';
+import { oauthRoutes, publicBase, resourceMetadataUrlOf, resourceOf } from './core/oauth/oauth.routes.js';
 import { personaRoutes } from './core/personas/personas.routes.js';
 import { teamRoutes } from './business/teams/teams.routes.js';
 import { toolRoutes } from './core/tools/tools.routes.js';
@@ -85,7 +86,12 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     }
     if ((request.raw.url?.length ?? 0) > MAX_URL_LENGTH) throw new UriTooLongError(MAX_URL_LENGTH);
   });
-  registerAuthHooks(app, services.auth);
+  // The public base URL: SWITCHBOARD_PUBLIC_URL, else where this app listens (known once it does).
+  const base = () => publicBase(config, app.server);
+  registerAuthHooks(app, services.auth, {
+    verify: (token) => services.oauth.verifyAccessToken(token, resourceOf(base())),
+    challenge: () => `Bearer realm="switchboard", resource_metadata="${resourceMetadataUrlOf(base())}"`,
+  });
   registerIdempotencyHooks(app, services.idempotency);
   registerResponseCache(app, ctx.db.changeStamp);
 
@@ -150,6 +156,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(chatRoutes(ctx));
   await app.register(sessionRoutes(ctx));
   await app.register(toolRoutes(ctx));
+  await app.register(oauthRoutes(ctx, base));
   await app.register(mcpRoutes(ctx));
 
   app.setNotFoundHandler(

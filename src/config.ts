@@ -99,6 +99,13 @@ const envSchema = z.object({
   SWITCHBOARD_MCP_ALLOWED_HOSTS: commaList
     .transform((list) => list.map((h) => h.toLowerCase()))
     .refine((list) => list.every((h) => /^[a-z0-9.:[\]-]+$/.test(h)), 'must be comma-separated host names, e.g. mcp.example.com'),
+  SWITCHBOARD_PUBLIC_URL: httpUrl
+    .refine((v) => {
+      if (!URL.canParse(v)) return true; // reported by httpUrl
+      const u = new URL(v);
+      return !v.endsWith('/') && u.search === '' && u.hash === '' && !v.includes('#') && u.username === '' && u.password === '';
+    }, 'must be the public http(s) base URL without a trailing slash, query or fragment, e.g. https://switchboard.example.com')
+    .optional(),
   SWITCHBOARD_SLACK_API_URL: httpUrl.optional(),
   SWITCHBOARD_DISCORD_API_URL: httpUrl.optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
@@ -132,6 +139,8 @@ export interface Config {
   mcpStdio: boolean;
   /** Host names `/mcp` answers to besides the loopback ones (DNS-rebinding protection). */
   mcpAllowedHosts: string[];
+  /** SWITCHBOARD_PUBLIC_URL: the base URL clients reach this server at (OAuth issuer, `<base>/mcp`); undefined = the listen address. */
+  publicUrl: string | undefined;
   slackApiUrl: string | undefined;
   discordApiUrl: string | undefined;
   logLevel: LogLevel;
@@ -190,6 +199,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     mcpConfigPath: e.SWITCHBOARD_MCP_CONFIG,
     mcpStdio: e.SWITCHBOARD_MCP_STDIO,
     mcpAllowedHosts: e.SWITCHBOARD_MCP_ALLOWED_HOSTS,
+    publicUrl: e.SWITCHBOARD_PUBLIC_URL,
     slackApiUrl: e.SWITCHBOARD_SLACK_API_URL,
     discordApiUrl: e.SWITCHBOARD_DISCORD_API_URL,
     logLevel: e.LOG_LEVEL,

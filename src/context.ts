@@ -19,6 +19,9 @@ import { createIdempotencyService } from './core/idempotency/idempotency.service
 import { createIngestor, createJobQueue } from './core/knowledge/ingest.js';
 import { createKnowledgeService } from './core/knowledge/knowledge.service.js';
 import { createKnowledgeStore } from './core/knowledge/knowledge.store.js';
+import { createMetadataDocuments } from './core/oauth/client-metadata.js';
+import { createOAuthService } from './core/oauth/oauth.service.js';
+import { createOAuthStore } from './core/oauth/oauth.store.js';
 import type { SqliteSearchIndexOptions } from './core/knowledge/search-index.js';
 import type { UrlFetchOptions } from './core/knowledge/url-fetch.js';
 import { createVectorState } from './core/knowledge/vector-state.js';
@@ -60,6 +63,12 @@ export const REDACT_PATHS = [
   '*.appToken',
   '*.signingSecret',
   '*.password',
+  // OAuth: nothing logs these bodies today; should anything ever, the secrets in them stay out.
+  '*.api_key',
+  '*.code_verifier',
+  '*.access_token',
+  '*.refresh_token',
+  '*.client_secret',
   // MCP tool servers: credentials, the environment and headers they are injected through.
   'credentials',
   'env',
@@ -87,6 +96,7 @@ export interface AppContext {
     analytics: ReturnType<typeof createAnalyticsService>;
     channels: ReturnType<typeof createChannelService>;
     tools: ReturnType<typeof createToolsService>;
+    oauth: ReturnType<typeof createOAuthService>;
   };
   embedder: Embedder;
   llm: LlmClient;
@@ -234,11 +244,20 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   });
   personas.guardDeletion((workspaceId, personaId) => channels.personaInUse(workspaceId, personaId));
   for (const tool of channelHubTools(channels)) hub.addBuiltin(tool);
+  // Client ID Metadata Documents pass the same address guard (and test overrides) as every other URL.
+  const oauth = createOAuthService({
+    store: createOAuthStore(db.kysely),
+    auth,
+    clock,
+    ids,
+    metadataDocuments: createMetadataDocuments({ guard: fetchOptions, clock }),
+  });
 
   // lastUsedAt may lag by up to a minute (API.md §2); expired idempotency records go hourly.
   const timers = [
     setInterval(() => void auth.flushUsage().catch((err) => logger.error({ err }, 'lastUsedAt flush failed')), 60_000),
     setInterval(() => void idempotency.purgeExpired().catch((err) => logger.error({ err }, 'purge failed')), 3_600_000),
+    setInterval(() => void oauth.purgeExpired().catch((err) => logger.error({ err }, 'OAuth purge failed')), 3_600_000),
   ];
   for (const t of timers) t.unref();
 
@@ -250,7 +269,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     clock,
     ids,
     cipher,
-    services: { auth, personas, teams, abTests, idempotency, knowledge, chat, sessions, analytics, channels, tools: toolsService },
+    services: { auth, personas, teams, abTests, idempotency, knowledge, chat, sessions, analytics, channels, tools: toolsService, oauth },
     embedder,
     llm,
     tools,

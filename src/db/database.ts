@@ -13,6 +13,7 @@ import * as m007 from './migrations/007-teams.js';
 import * as m008 from './migrations/008-ab-tests.js';
 import * as m009 from './migrations/009-analytics.js';
 import * as m010 from './migrations/010-channels.js';
+import * as m011 from './migrations/011-oauth.js';
 import type { Database } from './schema.js';
 
 /** Every migration, in order. A new one is imported and added here. */
@@ -27,6 +28,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '008-ab-tests': m008,
   '009-analytics': m009,
   '010-channels': m010,
+  '011-oauth': m011,
 };
 
 export interface Db {

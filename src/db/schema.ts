@@ -23,6 +23,10 @@ export interface Database {
   tool_executions: ToolExecutionsTable;
   teams: TeamsTable;
   team_members: TeamMembersTable;
+  oauth_clients: OAuthClientsTable;
+  oauth_grants: OAuthGrantsTable;
+  oauth_codes: OAuthCodesTable;
+  oauth_tokens: OAuthTokensTable;
 }
 
 export interface WorkspacesTable {
@@ -362,3 +366,55 @@ export interface ChannelMessagesTable {
   message_id: string | null;
   created_at: string;
 }
+
+/** A client registered through RFC 7591 dynamic registration; `metadata` is its validated JSON. */
+export interface OAuthClientsTable {
+  client_id: string;
+  metadata: string;
+  created_at: string;
+}
+
+/** A client allowed to act for an API key's workspace with `scope` (space-separated, at most the key's). */
+export interface OAuthGrantsTable {
+  id: string;
+  workspace_id: string;
+  key_id: string;
+  client_id: string;
+  client_name: string;
+  scope: string;
+  resource: string;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+/** An authorization code, by SHA-256 (hex) of its value: single use, short-lived. */
+export interface OAuthCodesTable {
+  hash: string;
+  grant_id: string;
+  client_id: string;
+  redirect_uri: string;
+  code_challenge: string;
+  resource: string;
+  scope: string;
+  expires_at: string;
+  used_at: string | null;
+}
+
+/** An access or refresh token, by SHA-256 (hex) of its value; a refresh rotation keeps the family. */
+export interface OAuthTokensTable {
+  hash: string;
+  kind: 'access' | 'refresh';
+  grant_id: string;
+  family_id: string;
+  resource: string;
+  scope: string;
+  created_at: string;
+  expires_at: string;
+  revoked_at: string | null;
+  used_at: string | null;
+}
+
+export type OAuthGrantRow = Selectable<OAuthGrantsTable>;
+export type OAuthCodeRow = Selectable<OAuthCodesTable>;
+export type OAuthTokenRow = Selectable<OAuthTokensTable>;

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AuthService, Principal } from '../core/auth/auth.service.js';
 import { hasScope } from '../core/auth/keys.js';
-import { ForbiddenError, UnauthorizedError } from '../errors.js';
+import { AppError, ForbiddenError, UnauthorizedError } from '../errors.js';
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 
@@ -10,17 +10,28 @@ function isPublic(request: FastifyRequest): boolean {
   return request.routeOptions.config?.public === true || request.method === 'OPTIONS';
 }
 
+/** OAuth access tokens, accepted only on routes whose config says `oauth: true` (the MCP endpoint). */
+export interface OAuthBearer {
+  /** The principal of an access token for this server's `/mcp`, or null. */
+  verify(token: string): Promise<Principal | null>;
+  /** The `WWW-Authenticate` value of a 401 there (RFC 9728 `resource_metadata`). */
+  challenge(): string;
+}
+
 /**
  * Authentication in two steps, so rate limiting can sit between them and count per key:
  * `onRequest` resolves the key (never throws), `preParsing` refuses what it must, before any body is read.
  */
-export function registerAuthHooks(app: FastifyInstance, auth: AuthService) {
+export function registerAuthHooks(app: FastifyInstance, auth: AuthService, oauth?: OAuthBearer) {
   app.decorateRequest('principal', null);
 
   app.addHook('onRequest', async (request) => {
     if (isPublic(request)) return;
     const match = BEARER.exec(request.headers.authorization ?? '');
-    if (match?.[1]) request.principal = await auth.authenticate(match[1]);
+    const token = match?.[1];
+    if (!token) return;
+    if (oauth && request.routeOptions.config?.oauth === true && token.startsWith('sbo_')) request.principal = await oauth.verify(token);
+    else request.principal = await auth.authenticate(token);
   });
 
   app.addHook('preParsing', async (request) => {
@@ -28,13 +39,18 @@ export function registerAuthHooks(app: FastifyInstance, auth: AuthService) {
     const principal = request.principal;
     if (!principal) {
       const header = request.headers.authorization;
-      throw new UnauthorizedError(
+      const detail =
         header === undefined
           ? 'A valid API key is required: send "Authorization: Bearer <key>".'
           : BEARER.test(header)
             ? 'The API key is unknown, revoked or expired.'
-            : 'The Authorization header must be "Bearer <key>".',
-      );
+            : 'The Authorization header must be "Bearer <key>".';
+      if (oauth && request.routeOptions.config?.oauth === true) {
+        throw new AppError('unauthorized', `${detail} OAuth clients: see the resource metadata in WWW-Authenticate.`, undefined, {
+          'www-authenticate': oauth.challenge(),
+        });
+      }
+      throw new UnauthorizedError(detail);
     }
     const needed = request.routeOptions.config?.scope ?? (request.method === 'GET' || request.method === 'HEAD' ? 'read' : 'write');
     if (!hasScope(principal.scopes, needed)) throw new ForbiddenError(`This operation needs the "${needed}" scope.`);

@@ -15,7 +15,7 @@ export function randomBase62(length: number): string {
 }
 
 export type IdPrefix =
-  | 'per' | 'src' | 'chk' | 'ses' | 'msg' | 'key' | 'exe' | 'mcs' | 'team' | 'abt' | 'chn' | 'wsp';
+  | 'per' | 'src' | 'chk' | 'ses' | 'msg' | 'key' | 'exe' | 'mcs' | 'team' | 'abt' | 'chn' | 'wsp' | 'grt';
 
 /** Makes opaque ids with a type prefix. Injectable so tests can use fixed ids. */
 export type IdGenerator = (prefix: IdPrefix) => string;

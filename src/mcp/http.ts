@@ -28,6 +28,7 @@ export interface McpHttpOptions {
 }
 
 interface Session {
+  /** The key that opened it, or `key/grant` for an OAuth client: a session is never shared between them. */
   keyId: string;
   transport: StreamableHTTPServerTransport;
   lastSeen: number;
@@ -48,7 +49,9 @@ function hostName(host: string): string {
  * listed, and refuses browser origins that are neither those hosts nor allowed CORS origins.
  */
 export function rebindingGuard(config: AppContext['config']) {
-  const hosts = new Set([...LOOPBACK_HOSTS, ...config.mcpAllowedHosts.map(hostName)]);
+  // The public URL's host is the one remote clients use: allowed without listing it twice.
+  const publicHost = config.publicUrl ? [hostName(new URL(config.publicUrl).host)] : [];
+  const hosts = new Set([...LOOPBACK_HOSTS, ...publicHost, ...config.mcpAllowedHosts.map(hostName)]);
   const origins = new Set(config.corsOrigins);
   return (request: FastifyRequest) => {
     const host = request.headers.host ?? '';
@@ -88,6 +91,8 @@ function checkToolScopes(principal: Principal, body: unknown) {
   }
 }
 
+const ownerOf = (principal: Principal) => (principal.grantId ? `${principal.keyId}/${principal.grantId}` : principal.keyId);
+
 export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): FastifyPluginAsyncZod {
   const idleMs = options.idleMs ?? 30 * 60_000;
   const maxSessions = options.maxSessions ?? 1_000;
@@ -104,12 +109,13 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
 
   async function openSession(principal: Principal): Promise<StreamableHTTPServerTransport> {
     // One key cannot take every session: a client that leaks sessions loses its own oldest.
-    const own = [...sessions].filter(([, s]) => s.keyId === principal.keyId).sort(([, a], [, b]) => a.lastSeen - b.lastSeen);
+    const owner = ownerOf(principal);
+    const own = [...sessions].filter(([, s]) => s.keyId === owner).sort(([, a], [, b]) => a.lastSeen - b.lastSeen);
     if (own.length >= maxPerKey) await closeSession(own[0]![0]);
     if (sessions.size >= maxSessions) throw new UnavailableError(`Too many open MCP sessions (${maxSessions}); retry later.`);
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => void sessions.set(id, { keyId: principal.keyId, transport, lastSeen: Date.now() }),
+      onsessioninitialized: (id) => void sessions.set(id, { keyId: owner, transport, lastSeen: Date.now() }),
       onsessionclosed: (id) => void sessions.delete(id),
     });
     transport.onclose = () => {
@@ -125,7 +131,7 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
     if (typeof sessionId === 'string') {
       const session = sessions.get(sessionId);
       // Another key's session is answered like a missing one: a session id is not a credential.
-      if (!session || session.keyId !== principal.keyId) throw new NotFoundError('MCP session', sessionId.slice(0, 64));
+      if (!session || session.keyId !== ownerOf(principal)) throw new NotFoundError('MCP session', sessionId.slice(0, 64));
       session.lastSeen = Date.now();
       return session.transport;
     }
@@ -162,7 +168,8 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
   const tags = ['mcp'];
   const description =
     'The MCP Streamable HTTP endpoint (protocol up to 2025-11-25): POST JSON-RPC messages, GET the server-to-client event stream, DELETE to end the session. ' +
-    'Initialize first; send the `Mcp-Session-Id` it answers with on every later request. Needs a bearer key (`read` to connect; a tool that changes data needs `write`, else 403).';
+    'Initialize first; send the `Mcp-Session-Id` it answers with on every later request. Needs a bearer API key or an OAuth access token issued for `<base>/mcp` (`read` to connect; a tool that changes data needs `write`, else 403). ' +
+    'Without one: 401 with `WWW-Authenticate: Bearer resource_metadata="<base>/.well-known/oauth-protected-resource/mcp"`.';
   const schema = (summary: string, body = false) => ({
     tags,
     summary,
@@ -177,7 +184,7 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
       clearInterval(sweep);
       await Promise.all([...sessions.keys()].map(closeSession));
     });
-    const config = { scope: 'read' as const };
+    const config = { scope: 'read' as const, oauth: true };
     app.post('/mcp', { config, bodyLimit: ctx.config.uploadLimitBytes, schema: schema('Send MCP messages', true) }, handle);
     app.get('/mcp', { config, schema: schema('Open the MCP server-to-client event stream') }, handle);
     app.delete('/mcp', { config, schema: schema('End an MCP session') }, handle);

@@ -29,6 +29,15 @@ describe('health, OpenAPI and docs (API.md §11)', () => {
       ['/auth/api-keys/{id}', 'put'],
       ['/auth/api-keys/{id}', 'delete'],
       ['/auth/me', 'get'],
+      ['/auth/oauth/grants', 'get'],
+      ['/auth/oauth/grants/{id}', 'delete'],
+      ['/.well-known/oauth-protected-resource/mcp', 'get'],
+      ['/.well-known/oauth-authorization-server', 'get'],
+      ['/oauth/authorize', 'get'],
+      ['/oauth/authorize/consent', 'post'],
+      ['/oauth/token', 'post'],
+      ['/oauth/register', 'post'],
+      ['/oauth/revoke', 'post'],
       ['/personas', 'post'],
       ['/personas', 'get'],
       ['/personas/{id}', 'get'],
@@ -83,6 +92,7 @@ describe('health, OpenAPI and docs (API.md §11)', () => {
       }
     }
     expect(doc.paths['/health'].get.security).toEqual([]);
+    expect(doc.paths['/oauth/token'].post.security).toEqual([]);
     expect(doc.paths['/personas'].post.requestBody.content['application/json'].schema).toBeDefined();
     expect(doc.paths['/personas/{id}'].delete.responses).toHaveProperty('409');
     expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });

@@ -11,6 +11,8 @@ export interface Principal {
   keyId: string;
   workspaceId: string;
   scopes: Scope[];
+  /** Set when the caller is an OAuth client acting through a grant of this key (only at `/mcp`). */
+  grantId?: string;
 }
 
 export interface ApiKey {
@@ -153,6 +155,30 @@ export function createAuthService({ store, clock, ids }: AuthServiceDeps) {
       if (entry.graceUntilMs !== null && entry.graceUntilMs <= nowMs) return null;
       lastUsed.set(entry.keyId, new Date(nowMs).toISOString());
       return { keyId: entry.keyId, workspaceId: entry.workspaceId, scopes: entry.scopes };
+    },
+
+    /**
+     * OAuth consent: the principal of the key whose *current* secret this is, when the key is active.
+     * A rotated-out secret still in its grace period is refused: a grant outlives that period.
+     */
+    async authenticateCurrent(secret: string): Promise<Principal | null> {
+      if (!KEY_PATTERN.test(secret)) return null;
+      const hash = hashKey(secret);
+      const row = await store.findKeyBySecretHash(hash);
+      if (!row || row.hash !== hash || toApiKey(row).status !== 'active') return null;
+      return { keyId: row.id, workspaceId: row.workspace_id, scopes: JSON.parse(row.scopes) as Scope[] };
+    },
+
+    /**
+     * OAuth token use: the key's principal when it is active and was neither revoked nor rotated at or
+     * after `sinceIso` (the grant's creation), else null. Read from the database every time, so a
+     * revocation or rotation by any process ends the key's grants at once.
+     */
+    async keyValidSince(keyId: string, sinceIso: string): Promise<Principal | null> {
+      const row = await store.findKeyById(keyId);
+      if (!row || toApiKey(row).status !== 'active') return null;
+      if (row.rotated_at !== null && row.rotated_at >= sinceIso) return null;
+      return { keyId: row.id, workspaceId: row.workspace_id, scopes: JSON.parse(row.scopes) as Scope[] };
     },
 
     /** Writes the in-memory `lastUsedAt` values; called periodically and at shutdown. */

@@ -26,6 +26,8 @@ export function createAuthStore(db: Kysely<Database>) {
         .where('workspace_id', '=', workspaceId)
         .where('id', '=', id)
         .executeTakeFirst(),
+    /** By id alone: only for checking the key behind an OAuth grant, whose row already names the workspace. */
+    findKeyById: (id: string) => db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst(),
     listKeys: (workspaceId: string, page: PageRequest) =>
       paginate(db.selectFrom('api_keys').selectAll().where('workspace_id', '=', workspaceId), page),
     /** Active keys of the workspace holding `admin`, other than `exceptId`. */

@@ -1,6 +1,7 @@
 import { STATUS_CODES, request as httpRequest, type ClientRequest, type IncomingMessage, type RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
+import { rootCertificates } from 'node:tls';
 import type { Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate, createInflateRaw } from 'node:zlib';
 import { type AddressGuardOptions, checkTarget, pinnedLookup, Refusal, type Target } from '../../lib/address-guard.js';
@@ -18,6 +19,8 @@ export interface UrlFetchOptions extends AddressGuardOptions {
   signal?: AbortSignal;
   /** Sent as User-Agent; default "Switchboard/0.1 (+knowledge ingestion)". */
   userAgent?: string;
+  /** Extra trusted CA certificates (PEM), added to Node's own (tests with a self-signed server). */
+  extraCa?: string;
 }
 
 /** A failed fetch; the message is written for users (it becomes a knowledge source's `error`). */
@@ -183,6 +186,7 @@ function requestOnce(target: Target, options: UrlFetchOptions, signal: AbortSign
       timeout: timeoutMs,
     };
     if (https && isIP(host) === 0) requestOptions.servername = host;
+    if (https && options.extraCa) (requestOptions as { ca?: string[] }).ca = [...rootCertificates, options.extraCa];
     try {
       req = (https ? httpsRequest : httpRequest)(requestOptions);
     } catch (error) {

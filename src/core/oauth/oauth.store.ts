@@ -1,0 +1,85 @@
+import type { Kysely } from 'kysely';
+import type { Database, OAuthCodesTable, OAuthGrantsTable, OAuthTokensTable } from '../../db/schema.js';
+import { type PageRequest, paginate } from '../../lib/pagination.js';
+
+/** SQL for OAuth clients, grants, codes and tokens. Codes and tokens are found by the hash of their value. */
+export function createOAuthStore(db: Kysely<Database>) {
+  return {
+    insertClient: (row: { client_id: string; metadata: string; created_at: string }) =>
+      db.insertInto('oauth_clients').values(row).execute(),
+    findClient: (clientId: string) =>
+      db.selectFrom('oauth_clients').selectAll().where('client_id', '=', clientId).executeTakeFirst(),
+
+    insertGrant: (row: OAuthGrantsTable) => db.insertInto('oauth_grants').values(row).execute(),
+    findGrant: (id: string) => db.selectFrom('oauth_grants').selectAll().where('id', '=', id).executeTakeFirst(),
+    findWorkspaceGrant: (workspaceId: string, id: string) =>
+      db
+        .selectFrom('oauth_grants')
+        .selectAll()
+        .where('workspace_id', '=', workspaceId)
+        .where('id', '=', id)
+        .where('revoked_at', 'is', null)
+        .executeTakeFirst(),
+    /** The workspace's grants still in force: not revoked, and their key active and not rotated since. */
+    listGrants: (workspaceId: string, nowIso: string, page: PageRequest) =>
+      paginate(
+        db
+          .selectFrom('oauth_grants')
+          .innerJoin('api_keys', 'api_keys.id', 'oauth_grants.key_id')
+          .selectAll('oauth_grants')
+          .where('oauth_grants.workspace_id', '=', workspaceId)
+          .where('oauth_grants.revoked_at', 'is', null)
+          .where('api_keys.revoked_at', 'is', null)
+          .where((eb) => eb.or([eb('api_keys.expires_at', 'is', null), eb('api_keys.expires_at', '>', nowIso)]))
+          .where((eb) => eb.or([eb('api_keys.rotated_at', 'is', null), eb('api_keys.rotated_at', '<', eb.ref('oauth_grants.created_at'))])),
+        page,
+        'oauth_grants',
+      ),
+    touchGrant: (id: string, at: string) =>
+      db
+        .updateTable('oauth_grants')
+        .set({ last_used_at: at })
+        .where('id', '=', id)
+        .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', at)]))
+        .execute(),
+    /** Revokes a grant and every token it issued, in one transaction. */
+    revokeGrant: (id: string, at: string) =>
+      db.transaction().execute(async (trx) => {
+        await trx.updateTable('oauth_grants').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).execute();
+        await trx.updateTable('oauth_tokens').set({ revoked_at: at }).where('grant_id', '=', id).where('revoked_at', 'is', null).execute();
+      }),
+
+    insertCode: (row: OAuthCodesTable) => db.insertInto('oauth_codes').values(row).execute(),
+    findCode: (hash: string) => db.selectFrom('oauth_codes').selectAll().where('hash', '=', hash).executeTakeFirst(),
+    /** Marks a code used; false when it already was (a concurrent or repeated exchange). */
+    useCode: async (hash: string, at: string) => {
+      const result = await db.updateTable('oauth_codes').set({ used_at: at }).where('hash', '=', hash).where('used_at', 'is', null).executeTakeFirst();
+      return result.numUpdatedRows === 1n;
+    },
+
+    insertTokens: (rows: OAuthTokensTable[]) => db.insertInto('oauth_tokens').values(rows).execute(),
+    findToken: (hash: string) => db.selectFrom('oauth_tokens').selectAll().where('hash', '=', hash).executeTakeFirst(),
+    /** Marks a refresh token used (rotated); false when it already was. */
+    useToken: async (hash: string, at: string) => {
+      const result = await db
+        .updateTable('oauth_tokens')
+        .set({ used_at: at })
+        .where('hash', '=', hash)
+        .where('used_at', 'is', null)
+        .where('revoked_at', 'is', null)
+        .executeTakeFirst();
+      return result.numUpdatedRows === 1n;
+    },
+    revokeToken: (hash: string, at: string) =>
+      db.updateTable('oauth_tokens').set({ revoked_at: at }).where('hash', '=', hash).where('revoked_at', 'is', null).execute(),
+    revokeFamily: (familyId: string, at: string) =>
+      db.updateTable('oauth_tokens').set({ revoked_at: at }).where('family_id', '=', familyId).where('revoked_at', 'is', null).execute(),
+    /** Codes and tokens past their expiry (by `cutoff`), and the grants' revoked rows are kept for the list's history. */
+    purgeExpired: async (cutoff: string) => {
+      await db.deleteFrom('oauth_codes').where('expires_at', '<', cutoff).execute();
+      await db.deleteFrom('oauth_tokens').where('expires_at', '<', cutoff).execute();
+    },
+  };
+}
+
+export type OAuthStore = ReturnType<typeof createOAuthStore>;
