@@ -21,6 +21,7 @@ import { authRoutes } from './core/auth/auth.routes.js';
 import { chatRoutes } from './core/chat/chat.routes.js';
 import { sessionRoutes } from './core/chat/sessions.routes.js';
 import { knowledgeRoutes } from './core/knowledge/knowledge.routes.js';
+import { openAiRoutes } from './core/openai-compat/openai.routes.js';
 import { oauthRoutes, publicBase, resourceMetadataUrlOf, resourceOf } from './core/oauth/oauth.routes.js';
 import { personaRoutes } from './core/personas/personas.routes.js';
 import { teamRoutes } from './business/teams/teams.routes.js';
@@ -155,6 +156,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(knowledgeRoutes(ctx));
   await app.register(chatRoutes(ctx));
   await app.register(sessionRoutes(ctx));
+  await app.register(openAiRoutes(ctx), { prefix: '/v1' });
   await app.register(toolRoutes(ctx));
   await app.register(oauthRoutes(ctx, base));
   await app.register(mcpRoutes(ctx));

@@ -7,6 +7,8 @@ import { type AgentLimits, createAgent } from './core/chat/agent.js';
 import { createChatService } from './core/chat/chat.service.js';
 import { createChatStore } from './core/chat/chat.store.js';
 import { createSessionService } from './core/chat/sessions.service.js';
+import { createOpenAiService } from './core/openai-compat/openai.service.js';
+import { createOpenAiThreadStore } from './core/openai-compat/openai.store.js';
 import { createAnalyticsService } from './business/analytics/analytics.service.js';
 import { createAnalyticsStore } from './business/analytics/analytics.store.js';
 import type { ChannelExists } from './lib/channel-exists.js';
@@ -97,6 +99,7 @@ export interface AppContext {
     channels: ReturnType<typeof createChannelService>;
     tools: ReturnType<typeof createToolsService>;
     oauth: ReturnType<typeof createOAuthService>;
+    openai: ReturnType<typeof createOpenAiService>;
   };
   embedder: Embedder;
   llm: LlmClient;
@@ -222,6 +225,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const agent = createAgent({ llm, knowledge, tools, logger, limits: overrides.agent });
   const chatStore = createChatStore(db);
   const chat = createChatService({ store: chatStore, personas, abTests, agent, clock, ids });
+  const openai = createOpenAiService({ chat, personas, abTests, threads: createOpenAiThreadStore(db.kysely), clock });
   const channelStore = createChannelStore(db.kysely);
   // The one answer to "is this a channel of the workspace?" (404 filters of sessions and analytics).
   const channelExists: ChannelExists = async (workspaceId, channelId) => (await channelStore.find(workspaceId, channelId)) !== undefined;
@@ -269,7 +273,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     clock,
     ids,
     cipher,
-    services: { auth, personas, teams, abTests, idempotency, knowledge, chat, sessions, analytics, channels, tools: toolsService, oauth },
+    services: { auth, personas, teams, abTests, idempotency, knowledge, chat, sessions, analytics, channels, tools: toolsService, oauth, openai },
     embedder,
     llm,
     tools,

@@ -14,6 +14,7 @@ import * as m008 from './migrations/008-ab-tests.js';
 import * as m009 from './migrations/009-analytics.js';
 import * as m010 from './migrations/010-channels.js';
 import * as m011 from './migrations/011-oauth.js';
+import * as m012 from './migrations/012-openai-threads.js';
 import type { Database } from './schema.js';
 
 /** Every migration, in order. A new one is imported and added here. */
@@ -29,6 +30,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '009-analytics': m009,
   '010-channels': m010,
   '011-oauth': m011,
+  '012-openai-threads': m012,
 };
 
 export interface Db {

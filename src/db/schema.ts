@@ -27,6 +27,7 @@ export interface Database {
   oauth_grants: OAuthGrantsTable;
   oauth_codes: OAuthCodesTable;
   oauth_tokens: OAuthTokensTable;
+  openai_threads: OpenAiThreadsTable;
 }
 
 export interface WorkspacesTable {
@@ -418,3 +419,13 @@ export interface OAuthTokensTable {
 export type OAuthGrantRow = Selectable<OAuthGrantsTable>;
 export type OAuthCodeRow = Selectable<OAuthCodesTable>;
 export type OAuthTokenRow = Selectable<OAuthTokensTable>;
+
+/** Migration 012: which session an OpenAI-compatible conversation continues (see the migration). */
+export interface OpenAiThreadsTable {
+  workspace_id: string;
+  model: string;
+  user_key: string;
+  history_hash: string;
+  session_id: string;
+  created_at: string;
+}

@@ -24,6 +24,9 @@ describe('health, OpenAPI and docs (API.md §11)', () => {
     const routes = t.app.printRoutes({ commonPrefix: false });
     const expected: [string, string][] = [
       ['/health', 'get'],
+      ['/v1/models', 'get'],
+      ['/v1/models/{id}', 'get'],
+      ['/v1/chat/completions', 'post'],
       ['/auth/api-keys', 'post'],
       ['/auth/api-keys', 'get'],
       ['/auth/api-keys/{id}', 'put'],
@@ -88,7 +91,7 @@ describe('health, OpenAPI and docs (API.md §11)', () => {
       // Public routes (health, signed inbound channel routes) need no key, so answer no 401-for-a-key or 403.
       if (op.security?.length !== 0) {
         expect(codes).toEqual(expect.arrayContaining(['400', '401', '403', '429']));
-        expect(op.responses['401'].content['application/problem+json'].schema).toBeDefined();
+        expect(op.responses['401'].content[path.startsWith('/v1/') ? 'application/json' : 'application/problem+json'].schema).toBeDefined();
       }
     }
     expect(doc.paths['/health'].get.security).toEqual([]);

@@ -18,7 +18,7 @@ const eventStream = {
 };
 
 /** Streams one exchange through an encoder; failures after the start become an `error` event. */
-async function streamExchange(request: FastifyRequest, reply: FastifyReply, exchange: Exchange, encoder: StreamEncoder) {
+export async function streamExchange(request: FastifyRequest, reply: FastifyReply, exchange: Exchange, encoder: StreamEncoder) {
   const sse = openSse(reply, encoder.headers);
   const start = encoder.start();
   if (start) await sse.write(start);

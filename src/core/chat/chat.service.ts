@@ -37,6 +37,8 @@ export interface ExchangeRequest {
 export interface Exchange {
   /** The session the answer goes into (new ones are created when it is stored). */
   sessionId: string;
+  /** The answer's message id, fixed before it runs (an OpenAI completion id carries it from the first chunk). */
+  messageId: string;
   /** Runs the answer, emitting its events; resolves once it is stored. */
   run(emit: (event: AgentEvent) => Promise<void> | void, signal: AbortSignal): Promise<Answer>;
 }
@@ -64,7 +66,7 @@ export function createChatService(deps: ChatServiceDeps) {
   const { store, personas, agent, clock, ids } = deps;
 
   /** The rows of one finished exchange, in the order they happened. */
-  function exchangeMessages(sessionId: string, message: string, outcome: AgentOutcome, now: string): NewMessage[] {
+  function exchangeMessages(sessionId: string, answerId: string, message: string, outcome: AgentOutcome, now: string): NewMessage[] {
     const row = (role: NewMessage['role'], content: string, extra: Partial<NewMessage> = {}): NewMessage => ({
       id: ids('msg'),
       session_id: sessionId,
@@ -80,7 +82,7 @@ export function createChatService(deps: ChatServiceDeps) {
       rows.push(row('assistant', '', { tool_calls: JSON.stringify(calls) }));
       for (const call of calls) rows.push(row('tool', JSON.stringify(call.result ?? null), { tool_call_id: call.id }));
     }
-    rows.push(row('assistant', outcome.content));
+    rows.push(row('assistant', outcome.content, { id: answerId }));
     return rows;
   }
 
@@ -112,8 +114,10 @@ export function createChatService(deps: ChatServiceDeps) {
       request.history ??
       (existing ? (await store.history(existing.id, HISTORY_MESSAGES)).map((m) => ({ role: m.role as 'user' | 'assistant', content: m.content })) : []);
 
+    const answerId = ids('msg');
     return {
       sessionId,
+      messageId: answerId,
       async run(emit, signal) {
         const startedAt = clock.now().toISOString();
         const t0 = performance.now();
@@ -164,7 +168,7 @@ export function createChatService(deps: ChatServiceDeps) {
         }
 
         const now = clock.now().toISOString();
-        const messages = exchangeMessages(sessionId, request.message, outcome, now);
+        const messages = exchangeMessages(sessionId, answerId, request.message, outcome, now);
         const answer = messages[messages.length - 1]!;
         const session: SessionRow = existing
           ? { ...existing, last_message_at: now, user_id: request.userId ?? null }
