@@ -30,6 +30,7 @@ import { NotFoundError, RateLimitedError, UnavailableError, UriTooLongError } fr
 import { registerAuthHooks } from './http/auth-hooks.js';
 import { clientErrorHandler, MAX_URL_LENGTH } from './http/client-error.js';
 import { errorHandler, frameworkErrorHandler, sendProblem } from './http/error-handler.js';
+import { consoleRoutes } from './http/console.routes.js';
 import { healthRoutes } from './http/health.routes.js';
 import { registerIdempotencyHooks } from './http/idempotency-hooks.js';
 import { registerJsonBodyParser } from './http/json-body.js';
@@ -146,6 +147,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     });
     await open.register(swaggerUi, { routePrefix: '/docs' });
     await open.register(healthRoutes(ctx));
+    await open.register(consoleRoutes());
   });
   await app.register(authRoutes(ctx));
   await app.register(personaRoutes(ctx));

@@ -1,0 +1,154 @@
+/** The console's only way to the server: the public API, with the key the user signed in with. */
+export interface ProblemField {
+  path: string;
+  message: string;
+}
+export interface Problem {
+  title?: string;
+  status?: number;
+  detail?: string;
+  code?: string;
+  errors?: ProblemField[];
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly problem: Problem,
+  ) {
+    super(problem.detail ?? problem.title ?? `HTTP ${status}`);
+  }
+}
+
+const KEY = 'switchboard.key';
+export const getKey = () => sessionStorage.getItem(KEY);
+export const setKey = (key: string) => sessionStorage.setItem(KEY, key);
+export const clearKey = () => sessionStorage.removeItem(KEY);
+
+let unauthorized: (reason: string) => void = () => undefined;
+/** Called on any 401: the app returns to sign-in with the reason. */
+export function onUnauthorized(fn: (reason: string) => void) {
+  unauthorized = fn;
+}
+export function signalUnauthorized(reason: string) {
+  unauthorized(reason);
+}
+
+export async function readProblem(res: Response): Promise<Problem> {
+  const text = await res.text();
+  try {
+    return JSON.parse(text) as Problem;
+  } catch {
+    return { status: res.status, title: res.statusText, detail: text.slice(0, 300) };
+  }
+}
+
+export async function request(method: string, path: string, body?: unknown, key = getKey()): Promise<Response> {
+  const headers: Record<string, string> = {};
+  if (key) headers.authorization = `Bearer ${key}`;
+  let payload: BodyInit | undefined;
+  if (body instanceof FormData) payload = body;
+  else if (body !== undefined) {
+    headers['content-type'] = 'application/json';
+    payload = JSON.stringify(body);
+  }
+  const res = await fetch(`/api${path}`, { method, headers, body: payload });
+  if (!res.ok) {
+    const problem = await readProblem(res);
+    if (res.status === 401) unauthorized(problem.detail ?? 'Your key was refused.');
+    throw new ApiError(res.status, problem);
+  }
+  return res;
+}
+
+export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const res = await request(method, path, body);
+  if (res.status === 204) return undefined as T;
+  return (await res.json()) as T;
+}
+
+export const get = <T>(path: string) => api<T>('GET', path);
+
+export function qs(params: Record<string, string | number | undefined | null>): string {
+  const u = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== '') u.set(k, String(v));
+  const s = u.toString();
+  return s ? `?${s}` : '';
+}
+
+/** Multipart upload with progress (fetch has no upload progress). */
+export function upload(path: string, form: FormData, onProgress: (fraction: number) => void): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open('POST', `/api${path}`);
+    const key = getKey();
+    if (key) xhr.setRequestHeader('authorization', `Bearer ${key}`);
+    xhr.upload.onprogress = (e) => e.lengthComputable && onProgress(e.loaded / e.total);
+    xhr.onerror = () => reject(new ApiError(0, { title: 'Network error', detail: 'The upload did not reach the server.' }));
+    xhr.onload = () => {
+      let body: unknown = null;
+      try {
+        body = JSON.parse(xhr.responseText);
+      } catch {
+        body = { detail: xhr.responseText };
+      }
+      if (xhr.status >= 200 && xhr.status < 300) return resolve(body);
+      const problem = body as Problem;
+      if (xhr.status === 401) unauthorized(problem.detail ?? 'Your key was refused.');
+      reject(new ApiError(xhr.status, problem));
+    };
+    xhr.send(form);
+  });
+}
+
+export interface List<T> {
+  data: T[];
+  nextCursor: string | null;
+}
+export type Scope = 'read' | 'write' | 'admin';
+export interface ApiKey {
+  id: string;
+  name: string;
+  prefix: string;
+  scopes: Scope[];
+  status: string;
+  createdAt: string;
+  expiresAt: string | null;
+  lastUsedAt: string | null;
+  rotatedAt: string | null;
+}
+export interface Me {
+  key: ApiKey;
+  workspace: { id: string; name: string };
+}
+export interface Persona {
+  id: string;
+  name: string;
+  instructions: string;
+  traits: string[];
+  model: string | null;
+  temperature: number | null;
+  maxTokens: number | null;
+  tools: string[];
+  createdAt: string;
+  updatedAt: string;
+}
+export interface Source {
+  id: string;
+  name: string;
+  kind: string;
+  personaId: string | null;
+  status: 'processing' | 'ready' | 'failed';
+  error: string | null;
+  bytes: number;
+  chunkCount: number;
+  createdAt: string;
+}
+export interface Session {
+  id: string;
+  personaId: string;
+  title: string | null;
+  messageCount: number;
+  createdAt: string;
+  lastMessageAt: string | null;
+}

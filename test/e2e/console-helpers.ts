@@ -1,0 +1,112 @@
+/** Shared by the console browser tests (issue 17): a listening app, Chromium, and page checks. */
+import fs from 'node:fs';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import chromium from '@sparticuz/chromium';
+import { type Browser, type BrowserContext, type Page, chromium as playwright } from 'playwright-core';
+import { expect } from 'vitest';
+
+/** Every wait in the browser tests is bounded by this. */
+export const UI_WAIT_MS = 8_000;
+export const SCREENSHOTS = path.resolve(import.meta.dirname, 'screenshots');
+
+const require = createRequire(import.meta.url);
+const AXE_SOURCE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+
+export async function launch(): Promise<Browser> {
+  // Playwright's own arguments: the package's serverless `args` crash outside Lambda.
+  const executablePath = process.env.CHROMIUM_PATH || (await chromium.executablePath());
+  return playwright.launch({ executablePath, headless: true, timeout: 30_000 });
+}
+
+export interface Watched {
+  context: BrowserContext;
+  page: Page;
+  /** Console errors, page errors and failed requests (network failures and 4xx/5xx answers). */
+  problems: string[];
+  dialogs: string[];
+  /** Answers with these statuses are expected in this test and not counted as problems. */
+  allow: Set<number>;
+}
+
+/** A fresh context (1280 px wide unless told), watching the page for errors, failed requests and dialogs. */
+export async function openPage(browser: Browser, opts: { width?: number; acceptDialogs?: boolean; dark?: boolean } = {}): Promise<Watched> {
+  const context = await browser.newContext({ viewport: { width: opts.width ?? 1280, height: 900 }, colorScheme: opts.dark ? 'dark' : 'light' });
+  const page = await context.newPage();
+  page.setDefaultTimeout(UI_WAIT_MS);
+  const w: Watched = { context, page, problems: [], dialogs: [], allow: new Set() };
+  page.on('console', (m) => {
+    if (m.type() !== 'error') return;
+    const status = /status of (\d+)/.exec(m.text());
+    if (status && w.allow.has(Number(status[1]))) return;
+    w.problems.push(`console: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => w.problems.push(`pageerror: ${e.message}`));
+  page.on('requestfailed', (r) => {
+    // A download's blob or an aborted stream the user stopped are not failures of the page.
+    if (!r.url().startsWith('blob:')) w.problems.push(`requestfailed: ${r.method()} ${r.url()} ${r.failure()?.errorText}`);
+  });
+  page.on('response', (r) => {
+    if (r.status() >= 400 && !w.allow.has(r.status())) w.problems.push(`response: ${r.status()} ${r.request().method()} ${r.url()}`);
+  });
+  page.on('dialog', (d) => {
+    w.dialogs.push(`${d.type()}: ${d.message()}`);
+    void (opts.acceptDialogs && d.type() === 'confirm' ? d.accept() : d.dismiss());
+  });
+  return w;
+}
+
+export async function signIn(page: Page, origin: string, key: string, at = '/console/') {
+  await page.goto(origin + at);
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('navigation').waitFor();
+}
+
+export async function goTo(page: Page, name: string) {
+  await page.getByRole('navigation').getByRole('link', { name, exact: true }).click();
+  await page.getByRole('heading', { level: 1, name, exact: true }).waitFor();
+  await waitSettled(page);
+}
+
+/** No "Loading …" status left on the page. */
+export async function waitSettled(page: Page) {
+  // Page-side code as strings: the Node tsconfig has no DOM types.
+  // (A function, not a string: a string predicate would need eval, which the console's CSP forbids.)
+  await page.waitForFunction(
+    () => {
+      const doc = (globalThis as { document?: { querySelectorAll(s: string): Iterable<{ textContent: string | null }> } }).document!;
+      return ![...doc.querySelectorAll('[role=status]')].some((e) => /^Loading/.test(e.textContent ?? ''));
+    },
+    undefined,
+    { timeout: UI_WAIT_MS },
+  );
+}
+
+export interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: { target: string[] }[];
+}
+
+/** axe-core's serious and critical violations on the page as it is. */
+export async function axeSerious(page: Page): Promise<AxeViolation[]> {
+  // Evaluated through the DevTools protocol, so the page's CSP (no inline script) does not apply.
+  await page.evaluate(AXE_SOURCE);
+  const violations = await page.evaluate<AxeViolation[]>(`(async () => {
+    const r = await window.axe.run(document, { resultTypes: ['violations'] });
+    return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => ({ target: n.target })) }));
+  })()`);
+  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+}
+
+export async function screenshot(page: Page, name: string) {
+  fs.mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+}
+
+export function expectClean(w: Watched) {
+  expect(w.problems).toEqual([]);
+  expect(w.dialogs).toEqual([]);
+}
