@@ -1,7 +1,10 @@
 /** Shared by the chat streaming tests: a listening app, a seeded persona, and an SSE reader. */
 import type { AddressInfo } from 'node:net';
 import { createParser } from 'eventsource-parser';
-import type { TestApp } from '../helpers/app.js';
+import { createOpenAiChat } from '../../src/llm/openai-chat.js';
+import { createOpenAi } from '../../src/llm/openai-client.js';
+import { FAKE_OPENAI_KEY, type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-server.js';
+import { createTestApp, type TestApp } from '../helpers/app.js';
 
 /** Every network wait in the chat stream tests is bounded by this. */
 export const WAIT_MS = 4_000;
@@ -108,4 +111,18 @@ export function textOf(chunks: Array<Record<string, any>>): string {
     .filter((c) => c.type === 'text')
     .map((c) => c.content as string)
     .join('');
+}
+
+/** A listening app answering through the real `openai` client against a fake OpenAI-compatible server, with the Support persona seeded. */
+export async function startOnFakeModel(): Promise<{ fake: FakeOpenAi; t: TestApp; origin: string; personaId: string }> {
+  const fake = await startFakeOpenAi();
+  const llm = createOpenAiChat({ client: createOpenAi({ apiKey: FAKE_OPENAI_KEY, baseUrl: fake.url, maxRetries: 0, timeoutMs: 2_000 }), defaultModel: 'gpt-test' });
+  const t = await createTestApp({ overrides: { llm } });
+  const origin = await listen(t);
+  return { fake, t, origin, personaId: await seedSupport(t) };
+}
+
+/** The `error` of every interaction recorded so far, oldest first (null for an answer). */
+export function interactionErrors(t: TestApp): Array<string | null> {
+  return (t.ctx.db.sqlite.prepare('SELECT error FROM interactions ORDER BY seq').all() as { error: string | null }[]).map((r) => r.error);
 }

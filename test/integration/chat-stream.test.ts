@@ -4,11 +4,9 @@
  * against the real `openai` package talking to the fake OpenAI server.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createOpenAiChat } from '../../src/llm/openai-chat.js';
-import { createOpenAi } from '../../src/llm/openai-client.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { FAKE_OPENAI_KEY, type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-server.js';
-import { chunksOf, listen, OFFLINE_ANSWER, postJson, readSse, REFUND_TEXT, type SseRead, seedSupport, shapeOf, textOf, TOOL_MESSAGE } from './chat-helpers.js';
+import type { FakeOpenAi } from '../fakes/openai-server.js';
+import { chunksOf, interactionErrors, listen, OFFLINE_ANSWER, postJson, readSse, REFUND_TEXT, type SseRead, seedSupport, shapeOf, startOnFakeModel, textOf, TOOL_MESSAGE } from './chat-helpers.js';
 
 /** The two POST routes of §6, each as a body builder for one question. */
 const routes = [
@@ -122,14 +120,9 @@ describe('native event stream, OpenAI-compatible model (fake server)', () => {
   let personaId: string;
   const chatPath = () => `/api/ai-sdk/agents/${personaId}/chat`;
   const completions = () => fake.requests.filter((r) => r.path === '/v1/chat/completions');
-  const interactionErrors = () => (t.ctx.db.sqlite.prepare('SELECT error FROM interactions ORDER BY seq').all() as { error: string | null }[]).map((r) => r.error);
 
   beforeAll(async () => {
-    fake = await startFakeOpenAi();
-    const llm = createOpenAiChat({ client: createOpenAi({ apiKey: FAKE_OPENAI_KEY, baseUrl: fake.url, maxRetries: 0, timeoutMs: 2_000 }), defaultModel: 'gpt-test' });
-    t = await createTestApp({ overrides: { llm } });
-    origin = await listen(t);
-    personaId = await seedSupport(t);
+    ({ fake, t, origin, personaId } = await startOnFakeModel());
   });
   beforeEach(() => fake.reset());
   afterAll(async () => {
@@ -176,7 +169,7 @@ describe('native event stream, OpenAI-compatible model (fake server)', () => {
     expectFraming(read);
     const chunks = chunksOf(read);
     expect(chunks).toEqual([{ type: 'error', error: { code: 'upstream_error', message: expect.stringContaining('500') } }]);
-    expect(interactionErrors().at(-1)).toBe('upstream_error');
+    expect(interactionErrors(t).at(-1)).toBe('upstream_error');
   });
 
   it('ends a stream dropped mid-answer with the text so far and an error chunk', async () => {
@@ -193,7 +186,7 @@ describe('native event stream, OpenAI-compatible model (fake server)', () => {
   it('cancels the upstream call when the client goes away, and stores nothing of the answer', async () => {
     const first = chunksOf(await readSse(await postJson(origin, chatPath(), t.adminKey, { messages: [{ role: 'user', content: 'hello' }] })));
     const sessionId = first.at(-1)!.sessionId as string;
-    const before = interactionErrors().length;
+    const before = interactionErrors(t).length;
     fake.reset();
 
     const words = Array.from({ length: 100 }, (_, i) => `word${i}`).join(' ');
@@ -207,15 +200,15 @@ describe('native event stream, OpenAI-compatible model (fake server)', () => {
     // Ten seconds of answer were left; a second is plenty for the hang-up to travel upstream.
     await vi.waitFor(() => expect(completions()[0]!.closedByClient).toBe(true), { timeout: 1_000, interval: 20 });
     // The exchange is over once its interaction row is written, cancelled or (wrongly) stored.
-    await vi.waitFor(() => expect(interactionErrors()).toHaveLength(before + 1), { timeout: 1_000, interval: 20 });
-    expect.soft(interactionErrors().at(-1)).toBe('cancelled');
+    await vi.waitFor(() => expect(interactionErrors(t)).toHaveLength(before + 1), { timeout: 1_000, interval: 20 });
+    expect.soft(interactionErrors(t).at(-1)).toBe('cancelled');
     const session = (await t.request({ method: 'GET', url: `/sessions/${sessionId}` })).json();
     expect(session.messages.map((m: { content: string }) => m.content)).toEqual(['hello', 'Echo: hello']);
   });
 
   it('cancels the upstream call of a whole-answer query (stream: false) whose client goes away', async () => {
     fake.reset();
-    const before = interactionErrors().length;
+    const before = interactionErrors(t).length;
     fake.reply({ text: Array.from({ length: 100 }, (_, i) => `word${i}`).join(' '), chunkDelayMs: 100 });
     const controller = new AbortController();
     const pending = postJson(origin, chatPath(), t.adminKey, { messages: [{ role: 'user', content: 'talk slowly' }], stream: false }, controller.signal);
@@ -223,7 +216,7 @@ describe('native event stream, OpenAI-compatible model (fake server)', () => {
     controller.abort();
     await expect(pending).rejects.toThrow();
     await vi.waitFor(() => expect(completions()[0]!.closedByClient).toBe(true), { timeout: 1_000, interval: 20 });
-    await vi.waitFor(() => expect(interactionErrors()).toHaveLength(before + 1), { timeout: 1_000, interval: 20 });
-    expect(interactionErrors().at(-1)).toBe('cancelled');
+    await vi.waitFor(() => expect(interactionErrors(t)).toHaveLength(before + 1), { timeout: 1_000, interval: 20 });
+    expect(interactionErrors(t).at(-1)).toBe('cancelled');
   });
 });

@@ -7,12 +7,10 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { generateText, type ModelMessage, streamText } from 'ai';
 import OpenAI, { APIError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createOpenAiChat } from '../../src/llm/openai-chat.js';
-import { createOpenAi } from '../../src/llm/openai-client.js';
-import { FAKE_OPENAI_KEY, type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-server.js';
+import type { FakeOpenAi } from '../fakes/openai-server.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createAbTest, createPersona } from '../helpers/factories.js';
-import { listen, OFFLINE_ANSWER, REFUND_TEXT, seedSupport, WAIT_MS } from './chat-helpers.js';
+import { interactionErrors, listen, OFFLINE_ANSWER, REFUND_TEXT, seedSupport, startOnFakeModel, WAIT_MS } from './chat-helpers.js';
 
 const QUESTION = 'How long do refunds take?';
 
@@ -259,14 +257,9 @@ describe('/v1 with an OpenAI-compatible model (fake server)', () => {
   let origin: string;
   let personaId: string;
   const completions = () => fake.requests.filter((r) => r.path === '/v1/chat/completions');
-  const interactionErrors = () => (t.ctx.db.sqlite.prepare('SELECT error FROM interactions ORDER BY seq').all() as { error: string | null }[]).map((r) => r.error);
 
   beforeAll(async () => {
-    fake = await startFakeOpenAi();
-    const llm = createOpenAiChat({ client: createOpenAi({ apiKey: FAKE_OPENAI_KEY, baseUrl: fake.url, maxRetries: 0, timeoutMs: 2_000 }), defaultModel: 'gpt-test' });
-    t = await createTestApp({ overrides: { llm } });
-    origin = await listen(t);
-    personaId = await seedSupport(t);
+    ({ fake, t, origin, personaId } = await startOnFakeModel());
   });
   afterAll(async () => {
     await t.close();
@@ -304,7 +297,7 @@ describe('/v1 with an OpenAI-compatible model (fake server)', () => {
 
   it('cancels the upstream call when the client aborts mid-stream; nothing of the answer is stored', async () => {
     fake.reset();
-    const before = interactionErrors().length;
+    const before = interactionErrors(t).length;
     fake.reply({ text: Array.from({ length: 100 }, (_, i) => `word${i}`).join(' '), chunkDelayMs: 100 });
     const controller = new AbortController();
     const client = clientOf(origin, t.adminKey);
@@ -321,14 +314,14 @@ describe('/v1 with an OpenAI-compatible model (fake server)', () => {
     }
     expect(text).toBe('word0');
     await vi.waitFor(() => expect(completions()[0]!.closedByClient).toBe(true), { timeout: 1_000, interval: 20 });
-    await vi.waitFor(() => expect(interactionErrors()).toHaveLength(before + 1), { timeout: 1_000, interval: 20 });
-    expect(interactionErrors().at(-1)).toBe('cancelled');
+    await vi.waitFor(() => expect(interactionErrors(t)).toHaveLength(before + 1), { timeout: 1_000, interval: 20 });
+    expect(interactionErrors(t).at(-1)).toBe('cancelled');
     expect(t.ctx.db.sqlite.prepare("SELECT COUNT(*) AS n FROM messages WHERE content = 'talk slowly'").get()).toEqual({ n: 0 });
   });
 
   it('cancels the upstream call of a non-streamed completion whose client aborts', async () => {
     fake.reset();
-    const before = interactionErrors().length;
+    const before = interactionErrors(t).length;
     fake.reply({ text: Array.from({ length: 100 }, (_, i) => `word${i}`).join(' '), chunkDelayMs: 100 });
     const controller = new AbortController();
     const pending = clientOf(origin, t.adminKey).chat.completions.create({ model: personaId, messages: [{ role: 'user', content: 'slow' }] }, { signal: controller.signal });
@@ -336,8 +329,8 @@ describe('/v1 with an OpenAI-compatible model (fake server)', () => {
     controller.abort();
     await expect(pending).rejects.toThrow();
     await vi.waitFor(() => expect(completions()[0]!.closedByClient).toBe(true), { timeout: 1_000, interval: 20 });
-    await vi.waitFor(() => expect(interactionErrors()).toHaveLength(before + 1), { timeout: 1_000, interval: 20 });
-    expect(interactionErrors().at(-1)).toBe('cancelled');
+    await vi.waitFor(() => expect(interactionErrors(t)).toHaveLength(before + 1), { timeout: 1_000, interval: 20 });
+    expect(interactionErrors(t).at(-1)).toBe('cancelled');
   });
 
   it('turns an upstream failure into a 502 api_error before the stream, an error event after it started', async () => {
