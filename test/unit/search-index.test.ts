@@ -479,13 +479,37 @@ describe('the in-memory codes', () => {
     const q = createBinaryCoder(DIM).encode(randomUnit(random, DIM));
     // Room for 40 rows: A (30) or B (20), not both.
     const cache = createVectorCache(f.sqlite, bits, 40 * (bits / 8 + 32));
-    expect(cache.nearest({ workspaceId: 'A' }, q, 5)).toHaveLength(5);
+    expect(cache.nearest({ workspaceId: 'A' }, q, 5)?.rowids).toHaveLength(5);
     const heldA = cache.bytes();
-    expect(cache.nearest({ workspaceId: 'B' }, q, 5)).toHaveLength(5);
+    expect(cache.nearest({ workspaceId: 'B' }, q, 5)?.rowids).toHaveLength(5);
     expect(cache.bytes()).toBeLessThan(heldA); // A evicted, B held
     f.add('b-shared', some(30)); // B (50) no longer fits: not held, the caller falls back
     expect(cache.nearest({ workspaceId: 'B' }, q, 5)).toBeNull();
     expect(cache.bytes()).toBe(0);
+  });
+
+  it('hold the float32 vectors for the rescoring while codes and vectors fit half the budget; beyond it the codes only, same results', async () => {
+    const f = await fixture();
+    open.push(f.db);
+    const random = prng(11);
+    f.add('a-shared', Array.from({ length: 30 }, (_, i) => ({ text: `chunk ${i}`, vector: randomUnit(random, DIM) })));
+    const coder = createBinaryCoder(DIM);
+    const q = randomUnit(random, DIM);
+    const perRow = coder.bits / 8 + 32;
+    const stored = f.sqlite.prepare('SELECT embedding FROM knowledge_chunks WHERE rowid = ?').pluck();
+    const roomy = createVectorCache(f.sqlite, coder.bits, 10 ** 6, DIM);
+    const near = roomy.nearest({ workspaceId: 'A' }, coder.encode(q), 10)!;
+    expect(near.vectors).toHaveLength(10);
+    near.rowids.forEach((rowid, i) => expect([...near.vectors![i]!]).toEqual([...vectorFromBlob(stored.get(rowid) as Buffer)]));
+    // Room for the codes of 40 rows: the 30 codes fit, codes and vectors do not fit half of it.
+    const tight = createVectorCache(f.sqlite, coder.bits, 40 * perRow, DIM);
+    const codesOnly = tight.nearest({ workspaceId: 'A' }, coder.encode(q), 10)!;
+    expect(codesOnly.vectors).toBeNull();
+    expect(codesOnly.rowids).toEqual(near.rowids);
+    const held = openSqliteSearchIndex(f.sqlite, DIM).vector({ workspaceId: 'A' }, q, 10);
+    const read = openSqliteSearchIndex(f.sqlite, DIM, { cacheBytes: 40 * perRow }).vector({ workspaceId: 'A' }, q, 10);
+    expect(held).toHaveLength(10);
+    expect(held).toEqual(read);
   });
 });
 

@@ -198,7 +198,7 @@ export function openSqliteSearchIndex(
   const rescoreRows = sqlite.prepare(
     'SELECT rowid, embedding FROM knowledge_chunks WHERE rowid IN (SELECT value FROM json_each(?))',
   );
-  const cache = opts.cacheBytes > 0 ? createVectorCache(sqlite, coder.bits, opts.cacheBytes) : null;
+  const cache = opts.cacheBytes > 0 ? createVectorCache(sqlite, coder.bits, opts.cacheBytes, dimension) : null;
 
   // How many chunks each term matches, for the keyword budget (FTS5 applies its own stemming).
   const countMatches = sqlite.prepare('SELECT count(*) FROM knowledge_fts WHERE knowledge_fts MATCH ?').pluck();
@@ -295,12 +295,14 @@ export function openSqliteSearchIndex(
       if (vector.length !== dimension) throw new Error(`query vector of length ${vector.length}, index dimension ${dimension}`);
       const code = coder.encode(vector);
       const wanted = Math.max(k, opts.candidates);
-      const candidates =
-        cache?.nearest(filter, code, wanted) ??
-        (vectorStatement(filter).pluck().all({ ...params(filter), code, k: Math.min(MAX_KNN, wanted) }) as number[]);
+      const near = cache?.nearest(filter, code, wanted);
+      const candidates = near?.rowids ?? (vectorStatement(filter).pluck().all({ ...params(filter), code, k: Math.min(MAX_KNN, wanted) }) as number[]);
       if (candidates.length === 0) return [];
-      const rows = rescoreRows.all(JSON.stringify(candidates)) as { rowid: number; embedding: Buffer }[];
-      const scored = rows.map((r) => ({ rowid: r.rowid, score: dot(vector, floatsOf(r.embedding)) }));
+      // The candidates' vectors from memory when the cache holds them (same snapshot as their codes), else from their rows.
+      const held = near?.vectors;
+      const scored = held
+        ? candidates.map((rowid, i) => ({ rowid, score: dot(vector, held[i]!) }))
+        : (rescoreRows.all(JSON.stringify(candidates)) as { rowid: number; embedding: Buffer }[]).map((r) => ({ rowid: r.rowid, score: dot(vector, floatsOf(r.embedding)) }));
       return scored.sort((a, b) => b.score - a.score || a.rowid - b.rowid).slice(0, k);
     },
   };
