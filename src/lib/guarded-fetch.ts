@@ -3,14 +3,13 @@
  * request's URL passes the address guard, and the socket connects to the vetted address only
  * (pinned lookup). Redirects are never followed: the 3xx goes back to the caller as is.
  */
-import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
-import { Readable } from 'node:stream';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { type AddressGuardOptions, checkTarget, pinnedLookup, Refusal } from './address-guard.js';
+import { toFetchResponse } from './fetch-response.js';
 
-const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 
 function bodyBytes(body: unknown): Buffer | undefined {
   if (body === undefined || body === null) return undefined;
@@ -21,14 +20,6 @@ function bodyBytes(body: unknown): Buffer | undefined {
   throw new TypeError('Unsupported request body');
 }
 
-function responseHeaders(res: IncomingMessage): Headers {
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(res.headers)) {
-    if (value === undefined) continue;
-    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
-  }
-  return headers;
-}
 
 export function guardedFetch(options: AddressGuardOptions): FetchLike {
   return async (input, init = {}) => {
@@ -71,18 +62,9 @@ export function guardedFetch(options: AddressGuardOptions): FetchLike {
         reject(error);
       });
       req.on('response', (res) => {
-        const status = res.statusCode ?? 502;
-        const nullBody = NULL_BODY.has(status) || init.method === 'HEAD';
-        if (nullBody) res.resume();
         // The body streams on; an abort after this point destroys the socket, which ends the stream.
         res.on('close', () => signal?.removeEventListener('abort', onAbort));
-        resolve(
-          new Response(nullBody ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>), {
-            status,
-            statusText: res.statusMessage ?? '',
-            headers: responseHeaders(res),
-          }),
-        );
+        resolve(toFetchResponse(res, init.method));
       });
       req.end(body);
     });

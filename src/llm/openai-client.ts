@@ -2,8 +2,11 @@
  * The one module that imports the `openai` package (DESIGN.md, house style). It builds clients for
  * any OpenAI-compatible endpoint and maps the package's errors to AppErrors.
  */
+import http from 'node:http';
+import https from 'node:https';
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { AppError, UpstreamError, UpstreamTimeoutError } from '../errors.js';
+import { toFetchResponse } from '../lib/fetch-response.js';
 
 export type { OpenAI };
 
@@ -42,10 +45,70 @@ export function createOpenAi(options: OpenAiOptions): OpenAI {
     webhookSecret: null,
     timeout,
     maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES,
-    fetch: fetchWithIdleTimeout(timeout),
+    fetch: keepAliveFetch(timeout),
     // Set explicitly so OPENAI_LOG is not consulted; the package logs warnings to the console.
     logLevel: 'warn',
   });
+}
+
+/** Idle connections kept per client for the next request; busy ones are not capped (5,000 open streams each hold one). */
+const MAX_FREE_SOCKETS = 256;
+
+type FetchInit = RequestInit & { signal?: AbortSignal | null };
+
+/**
+ * `fetch` for the `openai` package over `node:http`, with one keep-alive agent per client (so per
+ * model endpoint): idle connections are reused and busy ones are not capped, so concurrency sets
+ * the pool's size. The response body fails with APIConnectionTimeoutError when no bytes arrive for
+ * `ms` (socket inactivity once the headers are in): the package's `timeout` stops at the response
+ * headers, so a server that sends headers and then stalls would otherwise hang the call forever.
+ *
+ * Measured against Node's global fetch wrapped in an idle-timeout stream (issue 18): ~250 µs less
+ * CPU per streamed completion through the package (~1,085 → ~840 µs), the `fetch` layer (Request
+ * and Headers objects, undici's web-stream body) being most of the package's cost. Bodies that are
+ * not a string or bytes (none of the calls made today) go to the global fetch, idle timer and all.
+ */
+function keepAliveFetch(ms: number): (input: string | URL | Request, init?: FetchInit) => Promise<Response> {
+  const agents = {
+    'http:': new http.Agent({ keepAlive: true, maxFreeSockets: MAX_FREE_SOCKETS }),
+    'https:': new https.Agent({ keepAlive: true, maxFreeSockets: MAX_FREE_SOCKETS }),
+  };
+  const fallback = fetchWithIdleTimeout(ms);
+  return (input, init = {}) => {
+    const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
+    const body = init.body;
+    const plainBody = body === undefined || body === null || typeof body === 'string' || body instanceof Uint8Array;
+    if (!(input instanceof URL || typeof input === 'string') || !plainBody || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+      return fallback(input, init);
+    }
+    const signal = init.signal ?? undefined;
+    return new Promise<Response>((resolve, reject) => {
+      const request = (url.protocol === 'https:' ? https : http).request(
+        url,
+        { method: init.method ?? 'GET', headers: headerRecord(init.headers), agent: url.protocol === 'https:' ? agents['https:'] : agents['http:'], signal },
+        (res) => {
+          // From here on, a silence of `ms` ends the body with a time-out (the socket goes back to the agent's own setting after).
+          res.setTimeout(ms, () => res.destroy(new APIConnectionTimeoutError({ message: `No data for ${ms} ms.` })));
+          // An abort once the body flows ends it as fetch's would: with an AbortError (the package then stops quietly).
+          if (signal) {
+            const abort = () => res.destroy(new DOMException('This operation was aborted', 'AbortError'));
+            signal.addEventListener('abort', abort, { once: true });
+            res.once('close', () => signal.removeEventListener('abort', abort));
+          }
+          resolve(toFetchResponse(res, init.method));
+        },
+      );
+      request.on('error', reject);
+      request.end(body ?? undefined);
+    });
+  };
+}
+
+/** A fetch `HeadersInit` as node:http takes it. */
+function headerRecord(init: RequestInit['headers']): Record<string, string> {
+  if (init === undefined) return {};
+  if (init instanceof Headers || Array.isArray(init)) return Object.fromEntries(init as Iterable<[string, string]>);
+  return init as Record<string, string>;
 }
 
 /**
