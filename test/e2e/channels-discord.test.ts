@@ -17,6 +17,8 @@ describe('Discord channel end to end', { timeout: 30_000 }, () => {
 
   const repliesTo = (messageId: string) => fake.posted.filter((p) => (p.body.message_reference as { message_id?: string } | undefined)?.message_id === messageId);
   const finalOf = (p: FakeDiscord['posted'][number]) => p.edits.at(-1)?.content ?? p.content;
+  /** Whether a message is answered and settled (reply parts recorded, session stored). */
+  const settled = (messageId: unknown) => t.ctx.db.sqlite.prepare('SELECT status FROM channel_inbox WHERE external_id = ?').pluck().get(String(messageId)) === 'answered';
 
   beforeAll(async () => {
     fake = await startFakeDiscord();
@@ -33,7 +35,7 @@ describe('Discord channel end to end', { timeout: 30_000 }, () => {
 
   it('answers a mention in place, after showing typing, recorded as the channel’s session', async () => {
     const asked = fake.userMessage({ channelId: GENERAL_ID, author: ALICE, content: `<@${BOT.id}> How long do refunds take?` });
-    const reply = await waitFor(() => repliesTo(String(asked.id)).find((p) => finalOf(p).includes('5 business days')), 'the answer', 10_000);
+    const reply = await waitFor(() => settled(asked.id) && repliesTo(String(asked.id)).find((p) => finalOf(p).includes('5 business days')), 'the answer', 10_000);
     expect(finalOf(reply)).toContain(REFUND_TEXT.slice(0, 30));
     expect(reply.channelId).toBe(GENERAL_ID);
     expect(reply.body.allowed_mentions).toMatchObject({ parse: [] });
@@ -44,7 +46,7 @@ describe('Discord channel end to end', { timeout: 30_000 }, () => {
 
     // The same Discord channel is the same conversation.
     const again = fake.userMessage({ channelId: GENERAL_ID, author: BOB, content: `<@${BOT.id}> and exceptions?` });
-    await waitFor(() => repliesTo(String(again.id)).length > 0, 'the second answer', 10_000);
+    await waitFor(() => settled(again.id) && repliesTo(String(again.id)).length > 0, 'the second answer', 10_000);
     const after = (await t.request({ method: 'GET', url: `/sessions?channelId=${channelId}` })).json().data;
     expect(after).toHaveLength(1);
   });
@@ -62,7 +64,7 @@ describe('Discord channel end to end', { timeout: 30_000 }, () => {
 
   it('turns 👍 on a reply into a 5-star rating of that answer', async () => {
     const asked = fake.userMessage({ channelId: GENERAL_ID, author: ALICE, content: `<@${BOT.id}> refunds again` });
-    const reply = await waitFor(() => repliesTo(String(asked.id)).find((p) => finalOf(p).includes('5 business days')), 'the answer', 10_000);
+    const reply = await waitFor(() => settled(asked.id) && repliesTo(String(asked.id)).find((p) => finalOf(p).includes('5 business days')), 'the answer', 10_000);
     fake.react({ user: ALICE, channelId: GENERAL_ID, messageId: reply.id, emoji: '👍' });
     const ratings = () =>
       t.ctx.db.sqlite.prepare('SELECT f.rating FROM feedback f JOIN channel_messages m ON m.message_id = f.message_id WHERE m.external_id = ?').pluck().all(reply.id);

@@ -29,6 +29,9 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
     const raw = JSON.stringify(body);
     return t.app.inject({ method: 'POST', url: `/business/channels/${id}/slack/events`, headers: { ...signSlackRequest(raw, SIGNING_SECRET), ...headers }, payload: raw });
   };
+  /** Whether the thread's latest message is answered and settled (reply parts recorded, session stored). */
+  const settled = (threadTs: string) =>
+    t.ctx.db.sqlite.prepare('SELECT status FROM channel_inbox WHERE conversation_id = ? ORDER BY seq DESC LIMIT 1').pluck().get(`C1:${threadTs}`) === 'answered';
   /** Replies posted or edited in a thread, in order. */
   const threadPosts = (threadTs: string) => fake.ok('chat.postMessage').filter((c) => c.body.thread_ts === threadTs);
   const finalText = (threadTs: string) => {
@@ -64,7 +67,7 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
     expect(res.statusCode, res.body).toBe(200);
     expect(Date.now() - started).toBeLessThan(3_000);
     await deliver(eventCallback(appMentionEvent(message), { botUserId: fake.botUserId }));
-    await fake.waitFor('the threaded answer', () => finalText(ts).includes('5 business days'), 8_000);
+    await fake.waitFor('the threaded answer', () => settled(ts) && finalText(ts).includes('5 business days'), 8_000);
     expect(threadPosts(ts)).toHaveLength(1);
     expect(threadPosts(ts)[0]!.body.channel).toBe('C1');
     expect(finalText(ts)).toContain(REFUND_TEXT.slice(0, 30));
@@ -114,7 +117,7 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
   it('turns 👍 and 👎 on a reply into feedback on that answer', async () => {
     const ts = nextTs();
     await deliver(eventCallback(messageEvent({ text: `<@${fake.botUserId}> refunds please`, ts }), { botUserId: fake.botUserId }));
-    await fake.waitFor('the answer', () => threadPosts(ts).length > 0 && finalText(ts).includes('5 business days'), 8_000);
+    await fake.waitFor('the answer', () => settled(ts) && finalText(ts).includes('5 business days'), 8_000);
     const replyTs = String(threadPosts(ts)[0]!.response!.ts);
     await deliver(eventCallback(reactionEvent({ reaction: '+1', ts: replyTs, itemUser: fake.botUserId })));
     const rating = () => t.ctx.db.sqlite.prepare("SELECT rating FROM feedback f JOIN channel_messages m ON m.message_id = f.message_id WHERE m.external_id = ? ORDER BY f.seq").pluck().all(replyTs);
@@ -132,7 +135,7 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
     const ab = await createChannel(t, { type: 'slack', name: 'A/B Slack', abTestId: test.id, credentials: { botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET }, settings: { respondTo: 'all' } });
     const ts = nextTs();
     await deliver(eventCallback(messageEvent({ text: 'what about refunds', ts, user: 'U-ab' })), {}, ab.id);
-    await fake.waitFor('the answer', () => threadPosts(ts).length > 0, 8_000);
+    await fake.waitFor('the answer', () => settled(ts) && threadPosts(ts).length > 0, 8_000);
     const session = (await t.request({ method: 'GET', url: `/sessions?channelId=${ab.id}` })).json().data[0];
     expect(session).toMatchObject({ abTestId: test.id, userId: 'U-ab' });
     expect(session.personaId).toBe(session.variant === 'A' ? persona : b);
@@ -174,8 +177,11 @@ describe('a restart answers what was left unanswered, once', { timeout: 30_000 }
 
       second = await createContext(loadConfig(env));
       await second.services.channels.startAll();
-      await fake.waitFor('the recovered answer', () => fake.ok('chat.postMessage').some((c) => c.body.thread_ts === recent), 8_000);
-      const statuses = second.db.sqlite.prepare('SELECT external_id, status FROM channel_inbox ORDER BY external_id').all();
+      const db = second.db.sqlite;
+      const statusOf = (externalId: string) => db.prepare('SELECT status FROM channel_inbox WHERE external_id = ?').pluck().get(externalId);
+      // Recovery answers in order; wait until it has been through every row.
+      await fake.waitFor('the recovery', () => statusOf('Ev-recent') === 'answered' && statusOf('Ev-old') !== 'pending', 8_000);
+      const statuses = db.prepare('SELECT external_id, status FROM channel_inbox ORDER BY external_id').all();
       expect(statuses).toEqual([
         { external_id: 'Ev-done', status: 'answered' },
         { external_id: 'Ev-old', status: 'expired' },
