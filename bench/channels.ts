@@ -29,8 +29,8 @@ import { signature } from '../bridges/webhook/webhook-bridge.js';
 import { eventCallback, messageEvent, signSlackRequest } from '../test/fakes/slack-events.js';
 import { chatQuestions } from './lib/chat-corpus.js';
 import { type FakeSlackProcess, startFakeSlackProcess } from './lib/fake-slack-process.js';
-import { type BenchOptions, type BenchRow, expectResponse, measureWithLatencies, nearestRank, plainRow, round } from './lib/harness.js';
-import { type MetricRow, type MetricTarget, metricTable } from './lib/in-process.js';
+import { type BenchOptions, type BenchRow, expectResponse, measureWithLatencies, plainRow, round } from './lib/harness.js';
+import { envInt, type FiguredRow, judge, type MetricTarget, metricTable, sampled } from './lib/in-process.js';
 import { forkChild } from './lib/server-process.js';
 import {
   type BenchChannels,
@@ -42,6 +42,8 @@ import {
   type FakeSlackStats,
   type ParentMessage,
 } from './lib/server-protocol.js';
+
+const ms = (n: number) => round(n, 2);
 
 export const name = 'channels';
 export const description =
@@ -63,9 +65,7 @@ const IPC_TIMEOUT_MS = 5_000;
 /** The fake Slack's bot user (auth.test), mentioned in every message. */
 const BOT_USER = 'UBOT';
 
-export interface ChannelsRow extends MetricRow {
-  figures: Record<string, number | null>;
-}
+export type ChannelsRow = FiguredRow;
 
 interface ChannelsServer {
   origin: string;
@@ -76,34 +76,12 @@ interface ChannelsServer {
   stop(): Promise<void>;
 }
 
-function envInt(name: string, fallback: number, min: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min) throw new Error(`${name}=${raw}: expected a whole number ≥ ${min}`);
-  return n;
-}
 
-const ms = (n: number) => round(n, 2);
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 const progress = (text: string) => process.stderr.write(`  ${text}\n`);
 const cpuUs = (u: NodeJS.CpuUsage) => u.user + u.system;
 
-function judge(base: BenchRow, spec: { metric: string; value: number; target?: MetricTarget; notes: string[]; figures: Record<string, number | null>; failures?: string[] }): ChannelsRow {
-  const failures = [...base.failures, ...(spec.failures ?? [])];
-  const t = spec.target;
-  if (t && !(t.kind === 'min' ? spec.value >= t.value : spec.value <= t.value)) {
-    failures.push(`${spec.metric} ${spec.value}, target ${t.kind === 'min' ? '≥' : '≤'} ${t.value}`);
-  }
-  return { ...base, latencyP95Ms: base.latencyP95Ms ?? null, metric: spec.metric, value: spec.value, target: t ?? null, notes: spec.notes, figures: spec.figures, pass: failures.length === 0, failures };
-}
 
-/** The row's percentiles from every response's own time (autocannon's own are whole milliseconds). */
-function sampled(measured: { row: BenchRow; latenciesMs: Float64Array }): BenchRow {
-  const sorted = measured.latenciesMs.slice().sort();
-  if (sorted.length === 0) return measured.row;
-  return { ...measured.row, latencyP50Ms: ms(nearestRank(sorted, 0.5)), latencyP95Ms: ms(nearestRank(sorted, 0.95)), latencyP99Ms: ms(nearestRank(sorted, 0.99)) };
-}
 
 async function startChannelsServer(slack: FakeSlackProcess, options: BenchOptions): Promise<ChannelsServer> {
   const started = performance.now();

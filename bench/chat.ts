@@ -24,10 +24,12 @@ import http from 'node:http';
 import { type BenchOptions, type BenchRow, expectResponse, measureWithLatencies, nearestRank, plainRow, round } from './lib/harness.js';
 import { chatQuestions } from './lib/chat-corpus.js';
 import { type FakeModelProcess, startFakeModel } from './lib/fake-model-process.js';
-import { type MetricRow, type MetricTarget, metricTable } from './lib/in-process.js';
+import { envInt, type FiguredRow, judge, type MetricRow, metricTable, sampled } from './lib/in-process.js';
 import { type ServerProcess, startServerProcess } from './lib/server-process.js';
 import { CHAT_SOURCE_COUNT, FAKE_MODEL_URL_ENV } from './lib/server-protocol.js';
 import { classifyModel, classifyPlatform, openSse, type SseOutcome } from './lib/sse-client.js';
+
+const ms = (n: number) => round(n, 2);
 
 export const name = 'chat';
 export const description =
@@ -49,17 +51,8 @@ const BATCH_TIMEOUT_MS = 60_000;
 const FINISH_TIMEOUT_MS = 120_000;
 
 /** A row judged on its own figure (MetricRow, as the knowledge suite's), with the figures behind it. */
-export interface ChatRow extends MetricRow {
-  figures: Record<string, number | null>;
-}
+export type ChatRow = FiguredRow;
 
-function envInt(name: string, fallback: number, min: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min) throw new Error(`${name}=${raw}: expected a whole number ≥ ${min}`);
-  return n;
-}
 
 function envStreams(): number[] {
   const raw = process.env.BENCH_CHAT_STREAMS;
@@ -79,42 +72,12 @@ function envCases(): Set<(typeof CASES)[number]> {
 }
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
-const ms = (n: number) => round(n, 2);
 const progress = (text: string) => process.stderr.write(`  ${text}\n`);
 
-function judge(base: BenchRow, spec: { metric: string; value: number; target?: MetricTarget; notes: string[]; figures: Record<string, number | null>; failures?: string[] }): ChatRow {
-  const failures = [...base.failures, ...(spec.failures ?? [])];
-  const t = spec.target;
-  if (t && !(t.kind === 'min' ? spec.value >= t.value : spec.value <= t.value)) {
-    failures.push(`${spec.metric} ${spec.value}, target ${t.kind === 'min' ? '≥' : '≤'} ${t.value}`);
-  }
-  return {
-    ...base,
-    latencyP95Ms: base.latencyP95Ms ?? null,
-    metric: spec.metric,
-    value: spec.value,
-    target: t ?? null,
-    notes: spec.notes,
-    figures: spec.figures,
-    pass: failures.length === 0,
-    failures,
-  };
-}
 
 
 const cpuUs = (u: NodeJS.CpuUsage) => u.user + u.system;
 
-/** The row's percentiles from every response's own time (autocannon's own are whole milliseconds). */
-function sampled(measured: { row: BenchRow; latenciesMs: Float64Array }): BenchRow {
-  const sorted = measured.latenciesMs.slice().sort();
-  if (sorted.length === 0) return measured.row;
-  return {
-    ...measured.row,
-    latencyP50Ms: ms(nearestRank(sorted, 0.5)),
-    latencyP95Ms: ms(nearestRank(sorted, 0.95)),
-    latencyP99Ms: ms(nearestRank(sorted, 0.99)),
-  };
-}
 
 async function startChatServer(fake: FakeModelProcess, options: BenchOptions, exposeGc: boolean): Promise<ServerProcess & { personaId: string; key: string }> {
   const started = performance.now();

@@ -15,10 +15,12 @@ import { fileURLToPath } from 'node:url';
 import { chatQuestions } from './lib/chat-corpus.js';
 import { startFakeSlackProcess } from './lib/fake-slack-process.js';
 import { type BenchOptions, type BenchRow, expectResponse, measureWithLatencies, nearestRank, plainRow, round } from './lib/harness.js';
-import { type MetricRow, type MetricTarget, metricTable } from './lib/in-process.js';
+import { envInt, type FiguredRow, judge, metricTable, sampled } from './lib/in-process.js';
 import { forkChild } from './lib/server-process.js';
 import { CHANNELS_SOURCE_COUNT, type ChildMessage, FAKE_SLACK_URL_ENV, type ParentMessage } from './lib/server-protocol.js';
 import { classifyModel, classifyPlatform, type EventKind, openSse } from './lib/sse-client.js';
+
+const ms = (n: number) => round(n, 2);
 
 export const name = 'openai';
 export const description = 'POST /v1/chat/completions answers/s vs POST /query (offline model), and its first-chunk latency vs /query/stream';
@@ -30,34 +32,13 @@ const QUESTIONS = 50;
 const IPC_TIMEOUT_MS = 5_000;
 const IDLE_TIMEOUT_MS = 30_000;
 
-interface OpenAiRow extends MetricRow {
-  figures: Record<string, number | null>;
-}
+type OpenAiRow = FiguredRow;
 
-const ms = (n: number) => round(n, 2);
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 const progress = (text: string) => process.stderr.write(`  ${text}\n`);
 
-function envInt(name: string, fallback: number, min: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min) throw new Error(`${name}=${raw}: expected a whole number ≥ ${min}`);
-  return n;
-}
 
-function judge(base: BenchRow, spec: { metric: string; value: number; target?: MetricTarget; notes: string[]; figures: Record<string, number | null> }): OpenAiRow {
-  const failures = [...base.failures];
-  const t = spec.target;
-  if (t && !(t.kind === 'min' ? spec.value >= t.value : spec.value <= t.value)) failures.push(`${spec.metric} ${spec.value}, target ${t.kind === 'min' ? '≥' : '≤'} ${t.value}`);
-  return { ...base, latencyP95Ms: base.latencyP95Ms ?? null, metric: spec.metric, value: spec.value, target: t ?? null, notes: spec.notes, figures: spec.figures, pass: failures.length === 0, failures };
-}
 
-function sampled(measured: { row: BenchRow; latenciesMs: Float64Array }): BenchRow {
-  const sorted = measured.latenciesMs.slice().sort();
-  if (sorted.length === 0) return measured.row;
-  return { ...measured.row, latencyP50Ms: ms(nearestRank(sorted, 0.5)), latencyP95Ms: ms(nearestRank(sorted, 0.95)), latencyP99Ms: ms(nearestRank(sorted, 0.99)) };
-}
 
 interface Server {
   origin: string;

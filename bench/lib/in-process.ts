@@ -5,7 +5,7 @@
  * operation, steadier than a rate on a shared machine), and `loadCpuPercent` is 0 (no separate load
  * generator). Each row also carries the figure it is judged on, its target and notes.
  */
-import { type BenchRow, machineBusyUs, round } from './harness.js';
+import { type BenchRow, machineBusyUs, nearestRank, round } from './harness.js';
 
 export interface MetricTarget {
   /** `min`: the value must be at least `value`; `max`: at most. */
@@ -122,4 +122,39 @@ export function metricTable(rows: MetricRow[]): string {
   const line = (cells: string[]) => cells.map((c, i) => (i <= 1 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   const notes = rows.flatMap((r) => r.notes.map((n) => `  ${r.name}: ${n}`));
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line), '', ...notes].join('\n');
+}
+
+/** A judged row that also carries the raw figures it was computed from (bench/chat, channels, openai). */
+export interface FiguredRow extends MetricRow {
+  figures: Record<string, number | null>;
+}
+
+/** A load row judged on one figure against its target; extra `failures` fail it too. */
+export function judge(
+  base: BenchRow,
+  spec: { metric: string; value: number; target?: MetricTarget; notes: string[]; figures: Record<string, number | null>; failures?: string[] },
+): FiguredRow {
+  const failures = [...base.failures, ...(spec.failures ?? [])];
+  const t = spec.target;
+  if (t && !(t.kind === 'min' ? spec.value >= t.value : spec.value <= t.value)) {
+    failures.push(`${spec.metric} ${spec.value}, target ${t.kind === 'min' ? '≥' : '≤'} ${t.value}`);
+  }
+  return { ...base, latencyP95Ms: base.latencyP95Ms ?? null, metric: spec.metric, value: spec.value, target: t ?? null, notes: spec.notes, figures: spec.figures, pass: failures.length === 0, failures };
+}
+
+/** The row's percentiles from every response's own time (autocannon's own are whole milliseconds). */
+export function sampled(measured: { row: BenchRow; latenciesMs: Float64Array }): BenchRow {
+  const sorted = measured.latenciesMs.slice().sort();
+  if (sorted.length === 0) return measured.row;
+  const ms = (q: number) => round(nearestRank(sorted, q), 2);
+  return { ...measured.row, latencyP50Ms: ms(0.5), latencyP95Ms: ms(0.95), latencyP99Ms: ms(0.99) };
+}
+
+/** A whole-number setting from the environment (BENCH_…), or `fallback`; anything else stops the run. */
+export function envInt(name: string, fallback: number, min: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new Error(`${name}=${raw}: expected a whole number ≥ ${min}`);
+  return n;
 }
