@@ -100,6 +100,31 @@ export function Field({ label, children, hint }: { label: string; children: (id:
   );
 }
 
+/** A labelled persona picker; `none` names the empty choice ("All personas", "Choose a persona"…). */
+export function PersonaSelect(props: {
+  label: string;
+  personas: ReadonlyArray<{ id: string; name: string }> | undefined;
+  value: string;
+  onChange: (id: string) => void;
+  none: string;
+  required?: boolean;
+}) {
+  return (
+    <Field label={props.label}>
+      {(id) => (
+        <select id={id} value={props.value} onChange={(e) => props.onChange(e.target.value)} required={props.required}>
+          <option value="">{props.none}</option>
+          {(props.personas ?? []).map((p) => (
+            <option key={p.id} value={p.id}>
+              {p.name}
+            </option>
+          ))}
+        </select>
+      )}
+    </Field>
+  );
+}
+
 export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : '—');
 
 /** Runs an action, keeping its error to show; returns whether it succeeded. */

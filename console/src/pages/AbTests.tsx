@@ -1,6 +1,6 @@
 import { type FormEvent, useState } from 'react';
 import { api, get, type List, type Persona } from '../api';
-import { Empty, Field, Loading, ProblemView, ScopedButton, useAction, useLoad, when } from '../ui';
+import { Empty, Field, Loading, PersonaSelect, ProblemView, ScopedButton, useAction, useLoad, when } from '../ui';
 
 interface AbTest {
   id: string;
@@ -116,18 +116,7 @@ function CreateTest({ personas, onCreated }: { personas: Persona[]; onCreated: (
     });
   };
   const pick = (label: string, value: string, set: (v: string) => void) => (
-    <Field label={label}>
-      {(id) => (
-        <select id={id} value={value} onChange={(e) => set(e.target.value)} required>
-          <option value="">Choose a persona</option>
-          {personas.map((p) => (
-            <option key={p.id} value={p.id}>
-              {p.name}
-            </option>
-          ))}
-        </select>
-      )}
-    </Field>
+    <PersonaSelect label={label} personas={personas} value={value} onChange={set} none="Choose a persona" required />
   );
   return (
     <form className="panel" onSubmit={submit} aria-label="New A/B test">

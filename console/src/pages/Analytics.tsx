@@ -1,6 +1,6 @@
 import { lazy, Suspense, useState } from 'react';
 import { get, type List, type Persona, qs, request } from '../api';
-import { download, Field, Loading, ProblemView, ScopedButton, useAction, useLoad } from '../ui';
+import { download, Field, Loading, PersonaSelect, ProblemView, ScopedButton, useAction, useLoad } from '../ui';
 
 const Chart = lazy(() => import('./Chart'));
 
@@ -60,18 +60,7 @@ export function AnalyticsPage() {
             </select>
           )}
         </Field>
-        <Field label="Persona filter">
-          {(id) => (
-            <select id={id} value={personaId} onChange={(e) => setPersonaId(e.target.value)}>
-              <option value="">All personas</option>
-              {personas.data?.data.map((p) => (
-                <option key={p.id} value={p.id}>
-                  {p.name}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
+        <PersonaSelect label="Persona filter" personas={personas.data?.data} value={personaId} onChange={setPersonaId} none="All personas" />
         <Field label="Channel filter">
           {(id) => (
             <select id={id} value={channelId} onChange={(e) => setChannelId(e.target.value)}>

@@ -1,6 +1,6 @@
 import { type FormEvent, useState } from 'react';
 import { api, get, type List, type Persona } from '../api';
-import { Empty, Field, Loading, ProblemView, ScopedButton, useAction, useLoad, when } from '../ui';
+import { Empty, Field, Loading, PersonaSelect, ProblemView, ScopedButton, useAction, useLoad, when } from '../ui';
 
 interface Settings {
   respondTo: 'mentions' | 'all';
@@ -91,18 +91,7 @@ function Connect({ personas, onDone }: { personas: Persona[]; onDone: () => void
         )}
       </Field>
       <Field label="Channel name">{(id) => <input id={id} value={name} onChange={(e) => setName(e.target.value)} required />}</Field>
-      <Field label="Answering persona">
-        {(id) => (
-          <select id={id} value={personaId} onChange={(e) => setPersonaId(e.target.value)} required>
-            <option value="">Choose a persona</option>
-            {personas.map((p) => (
-              <option key={p.id} value={p.id}>
-                {p.name}
-              </option>
-            ))}
-          </select>
-        )}
-      </Field>
+      <PersonaSelect label="Answering persona" personas={personas} value={personaId} onChange={setPersonaId} none="Choose a persona" required />
       <fieldset>
         <legend>Credentials (write-only: never shown again)</legend>
         {CREDENTIALS[type].map((k) => (

@@ -1,7 +1,7 @@
 import { type DragEvent, type FormEvent, useEffect, useState } from 'react';
 import { api, get, type List, type Persona, qs, type Source, upload } from '../api';
 import { Markdown } from '../markdown';
-import { Empty, Field, Loading, ProblemView, ScopedButton, useAction, useLoad } from '../ui';
+import { Empty, Field, Loading, PersonaSelect, ProblemView, ScopedButton, useAction, useLoad } from '../ui';
 
 interface Chunk {
   id: string;
@@ -73,18 +73,7 @@ export function KnowledgePage() {
     <section>
       <div className="panel">
         <h2>Add knowledge</h2>
-        <Field label="For persona">
-          {(id) => (
-            <select id={id} value={personaId} onChange={(e) => setPersonaId(e.target.value)}>
-              <option value="">Shared by every persona</option>
-              {personas.data?.data.map((p) => (
-                <option key={p.id} value={p.id}>
-                  {p.name}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
+        <PersonaSelect label="For persona" personas={personas.data?.data} value={personaId} onChange={setPersonaId} none="Shared by every persona" />
         <div
           className={`drop${dragging ? ' over' : ''}`}
           onDragOver={(e) => {
