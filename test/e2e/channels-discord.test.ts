@@ -71,4 +71,13 @@ describe('Discord channel end to end', { timeout: 30_000 }, () => {
     await waitFor(() => ratings().length === 1, 'the feedback', 5_000);
     expect(ratings()).toEqual([5]);
   });
+
+  it('sends to a channel: 202 with Discord’s message id as externalId, no pings allowed', async () => {
+    const res = await t.request({ method: 'POST', url: `/business/channels/${channelId}/send`, body: { to: GENERAL_ID, message: 'Release notes are out @everyone' } });
+    expect(res.statusCode, res.body).toBe(202);
+    const sent = fake.posted.find((p) => p.id === res.json().externalId);
+    expect(sent?.channelId).toBe(GENERAL_ID);
+    expect(sent?.content).toContain('Release notes are out');
+    expect(sent?.body.allowed_mentions).toMatchObject({ parse: [] });
+  });
 });

@@ -142,6 +142,23 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
     await t.request({ method: 'PUT', url: `/business/ab-tests/${test.id}/stop` });
   });
 
+  it('sends to a conversation: 202 with Slack’s ts as externalId, high priority marked, and through slack.send_message', async () => {
+    const res = await t.request({ method: 'POST', url: `/business/channels/${channelId}/send`, body: { to: 'C9', message: 'Maintenance tonight', priority: 'high' } });
+    expect(res.statusCode, res.body).toBe(202);
+    const posted = fake.ok('chat.postMessage').filter((c) => c.body.channel === 'C9');
+    expect(posted).toHaveLength(1);
+    expect(res.json()).toMatchObject({ channelId, status: 'sent', externalId: String(posted[0]!.response!.ts) });
+    expect(String(posted[0]!.body.text)).toMatch(/^🔴 Maintenance tonight/);
+
+    const viaTool = await t.request({
+      method: 'POST',
+      url: '/api/mcp/tools/execute',
+      body: { toolName: 'slack', action: 'send_message', parameters: { channel: 'Support Slack/C10', message: 'From a tool' } },
+    });
+    expect(viaTool.json(), viaTool.body).toMatchObject({ status: 'succeeded' });
+    expect(fake.ok('chat.postMessage').some((c) => c.body.channel === 'C10' && String(c.body.text).includes('From a tool'))).toBe(true);
+  });
+
   it('keeps the bot token and signing secret out of every log line and answer', async () => {
     const text = logs.text();
     expect(text).toContain(channelId);
