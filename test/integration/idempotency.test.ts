@@ -119,6 +119,24 @@ describe('Idempotency-Key (API.md §1)', () => {
     await app.close();
   });
 
+  it('holds for the creates of A/B tests and channels: one object, the same 201 and Location replayed', async () => {
+    const a = await post('/personas', { name: 'A', instructions: 'i' }, 'pa');
+    const b = await post('/personas', { name: 'B', instructions: 'i' }, 'pb');
+    const creates: Array<[string, Record<string, unknown>]> = [
+      ['/business/ab-tests', { name: 'Tone', personaA: a.json().id, personaB: b.json().id }],
+      ['/business/channels', { type: 'webhook', name: 'Site', personaId: a.json().id, credentials: { secret: 'a-webhook-secret-of-16+' } }],
+    ];
+    for (const [url, body] of creates) {
+      const first = await post(url, body, `create-${url}`);
+      expect(first.statusCode, first.body).toBe(201);
+      expect(first.headers.location).toBe(`${url}/${first.json().id}`);
+      const again = await post(url, body, `create-${url}`);
+      expect(again.headers['idempotent-replayed'], url).toBe('true');
+      expect(again.json()).toEqual(first.json());
+      expect((await t.request({ method: 'GET', url })).json().data, url).toHaveLength(1);
+    }
+  });
+
   it('ignores the header on routes that create nothing', async () => {
     const p = (await t.request({ method: 'POST', url: '/personas', body: { name: 'P', instructions: 'i' } })).json();
     const res = await t.request({ method: 'PUT', url: `/personas/${p.id}`, body: { name: 'Q' }, headers: { 'idempotency-key': 'k' } });
