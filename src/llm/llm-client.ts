@@ -44,6 +44,12 @@ export interface ChatRequest {
   /** Aborting it cancels the upstream call (the client disconnected). */
   signal?: AbortSignal | undefined;
   /**
+   * False when nobody reads the answer before it is whole (`POST /query`, a non-streamed OpenAI
+   * completion): a client may then ask for one completion instead of a token stream, which costs
+   * far less to parse. It still yields the same events (the text in one piece). Default true.
+   */
+  stream?: boolean | undefined;
+  /**
    * What the prompt was built from, for a model that cannot read prose (offline). Models that read
    * the messages ignore it: the same passages are already in the system message.
    */

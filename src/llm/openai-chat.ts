@@ -1,5 +1,5 @@
 import { estimateTokens } from '../lib/text.js';
-import type { ChatMessage, ChatRequest, LlmClient, ModelEvent, ModelToolCall } from './llm-client.js';
+import type { ChatMessage, ChatRequest, LlmClient, ModelEvent, ModelToolCall, Usage } from './llm-client.js';
 import { type OpenAI, isAbortError, toUpstreamError } from './openai-client.js';
 
 type ChatParams = OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming;
@@ -39,12 +39,10 @@ const FINISH: Record<string, 'stop' | 'tool_calls' | 'length'> = { stop: 'stop',
  * their deltas, usage from `stream_options.include_usage` (estimated when a server omits it).
  */
 export function createOpenAiChat({ client, defaultModel }: OpenAiChatOptions): LlmClient {
-  async function* stream(request: ChatRequest): AsyncGenerator<ModelEvent> {
-    const params: ChatParams = {
+  function paramsOf(request: ChatRequest): Omit<ChatParams, 'stream' | 'stream_options'> {
+    return {
       model: request.model,
       messages: request.messages.map(toWire),
-      stream: true,
-      stream_options: { include_usage: true },
       ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
       // `max_tokens`, not `max_completion_tokens`: every compatible server (Ollama, vLLM, llama.cpp) knows it.
       ...(request.maxTokens !== undefined ? { max_tokens: request.maxTokens } : {}),
@@ -52,9 +50,57 @@ export function createOpenAiChat({ client, defaultModel }: OpenAiChatOptions): L
         ? { tools: request.tools.map((t) => ({ type: 'function' as const, function: { name: t.name, description: t.description, parameters: t.parameters } })) }
         : {}),
     };
+  }
+
+  /** The last event: calls without an id (some local servers) get one; usage is estimated when a server omits it. */
+  function endEvent(request: ChatRequest, text: string, calls: ModelToolCall[], usage: Usage | undefined, finish: string | null | undefined): ModelEvent {
+    const toolCalls = calls.filter(Boolean).map((c, i) => ({ ...c, id: c.id || `call_${i}` }));
+    return {
+      type: 'end',
+      toolCalls,
+      usage: usage ?? {
+        promptTokens: request.messages.reduce((n, m) => n + estimateTokens(m.content), 0),
+        completionTokens: estimateTokens(text) + toolCalls.reduce((n, c) => n + estimateTokens(c.arguments), 0),
+      },
+      finishReason: toolCalls.length > 0 ? 'tool_calls' : (FINISH[finish ?? 'stop'] ?? 'other'),
+    };
+  }
+
+  function failure(request: ChatRequest, err: unknown): unknown {
+    if (request.signal?.aborted && isAbortError(err)) return request.signal.reason ?? err;
+    return toUpstreamError(err, 'Chat completion', client);
+  }
+
+  /**
+   * One completion, not streamed: parsing one JSON body costs a fraction of parsing a chunk per token
+   * through web streams (issue 18: ~860 → see README), and nobody reads the text before it is whole.
+   */
+  async function* whole(request: ChatRequest): AsyncGenerator<ModelEvent> {
+    let completion: OpenAI.Chat.Completions.ChatCompletion;
+    try {
+      completion = await client.chat.completions.create({ ...paramsOf(request), stream: false }, { signal: request.signal });
+    } catch (err) {
+      throw failure(request, err);
+    }
+    const choice = completion.choices?.[0];
+    const text = typeof choice?.message?.content === 'string' ? choice.message.content : '';
+    const calls: ModelToolCall[] = (choice?.message?.tool_calls ?? []).flatMap((c) =>
+      c.type === 'function' ? [{ id: c.id ?? '', name: c.function?.name ?? '', arguments: c.function?.arguments ?? '' }] : [],
+    );
+    if (text !== '') yield { type: 'text', text };
+    const u = completion.usage;
+    yield endEvent(request, text, calls, u ? { promptTokens: u.prompt_tokens, completionTokens: u.completion_tokens } : undefined, choice?.finish_reason);
+  }
+
+  async function* stream(request: ChatRequest): AsyncGenerator<ModelEvent> {
+    if (request.stream === false) {
+      yield* whole(request);
+      return;
+    }
+    const params: ChatParams = { ...paramsOf(request), stream: true, stream_options: { include_usage: true } };
     const calls: ModelToolCall[] = [];
     let text = '';
-    let usage: { promptTokens: number; completionTokens: number } | undefined;
+    let usage: Usage | undefined;
     let finish: string | null = null;
     try {
       const chunks = await client.chat.completions.create(params, { signal: request.signal });
@@ -79,20 +125,10 @@ export function createOpenAiChat({ client, defaultModel }: OpenAiChatOptions): L
       // The package ends the iteration quietly when the signal aborts mid-stream; a cancelled answer must not look finished.
       request.signal?.throwIfAborted();
     } catch (err) {
-      if (request.signal?.aborted && isAbortError(err)) throw request.signal.reason ?? err;
-      throw toUpstreamError(err, 'Chat completion', client);
+      throw failure(request, err);
     }
-    // Sparse when a server skipped an index; a call without an id (some local servers) gets one.
-    const toolCalls = calls.filter(Boolean).map((c, i) => ({ ...c, id: c.id || `call_${i}` }));
-    yield {
-      type: 'end',
-      toolCalls,
-      usage: usage ?? {
-        promptTokens: request.messages.reduce((n, m) => n + estimateTokens(m.content), 0),
-        completionTokens: estimateTokens(text) + toolCalls.reduce((n, c) => n + estimateTokens(c.arguments), 0),
-      },
-      finishReason: toolCalls.length > 0 ? 'tool_calls' : (FINISH[finish ?? 'stop'] ?? 'other'),
-    };
+    // Sparse when a server skipped an index.
+    yield endEvent(request, text, calls, usage, finish);
   }
 
   return { provider: 'openai', defaultModel, stream };

@@ -172,7 +172,9 @@ describe('POST /query against an OpenAI-compatible server', () => {
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json()).toMatchObject({ response: 'Within 14 days [1].', usage: { promptTokens: 321, completionTokens: 7 } });
     const body = fake.requests[0]!.body as { model: string; temperature: number; max_tokens: number; messages: WireMessage[]; tools?: unknown; stream: boolean };
-    expect(body).toMatchObject({ model: 'gpt-override', temperature: 0.2, max_tokens: 99, stream: true });
+    // Nobody reads a whole-answer query before it is whole: one completion, not a token stream (issue 18).
+    expect(body).toMatchObject({ model: 'gpt-override', temperature: 0.2, max_tokens: 99, stream: false });
+    expect(body).not.toHaveProperty('stream_options');
     expect(body.tools).toBeUndefined();
     const system = body.messages[0]!;
     expect(system.role).toBe('system');

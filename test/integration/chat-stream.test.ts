@@ -159,6 +159,8 @@ describe('native event stream, OpenAI-compatible model (fake server)', () => {
     await readSse(await postJson(origin, chatPath(), t.adminKey, { messages: [{ role: 'user', content: 'How long do refunds take?' }] }));
     expect(completions()).toHaveLength(1);
     expect(completions()[0]!.body).not.toHaveProperty('tools');
+    // A streamed answer is streamed from the model too, with usage in its last chunk.
+    expect(completions()[0]!.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
   });
 
   it('turns an upstream 500 after the stream started into an error chunk, then [DONE]', async () => {
@@ -209,7 +211,8 @@ describe('native event stream, OpenAI-compatible model (fake server)', () => {
   it('cancels the upstream call of a whole-answer query (stream: false) whose client goes away', async () => {
     fake.reset();
     const before = interactionErrors(t).length;
-    fake.reply({ text: Array.from({ length: 100 }, (_, i) => `word${i}`).join(' '), chunkDelayMs: 100 });
+    // Not streamed upstream either: the model is slow to answer at all.
+    fake.reply({ text: 'too late', firstTokenDelayMs: 5_000 });
     const controller = new AbortController();
     const pending = postJson(origin, chatPath(), t.adminKey, { messages: [{ role: 'user', content: 'talk slowly' }], stream: false }, controller.signal);
     await vi.waitFor(() => expect(completions()).toHaveLength(1), { timeout: 1_000, interval: 20 });

@@ -322,7 +322,8 @@ describe('/v1 with an OpenAI-compatible model (fake server)', () => {
   it('cancels the upstream call of a non-streamed completion whose client aborts', async () => {
     fake.reset();
     const before = interactionErrors(t).length;
-    fake.reply({ text: Array.from({ length: 100 }, (_, i) => `word${i}`).join(' '), chunkDelayMs: 100 });
+    // Not streamed upstream either: the model is slow to answer at all.
+    fake.reply({ text: 'too late', firstTokenDelayMs: 5_000 });
     const controller = new AbortController();
     const pending = clientOf(origin, t.adminKey).chat.completions.create({ model: personaId, messages: [{ role: 'user', content: 'slow' }] }, { signal: controller.signal });
     await vi.waitFor(() => expect(completions()).toHaveLength(1), { timeout: 1_000, interval: 20 });

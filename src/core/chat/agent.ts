@@ -44,6 +44,8 @@ export interface AgentInput {
   temperature?: number | undefined;
   maxTokens?: number | undefined;
   signal: AbortSignal;
+  /** False when the events are not read until the answer is whole: the model is then asked for one completion, not a stream. */
+  streamed?: boolean | undefined;
 }
 
 export interface AgentOutcome {
@@ -161,6 +163,7 @@ export function createAgent(deps: AgentDeps) {
         temperature: input.temperature ?? input.persona.temperature ?? undefined,
         maxTokens: input.maxTokens ?? input.persona.maxTokens ?? undefined,
         signal: input.signal,
+        stream: input.streamed ?? true,
         context: { personaName: input.persona.name, passages },
       })) {
         if (event.type === 'text') {

@@ -39,8 +39,11 @@ export interface Exchange {
   sessionId: string;
   /** The answer's message id, fixed before it runs (an OpenAI completion id carries it from the first chunk). */
   messageId: string;
-  /** Runs the answer, emitting its events; resolves once it is stored. */
-  run(emit: (event: AgentEvent) => Promise<void> | void, signal: AbortSignal): Promise<Answer>;
+  /**
+   * Runs the answer, emitting its events; resolves once it is stored. `streamed: false` when the
+   * events are not read as they come (the model is then asked for one completion).
+   */
+  run(emit: (event: AgentEvent) => Promise<void> | void, signal: AbortSignal, options?: { streamed?: boolean }): Promise<Answer>;
 }
 
 /** What the chat needs of A/B tests: which persona answers (404 unknown, 409 not running). */
@@ -118,7 +121,7 @@ export function createChatService(deps: ChatServiceDeps) {
     return {
       sessionId,
       messageId: answerId,
-      async run(emit, signal) {
+      async run(emit, signal, options) {
         const startedAt = clock.now().toISOString();
         const t0 = performance.now();
         const interaction = (fields: Partial<NewInteraction>): NewInteraction => ({
@@ -157,6 +160,7 @@ export function createChatService(deps: ChatServiceDeps) {
               temperature: request.temperature,
               maxTokens: request.maxTokens,
               signal,
+              streamed: options?.streamed ?? true,
             },
             emit,
           );
@@ -225,7 +229,7 @@ export function createChatService(deps: ChatServiceDeps) {
     open,
     /** A whole answer without streaming (POST /query, `stream: false`). */
     async query(workspaceId: string, request: ExchangeRequest, signal: AbortSignal): Promise<Answer> {
-      return (await open(workspaceId, request)).run(() => {}, signal);
+      return (await open(workspaceId, request)).run(() => {}, signal, { streamed: false });
     },
   };
 }

@@ -81,7 +81,7 @@ export function openAiRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           return;
         }
         reply.header(SESSION_HEADER, exchange.sessionId);
-        const answer = await run(() => {}, disconnectSignal(reply));
+        const answer = await run(() => {}, disconnectSignal(reply), { streamed: false });
         const completion: Completion = {
           id,
           object: 'chat.completion',

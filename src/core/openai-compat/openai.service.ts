@@ -71,7 +71,7 @@ export function conversationOf(messages: CompletionMessage[]) {
 export interface Completion {
   exchange: Exchange;
   /** Runs the exchange and records the conversation so far for the next turn to find. */
-  run(emit: Parameters<Exchange['run']>[0], signal: AbortSignal): Promise<Answer>;
+  run: Exchange['run'];
 }
 
 export function createOpenAiService({ chat, personas, abTests, threads, clock }: OpenAiServiceDeps) {
@@ -152,8 +152,8 @@ export function createOpenAiService({ chat, personas, abTests, threads, clock }:
       }
       return {
         exchange,
-        async run(emit, signal) {
-          const answer = await exchange.run(emit, signal);
+        async run(emit, signal, options) {
+          const answer = await exchange.run(emit, signal, options);
           const turns: Turn[] = [...history, { role: 'user', content: message }, { role: 'assistant', content: answer.response }];
           await threads.save({ ...base, historyHash: hashTurns(turns) }, answer.sessionId, clock.now().toISOString());
           return answer;
