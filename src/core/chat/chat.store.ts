@@ -68,6 +68,54 @@ export function createChatStore(db: Db) {
     }
     return true;
   });
+  /**
+   * Exchange writes are grouped: every write asked for in one turn of the event loop goes into one
+   * transaction at the next `setImmediate`, each in its own savepoint (a failing write rolls back
+   * alone), and each promise settles only after the commit, so an acknowledged answer is durable
+   * (kill -9 safe in WAL). One commit per group instead of per answer (issue 18).
+   */
+  interface Pending {
+    write: () => boolean;
+    resolve: (stored: boolean) => void;
+    reject: (err: unknown) => void;
+    outcome?: { ok: true; value: boolean } | { ok: false; error: unknown };
+  }
+  let pending: Pending[] = [];
+  const writeGroup = sqlite.transaction((group: Pending[]) => {
+    for (const p of group) {
+      try {
+        p.outcome = { ok: true, value: p.write() };
+      } catch (error) {
+        p.outcome = { ok: false, error };
+      }
+    }
+  });
+  function flush() {
+    const group = pending;
+    pending = [];
+    try {
+      writeGroup(group);
+    } catch (err) {
+      for (const p of group) p.reject(err);
+      return;
+    }
+    for (const p of group) {
+      const o = p.outcome!;
+      if (o.ok) p.resolve(o.value);
+      else p.reject(o.error);
+    }
+  }
+  function grouped(write: () => boolean): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      if (pending.length === 0) setImmediate(flush);
+      pending.push({ write, resolve, reject });
+    });
+  }
+  const writeInteraction = sqlite.transaction((interaction: NewInteraction): boolean => {
+    insertInteraction.run(interaction);
+    return true;
+  });
+
   const removeSession = sqlite.transaction((workspaceId: string, id: string): boolean => {
     if (!sessionExists.get(id, workspaceId)) return false;
     forgetInteractions.run(id);
@@ -118,10 +166,10 @@ export function createChatStore(db: Db) {
     },
 
     /** Stores one exchange atomically; false (nothing written) when its existing session is gone. */
-    saveExchange: async (write: ExchangeWrite): Promise<boolean> => writeExchange(write),
+    saveExchange: (write: ExchangeWrite): Promise<boolean> => grouped(() => writeExchange(write)),
 
     /** A failed or cancelled answer: numbers only, nothing joins a session. */
-    recordInteraction: async (interaction: NewInteraction): Promise<void> => void insertInteraction.run(interaction),
+    recordInteraction: async (interaction: NewInteraction): Promise<void> => void (await grouped(() => writeInteraction(interaction))),
 
     async addFeedback(row: { workspace_id: string; session_id: string; message_id: string | null; persona_id: string; ab_test_id: string | null; variant: 'A' | 'B' | null; channel_id: string | null; rating: number; comment: string | null; created_at: string }) {
       await k.transaction().execute(async (trx) => {
