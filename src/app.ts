@@ -34,6 +34,7 @@ import { consoleRoutes } from './http/console.routes.js';
 import { healthRoutes } from './http/health.routes.js';
 import { registerIdempotencyHooks } from './http/idempotency-hooks.js';
 import { registerJsonBodyParser } from './http/json-body.js';
+import { requestLogger } from './http/request-logger.js';
 import { registerResponseCache } from './http/response-cache.js';
 import { mcpRoutes } from './mcp/http.js';
 
@@ -57,6 +58,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const { config, services } = ctx;
   const app = Fastify({
     loggerInstance: ctx.logger as FastifyBaseLogger,
+    childLoggerFactory: requestLogger,
     bodyLimit: JSON_BODY_LIMIT,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];

@@ -4,6 +4,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { expectProblem } from '../helpers/problem.js';
+import { captureLogs } from '../helpers/mcp-tools.js';
 
 function paths(body: { errors?: { path: string }[] }): string[] {
   return (body.errors ?? []).map((e) => e.path);
@@ -493,5 +494,27 @@ describe('internal (500)', () => {
     });
     expectProblem(res, 500, 'internal');
     expect(res.body).not.toContain(SECRET);
+  });
+});
+
+describe('request logs', () => {
+  it('carry the request id on every line of a request, with the bearer key redacted (the per-request logger is made lazily)', async () => {
+    const logs = captureLogs();
+    const t = await createTestApp({ overrides: { logger: logs.logger } });
+    try {
+      const res = await t.app.inject({ method: 'GET', url: '/personas', headers: { authorization: `Bearer ${t.adminKey}`, 'x-request-id': 'trace-me-1' } });
+      expect(res.statusCode).toBe(200);
+      const lines = logs
+        .text()
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { reqId?: string; msg?: string });
+      const mine = lines.filter((l) => l.reqId === 'trace-me-1');
+      // fastify's own "incoming request" and "request completed" at info, bound to the request id.
+      expect(mine.map((l) => l.msg)).toEqual(expect.arrayContaining(['incoming request', 'request completed']));
+      expect(logs.text()).not.toContain(t.adminKey);
+    } finally {
+      await t.close();
+    }
   });
 });
