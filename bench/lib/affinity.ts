@@ -28,3 +28,18 @@ export function pinLoadGenerator(): CpuPinning | null {
   const plan = { load: 0, server: cpus - 1 };
   return pinToCpu(process.pid, plan.load) ? plan : null;
 }
+
+/**
+ * Lets every thread of `pid` run on any core again (undoes `pinToCpu`). False where that is not
+ * possible; the caller then knows the process stayed where it was.
+ */
+export function unpin(pid: number): boolean {
+  const cpus = os.cpus().length;
+  if (os.platform() !== 'linux') return false;
+  try {
+    execFileSync('taskset', ['--all-tasks', '--cpu-list', '--pid', `0-${cpus - 1}`, String(pid)], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
