@@ -1,8 +1,12 @@
 /**
  * Knowledge ingestion and search through the real service (createContext on a temporary data
  * directory, hashed embeddings, the default). Rows:
- *  - ingestion chunks/s through `knowledge.create` for the first ~10k chunks (target ≥ 5,000/s), with
- *    the time split between extract + chunk, embedding, the index write and the rest;
+ *  - ingestion chunks/s through the HTTP API for the first ~10k chunks (target ≥ 5,000/s): the built
+ *    server (`node dist/src/main.js serve`, both cores, LOG_LEVEL=silent) in a child process, and
+ *    BENCH_INGEST_CLIENTS (8) keep-alive connections from this process POSTing JSON text bodies over
+ *    127.0.0.1; wall clock from the first POST until no source is `processing`. The server's CPU (all
+ *    threads, /proc) per chunk, and extract + chunk and embedding re-timed alone here;
+ *  - search rows: the server stopped, the same data directory opened in this process;
  *  - search p50/p95 per mode (hybrid, vector, keyword; limit 10) at ~10k and ~100k chunks, 20 warm-up
  *    queries then 200 measured (target: hybrid p95 ≤ 25 ms at 100k);
  *  - vector recall@10 against an exact cosine scan of every stored float32 vector of the workspace,
@@ -13,7 +17,10 @@
  * Exploration knobs (environment): BENCH_CANDIDATES (the vector index's rescoring candidates) and
  * BENCH_KNOWLEDGE_SIZES (chunk counts, default "10000,100000").
  */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,7 +34,8 @@ import { type SearchMode, SEARCH_MODES } from '../src/core/knowledge/knowledge.s
 import { DEFAULT_INDEX_OPTIONS, vectorFromBlob } from '../src/core/knowledge/search-index.js';
 import { hashedVector } from '../src/llm/hashed-embedder.js';
 import type { BenchOptions, BenchRow } from './lib/harness.js';
-import { type MetricRow, metricRow, metricTable, percentile, startWindow, type Window } from './lib/in-process.js';
+import { machineBusyUs, round } from './lib/harness.js';
+import { envInt, type MetricRow, metricRow, metricTable, percentile, startWindow, type Window } from './lib/in-process.js';
 import { type BenchCorpus, type BenchDocument, loadCorpus } from './lib/knowledge-corpus.js';
 
 export const name = 'knowledge';
@@ -67,32 +75,167 @@ interface Ingested {
   documents: BenchDocument[];
   chunks: number;
   nextDocument: number;
+  /** Wall clock from the first POST until no source is processing; `cpuUs` is the server's (every thread). */
   window: Window;
-  writeCpuUs: number;
+  /** This process's CPU meanwhile (the load generator). */
+  loadCpuUs: number;
+  latenciesMs: number[];
+}
+
+const MAIN = path.join(REPO, 'dist/src/main.js');
+const ADMIN_KEY = `sb_${'b'.repeat(40)}`;
+
+/** A port nothing listens on right now, for the child server (it prints nothing at LOG_LEVEL=silent). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(port));
+    });
+    probe.on('error', reject);
+  });
+}
+
+/** CPU µs of a process, every thread (Linux /proc; 10 ms ticks). */
+function processCpuUs(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+interface Server {
+  child: ChildProcess;
+  origin: string;
+  agent: http.Agent;
+  stop(): Promise<void>;
 }
 
 /**
- * Wraps the connection's `transaction()` to count the CPU time (µs, this process) spent inside
- * write transactions: during ingestion the only one is `replaceChunks` (chunk rows, FTS5, binary
- * codes into sqlite-vec and `knowledge_codes`, the commit). CPU rather than wall time, so other processes do not skew it.
+ * `node dist/src/main.js serve` on `dataDir`, allowed on every core (this process is pinned to the
+ * first, and children inherit that): through `taskset` where there is one.
  */
-function countWriteCpu(ctx: AppContext): { us: () => number } {
-  const sqlite = ctx.db.sqlite;
-  const original = sqlite.transaction.bind(sqlite);
-  let us = 0;
-  sqlite.transaction = ((fn: (...args: unknown[]) => unknown) => {
-    const tx = original(fn);
-    return (...args: unknown[]) => {
-      const before = process.cpuUsage();
-      try {
-        return tx(...args);
-      } finally {
-        const used = process.cpuUsage(before);
-        us += used.user + used.system;
-      }
-    };
-  }) as typeof sqlite.transaction;
-  return { us: () => us };
+async function startServer(dataDir: string): Promise<Server> {
+  const port = await freePort();
+  const cores = os.cpus().length;
+  let taskset = false;
+  try {
+    execFileSync('taskset', ['--version'], { stdio: 'ignore' });
+    taskset = os.platform() === 'linux';
+  } catch {
+    // no util-linux: the child inherits this process's affinity
+  }
+  const nodeArgs = [MAIN, 'serve'];
+  const env = { ...process.env, SWITCHBOARD_DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent', SWITCHBOARD_RATE_LIMIT: '0', SWITCHBOARD_ADMIN_KEY: ADMIN_KEY };
+  const child = taskset
+    ? spawn('taskset', ['--cpu-list', `0-${cores - 1}`, process.execPath, ...nodeArgs], { env, stdio: ['ignore', 'ignore', 'inherit'] })
+    : spawn(process.execPath, nodeArgs, { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const origin = `http://127.0.0.1:${port}`;
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`the server exited with ${child.exitCode}`);
+    try {
+      if ((await call(agent, origin, 'GET', '/health')).status === 200) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error('the server did not start within 30 s');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    child,
+    origin,
+    agent,
+    async stop() {
+      agent.destroy();
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+function call(agent: http.Agent, origin: string, method: string, url: string, body?: unknown): Promise<{ status: number; json: () => any }> {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+    const req = http.request(`${origin}${url}`, {
+      method,
+      agent,
+      headers: { authorization: `Bearer ${ADMIN_KEY}`, ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}) },
+    });
+    req.on('response', (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (d: Buffer) => parts.push(d));
+      res.on('end', () => {
+        const text = Buffer.concat(parts).toString('utf8');
+        resolve({ status: res.statusCode ?? 0, json: () => JSON.parse(text) });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+/**
+ * POSTs documents from `from` on until `untilChunks` chunks are acknowledged, `clients` at a time
+ * (each document goes once: the next index is taken when a POST is sent), then waits until no
+ * source is processing. Sources are counted from the server's answers and the final list.
+ */
+async function ingestOverHttp(server: Server, corpus: BenchCorpus, from: number, untilChunks: number, keep: boolean, clients: number): Promise<Ingested> {
+  const { agent, origin } = server;
+  const documents: BenchDocument[] = [];
+  const latenciesMs: number[] = [];
+  const ids: string[] = [];
+  let acknowledgedChunks = 0;
+  let next = from;
+  let sent = 0;
+  let pendingAcks = 0;
+  const loadBefore = process.cpuUsage();
+  const serverBefore = processCpuUs(server.child.pid!);
+  const machineBefore = machineBusyUs();
+  const started = performance.now();
+  const client = async () => {
+    // Stop sending once the documents already sent are sure to reach the target (a source is ~15 chunks).
+    while (acknowledgedChunks + pendingAcks * 15 < untilChunks) {
+      const doc = corpus.document(next++);
+      if (keep) documents.push(doc);
+      sent++;
+      pendingAcks++;
+      const t0 = performance.now();
+      const res = await call(agent, origin, 'POST', '/knowledge', doc);
+      latenciesMs.push(performance.now() - t0);
+      pendingAcks--;
+      if (res.status !== 202) throw new Error(`POST /knowledge: ${res.status}`);
+      const body = res.json() as { id: string; status: string; chunkCount: number; error: string | null };
+      if (body.status === 'failed') throw new Error(`document failed: ${body.error}`);
+      ids.push(body.id);
+      acknowledgedChunks += body.status === 'ready' ? body.chunkCount : 15;
+    }
+  };
+  await Promise.all(Array.from({ length: clients }, client));
+  for (;;) {
+    const res = await call(agent, origin, 'GET', '/knowledge?status=processing&limit=1');
+    if (res.json().data.length === 0) break;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  const elapsedMs = performance.now() - started;
+  const cpuUs = processCpuUs(server.child.pid!) - serverBefore;
+  const loadUsed = process.cpuUsage(loadBefore);
+  const loadCpuUs = loadUsed.user + loadUsed.system;
+  const machineUs = machineBusyUs() - machineBefore;
+  // The chunks the acknowledged sources ended with (a queued one's count is known only now).
+  let chunks = 0;
+  for (const id of ids) {
+    const s = (await call(agent, origin, 'GET', `/knowledge/${id}`)).json() as { status: string; chunkCount: number };
+    if (s.status !== 'ready') throw new Error(`source ${id} ended ${s.status}`);
+    chunks += s.chunkCount;
+  }
+  const percent = (us: number) => round((us / (elapsedMs * 1000)) * 100, 0);
+  const window: Window = { elapsedMs, cpuUs, cpuPercent: percent(cpuUs), otherCpuPercent: Math.max(0, percent(machineUs - cpuUs - loadCpuUs)) };
+  return { documents, chunks, nextDocument: from + sent, window, loadCpuUs, latenciesMs };
 }
 
 /** CPU µs of this process spent in `fn`. */
@@ -101,24 +244,6 @@ async function cpuOf(fn: () => unknown): Promise<number> {
   await fn();
   const used = process.cpuUsage(before);
   return used.user + used.system;
-}
-
-async function ingest(ctx: AppContext, workspaceId: string, corpus: BenchCorpus, from: number, untilChunks: number, already: number, keep: boolean, writes: { us: () => number }): Promise<Ingested> {
-  const documents: BenchDocument[] = [];
-  let chunks = already;
-  let i = from;
-  const writeBefore = writes.us();
-  const stop = startWindow();
-  while (chunks < untilChunks) {
-    const doc = corpus.document(i++);
-    const source = await ctx.services.knowledge.create(workspaceId, doc);
-    if (source.status === 'failed') throw new Error(`document ${i - 1} failed: ${source.error}`);
-    if (source.status === 'processing') await ctx.services.knowledge.idle();
-    chunks += source.status === 'ready' ? source.chunkCount : (await ctx.services.knowledge.get(workspaceId, source.id)).chunkCount;
-    if (keep) documents.push(doc);
-  }
-  await ctx.services.knowledge.idle();
-  return { documents, chunks: chunks - already, nextDocument: i, window: stop(), writeCpuUs: writes.us() - writeBefore };
 }
 
 /** Re-runs the pipeline's CPU stages alone over the same documents (CPU µs each): extract + chunk, embed, binary codes. */
@@ -228,6 +353,7 @@ function databaseBytes(ctx: AppContext) {
 export async function run(_options: BenchOptions): Promise<BenchRow[]> {
   const sizes = envSizes();
   const candidates = envCandidates();
+  const clients = envInt('BENCH_INGEST_CLIENTS', 8, 1);
   const candidatesNote = `index candidates ${candidates ?? DEFAULT_INDEX_OPTIONS.candidates}${candidates === undefined ? ' (default)' : ' (BENCH_CANDIDATES)'}`;
   const corpus = loadCorpus(DATA_DIR, SEED, WARMUP_QUERIES + MEASURED_QUERIES);
   if (corpus.queries.length < WARMUP_QUERIES + MEASURED_QUERIES) throw new Error(`only ${corpus.queries.length} queries`);
@@ -236,45 +362,55 @@ export async function run(_options: BenchOptions): Promise<BenchRow[]> {
   console.log(`  text: ${corpus.origin}; ${candidatesNote}`);
 
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchboard-bench-knowledge-'));
-  const ctx = await createContext(loadConfig({ SWITCHBOARD_DATA_DIR: dataDir, LOG_LEVEL: 'silent' }), candidates === undefined ? {} : { index: { candidates } });
+  const open = () => createContext(loadConfig({ SWITCHBOARD_DATA_DIR: dataDir, LOG_LEVEL: 'silent' }), candidates === undefined ? {} : { index: { candidates } });
+  let ctx: AppContext | null = null;
+  let server: Server | null = null;
   const rows: MetricRow[] = [];
   try {
-    const writes = countWriteCpu(ctx);
-    const { workspace } = await ctx.services.auth.createWorkspace('bench');
-    // Warm-up: JIT, prepared statements, extractor modules; then gone, so it counts for nothing below.
-    const { workspace: scratch } = await ctx.services.auth.createWorkspace('bench-warmup');
-    for (let i = 0; i < 20; i++) {
-      const s = await ctx.services.knowledge.create(scratch.id, corpus.document(1_000_000 + i));
-      await ctx.services.knowledge.delete(scratch.id, s.id);
-    }
-
     let total = 0;
     let nextDocument = 0;
     for (const [step, size] of sizes.entries()) {
-      process.stdout.write(`  ingesting to ${fmt(size)} chunks... `);
-      const batch = await ingest(ctx, workspace.id, corpus, nextDocument, size, total, step === 0, writes);
+      // Ingestion over HTTP into a server process; then the same data directory opened here for search.
+      await ctx?.close();
+      ctx = null;
+      server = await startServer(dataDir);
+      if (step === 0) {
+        // Warm-up: JIT, worker threads, prepared statements, extractor modules; then gone, so it counts for nothing below.
+        for (let i = 0; i < 40; i++) {
+          const s = (await call(server.agent, server.origin, 'POST', '/knowledge', corpus.document(1_000_000 + i))).json() as { id: string };
+          await call(server.agent, server.origin, 'DELETE', `/knowledge/${s.id}`);
+        }
+      }
+      process.stdout.write(`  ingesting to ${fmt(size)} chunks over HTTP (${clients} clients)... `);
+      const batch = await ingestOverHttp(server, corpus, nextDocument, size - total, step === 0, clients);
+      await server.stop();
+      server = null;
       total += batch.chunks;
       nextDocument = batch.nextDocument;
       const rate = (batch.chunks / batch.window.elapsedMs) * 1000;
       process.stdout.write(`${fmt(rate)} chunks/s\n`);
+      ctx = await open();
+      const workspaceId = ctx.db.sqlite.prepare("SELECT id FROM workspaces WHERE name = 'default'").pluck().get() as string;
+      const sorted = [...batch.latenciesMs].sort((a, b) => a - b);
+      const http = `${fmt(batch.chunks)} chunks from ${fmt(batch.latenciesMs.length)} POSTs (JSON text bodies, ~${fmt(corpus.document(0).content.length / 1024)} KiB each, half Markdown) over 127.0.0.1 by ${clients} keep-alive clients, ` +
+        `${(batch.window.elapsedMs / 1000).toFixed(2)} s from the first POST until no source was processing; POST p50 ${percentile(sorted, 0.5).toFixed(1)} ms, p95 ${percentile(sorted, 0.95).toFixed(1)} ms`;
+      const cpus = `server (node dist/src/main.js serve, ${os.cpus().length} cores allowed) CPU ${(batch.window.cpuUs / 1e6).toFixed(2)} s = ${fmt(batch.window.cpuUs / batch.chunks)} µs/chunk over all its threads (${batch.window.cpuPercent} % of one core); ` +
+        `load generator (this process, cpu 0) ${fmt(batch.loadCpuUs / batch.chunks)} µs/chunk; other processes ${batch.window.otherCpuPercent} % of a core`;
       if (step === 0) {
         const split = await splitStages(ctx, batch.documents);
-        const cpu = batch.window.cpuUs;
-        const share = (part: number) => `${((part / cpu) * 100).toFixed(0)} %`;
-        const rest = cpu - split.extractUs - split.embedUs - batch.writeCpuUs;
         rows.push(
           metricRow({
-            name: `ingest ${label(size)} chunks (hashed)`,
+            name: `ingest ${label(size)} chunks over HTTP (hashed)`,
             metric: 'chunks/s',
             value: Math.round(rate),
             target: { kind: 'min', value: INGEST_TARGET },
             operations: batch.chunks,
             window: batch.window,
+            latenciesMs: batch.latenciesMs,
             notes: [
-              `${fmt(batch.chunks)} chunks from ${fmt(batch.documents.length)} documents (~${fmt(batch.documents.reduce((a, d) => a + d.content.length, 0) / batch.documents.length / 1024)} KiB each, half Markdown) in ${(batch.window.elapsedMs / 1000).toFixed(1)} s`,
-              `CPU split of ${(cpu / 1e6).toFixed(2)} s (${fmt(cpu / batch.chunks)} µs/chunk): extract + chunk ${share(split.extractUs)}, embed ${share(split.embedUs)} (${fmt(split.embedUs / split.chunks)} µs/chunk), ` +
-                `write transaction ${share(batch.writeCpuUs)} (binary codes ~${share(split.encodeUs)} of it), rest (source rows via Kysely, ids, yields, GC) ${share(rest)}; ` +
-                'extract, embed and codes re-timed alone over the same chunks, the write timed in place',
+              http,
+              cpus,
+              `stages re-timed alone here over the same chunks (worker-thread work in the server): extract + chunk ${fmt(split.extractUs / split.chunks)} µs/chunk, embed ${fmt(split.embedUs / split.chunks)} µs/chunk, binary codes ${fmt(split.encodeUs / split.chunks)} µs/chunk`,
               corpus.origin,
             ],
           }),
@@ -282,12 +418,13 @@ export async function run(_options: BenchOptions): Promise<BenchRow[]> {
       } else {
         rows.push(
           metricRow({
-            name: `ingest ${label(sizes[step - 1]!)} → ${label(size)} chunks (hashed)`,
+            name: `ingest ${label(sizes[step - 1]!)} → ${label(size)} chunks over HTTP (hashed)`,
             metric: 'chunks/s',
             value: Math.round(rate),
             operations: batch.chunks,
             window: batch.window,
-            notes: [`${fmt(batch.chunks)} chunks into an index already holding ${fmt(total - batch.chunks)}; write transaction ${((batch.writeCpuUs / batch.window.cpuUs) * 100).toFixed(0)} % of the CPU`],
+            latenciesMs: batch.latenciesMs,
+            notes: [`into an index already holding ${fmt(total - batch.chunks)}: ${http}`, cpus],
           }),
         );
       }
@@ -295,7 +432,7 @@ export async function run(_options: BenchOptions): Promise<BenchRow[]> {
       let vectorResults: string[][] = [];
       for (const mode of SEARCH_MODES) {
         process.stdout.write(`  ${mode} search at ${fmt(total)} chunks... `);
-        const r = await searchMode(ctx, workspace.id, queries, mode);
+        const r = await searchMode(ctx, workspaceId, queries, mode);
         if (mode === 'vector') vectorResults = r.results;
         const hybridTarget = mode === 'hybrid' && size >= HYBRID_TARGET_FROM;
         const sorted = [...r.latencies].sort((a, b) => a - b);
@@ -314,7 +451,7 @@ export async function run(_options: BenchOptions): Promise<BenchRow[]> {
       }
 
       process.stdout.write(`  exact scan for recall@${K} at ${fmt(total)} chunks... `);
-      const recall = await vectorRecall(ctx, workspace.id, measuredQueries, vectorResults);
+      const recall = await vectorRecall(ctx, workspaceId, measuredQueries, vectorResults);
       process.stdout.write(`${recall.recall.toFixed(3)}\n`);
       rows.push(
         metricRow({
@@ -330,6 +467,7 @@ export async function run(_options: BenchOptions): Promise<BenchRow[]> {
       );
     }
 
+    if (!ctx) throw new Error('no size measured');
     const { bytes, parts } = databaseBytes(ctx);
     rows.push(
       metricRow({
@@ -341,7 +479,8 @@ export async function run(_options: BenchOptions): Promise<BenchRow[]> {
       }),
     );
   } finally {
-    await ctx.close();
+    await server?.stop();
+    await ctx?.close();
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
   console.log(`\n${metricTable(rows)}`);

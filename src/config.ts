@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { z } from 'zod';
 
 /** Thrown when the environment holds bad values; the message names every bad variable. */
@@ -88,6 +89,7 @@ const envSchema = z.object({
   SWITCHBOARD_UPLOAD_LIMIT_MB: int(1, 4096).default(25),
   SWITCHBOARD_KEYWORD_BUDGET: int(0, 1_000_000_000).default(12_000),
   SWITCHBOARD_VECTOR_CACHE_MB: int(0, 1_048_576).default(256),
+  SWITCHBOARD_SEARCH_THREADS: int(0, 8).optional(),
   SWITCHBOARD_CORS_ORIGINS: commaList
     .refine(
       (list) => list.every((o) => o === '*' || /^https?:\/\/[^/\s]+$/.test(o)),
@@ -131,7 +133,12 @@ export interface Config {
   rateLimitPerMinute: number;
   uploadLimitBytes: number;
   /** Search tuning: chunks a keyword query's terms may match before its commonest are dropped (Infinity = exact), and the codes cache. */
-  search: { keywordBudget: number; vectorCacheBytes: number };
+  search: {
+    keywordBudget: number;
+    vectorCacheBytes: number;
+    /** Worker threads that run searches (and so chat retrieval) off the main thread; 0 = on it. */
+    threads: number;
+  };
   corsOrigins: string[];
   allowPrivateUrls: boolean;
   mcpConfigPath: string | undefined;
@@ -193,6 +200,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     search: {
       keywordBudget: e.SWITCHBOARD_KEYWORD_BUDGET === 0 ? Infinity : e.SWITCHBOARD_KEYWORD_BUDGET,
       vectorCacheBytes: e.SWITCHBOARD_VECTOR_CACHE_MB * 1024 * 1024,
+      // One thread beside the main one when there is a second core: retrieval is ~40 % of an answer's CPU (issue 18).
+      threads: e.SWITCHBOARD_SEARCH_THREADS ?? (os.availableParallelism() > 1 ? 1 : 0),
     },
     corsOrigins: e.SWITCHBOARD_CORS_ORIGINS,
     allowPrivateUrls: e.SWITCHBOARD_ALLOW_PRIVATE_URLS,

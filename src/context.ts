@@ -18,9 +18,13 @@ import { type BridgeFactories, createChannelService } from './business/channels/
 import { createChannelStore } from './business/channels/channels.store.js';
 import { channelHubTools } from './business/channels/channels.tools.js';
 import { createIdempotencyService } from './core/idempotency/idempotency.service.js';
+import { type ChunkWriterOptions, createChunkWriter, DEFAULT_WRITER } from './core/knowledge/chunk-writer.js';
 import { createIngestor, createJobQueue } from './core/knowledge/ingest.js';
+import { createIngestPool, defaultPoolSize, ingestWorkerScript } from './core/knowledge/ingest-pool.js';
 import { createKnowledgeService } from './core/knowledge/knowledge.service.js';
 import { createKnowledgeStore } from './core/knowledge/knowledge.store.js';
+import { fusionFor } from './core/knowledge/fusion.js';
+import { createSearchPool } from './core/knowledge/search-pool.js';
 import { createMetadataDocuments } from './core/oauth/client-metadata.js';
 import { createOAuthService } from './core/oauth/oauth.service.js';
 import { createOAuthStore } from './core/oauth/oauth.store.js';
@@ -118,6 +122,11 @@ export interface ContextOverrides {
   embedder?: Embedder;
   /** URL ingestion settings: tests inject a resolver and an address policy so the guard runs against loopback servers. */
   fetch?: Partial<UrlFetchOptions>;
+  /**
+   * Knowledge ingestion: worker threads for the offline embedder (default min(2, cores − 1); 0 keeps
+   * every stage on the main thread) and the writer's batching.
+   */
+  ingest?: { workers?: number; writer?: Partial<ChunkWriterOptions> };
   /** Search index tuning (benchmarks, retrieval evaluation). */
   index?: SqliteSearchIndexOptions;
   /** Replaces the configured model client. */
@@ -161,7 +170,8 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     overrides.logger ?? pino({ level: config.logLevel, redact: { paths: REDACT_PATHS, censor: '[redacted]' } });
   const clock = overrides.clock ?? systemClock;
   const ids = overrides.ids ?? randomIds;
-  const db = openDatabase({ filename: overrides.databaseFile ?? databaseFile(config), durability: config.durability });
+  const dbFile = overrides.databaseFile ?? databaseFile(config);
+  const db = openDatabase({ filename: dbFile, durability: config.durability });
   try {
     await migrate(db);
   } catch (err) {
@@ -171,7 +181,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const cipher = createCipher(loadSecretKey(config.secret, config.dataDir));
 
   const auth = createAuthService({ store: createAuthStore(db.kysely), clock, ids });
-  const personas = createPersonaService({ store: createPersonaStore(db.kysely), clock, ids });
+  const personas = createPersonaService({ store: createPersonaStore(db), clock, ids });
   const teams = createTeamService({ store: createTeamStore(db.kysely), clock, ids });
   const abTests = createAbTestService({ store: createAbTestStore(db.kysely), personas, clock, ids });
   personas.guardDeletion((workspaceId, personaId) => abTests.personaInUse(workspaceId, personaId));
@@ -192,9 +202,34 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     ...overrides.fetch,
   };
   const knowledgeStore = createKnowledgeStore(db);
-  const ingestor = createIngestor({ store: knowledgeStore, vectors, embedder, clock, ids, logger, fetchOptions });
-  const queue = createJobQueue((id, signal) => ingestor.process(id, signal), logger);
+  // Worker threads run the built-in offline embedder only (a replaced embedder, e.g. a test's, or a
+  // remote model runs on the main thread). Without a compiled worker script, everything stays here.
+  const workers = overrides.embedder === undefined && config.embeddings.provider === 'hashed' ? (overrides.ingest?.workers ?? defaultPoolSize()) : 0;
+  const script = workers > 0 ? ingestWorkerScript() : null;
+  if (workers > 0 && script === null) logger.warn('no compiled ingestion worker (dist/); knowledge is processed on the main thread');
+  const pool = script ? createIngestPool({ size: workers, dimension: embedder.dimension()!, logger, script }) : null;
+  const writer = createChunkWriter(knowledgeStore, logger, () => (pool?.pending ?? 0) > 0, { ...DEFAULT_WRITER, ...overrides.ingest?.writer });
+  const ingestor = createIngestor({ store: knowledgeStore, vectors, embedder, clock, ids, logger, fetchOptions, writer, pool });
+  // With workers, a few sources more than threads are in flight, so a thread never waits for its next document.
+  const queue = createJobQueue((id, signal) => ingestor.process(id, signal), logger, { concurrency: pool ? pool.size + 2 : 1 });
+  // Searches (and so chat retrieval) on their own thread beside the main one, with the offline
+  // embedder only (a thread runs it itself) and a database file (an in-memory one is not shared).
+  const searchPool =
+    overrides.embedder === undefined && config.embeddings.provider === 'hashed' && dbFile !== ':memory:'
+      ? createSearchPool(
+          config.search.threads,
+          {
+            filename: dbFile,
+            durability: config.durability,
+            dimension: embedder.dimension()!,
+            index: { keywordBudget: config.search.keywordBudget, cacheBytes: config.search.vectorCacheBytes, ...overrides.index },
+            fusion: fusionFor('hashed'),
+          },
+          logger,
+        )
+      : null;
   const knowledge = createKnowledgeService({
+    searchPool,
     store: knowledgeStore,
     vectors,
     embedder,
@@ -286,6 +321,9 @@ export async function createContext(config: Config, overrides: ContextOverrides 
           await hub.close();
           // An interrupted job stays `processing` and is resumed at the next start.
           await queue.close();
+          writer.close();
+          await pool?.close();
+          await searchPool?.close();
           await auth.flushUsage();
         } finally {
           await db.close();

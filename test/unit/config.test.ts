@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 
@@ -40,6 +41,7 @@ describe('loadConfig (API.md §12)', () => {
       SWITCHBOARD_UPLOAD_LIMIT_MB: '5',
       SWITCHBOARD_KEYWORD_BUDGET: '0',
       SWITCHBOARD_VECTOR_CACHE_MB: '64',
+      SWITCHBOARD_SEARCH_THREADS: '2',
       SWITCHBOARD_CORS_ORIGINS: 'https://a.example, http://localhost:5173',
       SWITCHBOARD_ALLOW_PRIVATE_URLS: '1',
       SWITCHBOARD_MCP_CONFIG: './mcp.json',
@@ -53,8 +55,11 @@ describe('loadConfig (API.md §12)', () => {
     expect(c.rateLimitPerMinute).toBe(0);
     expect(c.durability).toBe('full');
     expect(c.uploadLimitBytes).toBe(5 * 1024 * 1024);
-    expect(c.search).toEqual({ keywordBudget: Infinity, vectorCacheBytes: 64 * 1024 * 1024 });
-    expect(loadConfig({}).search).toEqual({ keywordBudget: 12_000, vectorCacheBytes: 256 * 1024 * 1024 });
+    expect(c.search).toEqual({ keywordBudget: Infinity, vectorCacheBytes: 64 * 1024 * 1024, threads: 2 });
+    // One search thread beside the main one when there is a second core.
+    expect(loadConfig({}).search).toEqual({ keywordBudget: 12_000, vectorCacheBytes: 256 * 1024 * 1024, threads: os.availableParallelism() > 1 ? 1 : 0 });
+    expect(loadConfig({ SWITCHBOARD_SEARCH_THREADS: '0' }).search.threads).toBe(0);
+    expect(() => loadConfig({ SWITCHBOARD_SEARCH_THREADS: '9' })).toThrow(/SWITCHBOARD_SEARCH_THREADS/);
     expect(c.corsOrigins).toEqual(['https://a.example', 'http://localhost:5173']);
     expect(c.allowPrivateUrls).toBe(true);
     expect(c.embeddings).toEqual({ provider: 'openai', model: 'nomic' });

@@ -10,8 +10,10 @@ import { detectKind } from './extract.js';
 import { type Ingestor, type JobQueue, MAX_ATTEMPTS, urlName } from './ingest.js';
 import type { CreateSourceJson, KnowledgeChunk, KnowledgeSource, SearchMode, SearchResult } from './knowledge.schemas.js';
 import type { KnowledgeStore } from './knowledge.store.js';
-import { fuse, fusionFor, type FusionOptions } from './fusion.js';
-import type { Hit, SearchFilter } from './search-index.js';
+import { fusionFor, type FusionOptions } from './fusion.js';
+import type { SearchFilter } from './search-index.js';
+import type { SearchPool } from './search-pool.js';
+import { runSearch } from './search-run.js';
 import { assertPublicUrl, type UrlFetchOptions } from './url-fetch.js';
 import type { VectorState } from './vector-state.js';
 
@@ -81,6 +83,8 @@ export interface KnowledgeServiceDeps {
   logger: Logger;
   fetchOptions: UrlFetchOptions;
   fusion?: FusionOptions;
+  /** Search threads; without them (or when none can take a search) searches run here. */
+  searchPool?: SearchPool | null;
 }
 
 /** Knowledge sources (API.md §4): create, re-process, delete, list chunks, and search. */
@@ -229,32 +233,8 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
           })
           .map((s) => s.id);
       }
-      const index = vectors.index();
-      const depth = Math.max(input.limit, fusion.depth);
-      let keywordHits: Hit[] = [];
-      let vectorHits: Hit[] = [];
-      if (input.mode !== 'vector' && index) keywordHits = index.keyword(filter, input.q, input.mode === 'keyword' ? input.limit : depth);
-      if (input.mode !== 'keyword' && index) {
-        const [queryVector] = await embedder.embed([input.q]);
-        // A query of stop words only embeds to zero: every chunk would tie at 0, so none is a hit; nor is one pointing away.
-        vectorHits = index.vector(filter, queryVector!, input.mode === 'vector' ? input.limit : depth).filter((h) => h.score > 0);
-      }
-      const ranked = input.mode === 'keyword' ? keywordHits : input.mode === 'vector' ? vectorHits : fuse(keywordHits, vectorHits, fusion).slice(0, input.limit);
-      const rows = new Map(store.hits(workspaceId, ranked.map((h) => h.rowid)).map((r) => [r.rowid, r]));
-      const data = ranked.flatMap((hit) => {
-        const row = rows.get(hit.rowid);
-        if (!row) return [];
-        return [{
-          chunkId: row.id,
-          sourceId: row.source_id,
-          sourceName: row.source_name,
-          text: row.text,
-          score: hit.score,
-          position: row.position,
-          metadata: JSON.parse(row.metadata) as Record<string, unknown>,
-        }];
-      });
-      return { data, mode: input.mode };
+      const resolved = { q: input.q, limit: input.limit, mode: input.mode };
+      return (await deps.searchPool?.search(filter, resolved)) ?? runSearch({ index: vectors.index(), embedder, hits: store.hits, fusion }, filter, resolved);
     },
 
     /** Queues every source a previous process left `processing`; fails those interrupted too often. */

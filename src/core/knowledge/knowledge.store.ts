@@ -3,11 +3,22 @@ import type { KnowledgeSourceRow, SourceStatus } from '../../db/schema.js';
 import { ValidationError } from '../../errors.js';
 import { type PageRequest, paginate, type Page } from '../../lib/pagination.js';
 import type { Chunk } from './chunk.js';
-import { blobFromVector, type SearchIndex } from './search-index.js';
+import { blobFromVector, type IndexedChunk, type SearchIndex } from './search-index.js';
 
 export interface ChunkWrite extends Chunk {
   id: string;
   vector: Float32Array;
+  /** Its binary code, when an ingestion worker computed it. */
+  code?: Buffer | undefined;
+}
+
+/** One processed source as the writer hands it to `writeSources`. */
+export interface SourceWrite {
+  source: { id: string; workspaceId: string; scope: string; name: string; generation: number; bytes: number; content: Buffer | null };
+  chunks: ChunkWrite[];
+  /** The index title of a chunk (source name and headings). */
+  title: (chunk: Chunk) => string;
+  now: string;
 }
 
 export interface ChunkListRow {
@@ -56,6 +67,46 @@ export function createKnowledgeStore(db: Db) {
       s.name AS source_name, s.metadata AS metadata
     FROM knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id
     WHERE c.rowid IN (SELECT value FROM json_each(?)) AND c.workspace_id = ?`);
+
+  /**
+   * Several sources' `replaceChunks` in one transaction (the ingestion writer's batch): one commit,
+   * and one FTS5 segment, for them all. Each source is written only if its generation is still
+   * current; the result says which were. Writes go in phases (sources and old chunks, chunk rows,
+   * then the index: codes, and FTS5 last, see `SearchIndex.add`) so no other statement runs between
+   * FTS5 inserts. A search never sees part of a source: it runs between transactions.
+   */
+  function writeSources(index: SearchIndex, writes: SourceWrite[]): boolean[] {
+    return sqlite.transaction(() => {
+      // The same source twice in a batch: the later write wins, or both would insert their chunks.
+      const last = new Map(writes.map((w, i) => [w.source.id, i]));
+      const current = writes.map(({ source, chunks, now }, i) => {
+        if (last.get(source.id) !== i || generationOf.get(source.id) !== source.generation) return false;
+        deleteChunks.run(source.id);
+        markReady.run({ id: source.id, generation: source.generation, count: chunks.length, bytes: source.bytes, name: source.name, content: source.content, now });
+        return true;
+      });
+      const indexed: IndexedChunk[] = [];
+      writes.forEach(({ source, chunks, title }, w) => {
+        if (!current[w]) return;
+        for (const c of chunks) {
+          const { lastInsertRowid } = insertChunk.run({
+            id: c.id,
+            workspaceId: source.workspaceId,
+            sourceId: source.id,
+            scope: source.scope,
+            position: c.position,
+            text: c.text,
+            headingPath: JSON.stringify(c.headingPath),
+            tokens: c.tokens,
+            embedding: blobFromVector(c.vector),
+          });
+          indexed.push({ rowid: Number(lastInsertRowid), workspaceId: source.workspaceId, sourceId: source.id, scope: source.scope, title: title(c), text: c.text, vector: c.vector, code: c.code });
+        }
+      });
+      index.add(indexed);
+      return current;
+    })();
+  }
 
   return {
     insert: (row: KnowledgeSourceRow) => k.insertInto('knowledge_sources').values(row).execute(),
@@ -120,33 +171,15 @@ export function createKnowledgeStore(db: Db) {
      */
     replaceChunks(
       index: SearchIndex,
-      source: { id: string; workspaceId: string; scope: string; name: string; generation: number; bytes: number; content: Buffer | null },
+      source: SourceWrite['source'],
       chunks: ChunkWrite[],
       title: (chunk: Chunk) => string,
       now: string,
     ): boolean {
-      return sqlite.transaction(() => {
-        if (generationOf.get(source.id) !== source.generation) return false;
-        deleteChunks.run(source.id);
-        const indexed = chunks.map((c) => {
-          const { lastInsertRowid } = insertChunk.run({
-            id: c.id,
-            workspaceId: source.workspaceId,
-            sourceId: source.id,
-            scope: source.scope,
-            position: c.position,
-            text: c.text,
-            headingPath: JSON.stringify(c.headingPath),
-            tokens: c.tokens,
-            embedding: blobFromVector(c.vector),
-          });
-          return { rowid: Number(lastInsertRowid), workspaceId: source.workspaceId, sourceId: source.id, scope: source.scope, title: title(c), text: c.text, vector: c.vector };
-        });
-        index.add(indexed);
-        markReady.run({ id: source.id, generation: source.generation, count: chunks.length, bytes: source.bytes, name: source.name, content: source.content, now });
-        return true;
-      })();
+      return writeSources(index, [{ source, chunks, title, now }])[0]!;
     },
+
+    writeSources,
 
     /**
      * Marks a source failed, unless it changed since `generation`, and drops its chunks: a failed

@@ -16,10 +16,12 @@ export interface IndexedChunk {
   title: string;
   text: string;
   vector: Float32Array;
+  /** The vector's binary code when already computed (an ingestion worker encodes with the same deterministic coder). */
+  code?: Buffer | undefined;
 }
 
 /** What a chunk's binary code is stored with. */
-type CodedChunk = Pick<IndexedChunk, 'rowid' | 'workspaceId' | 'scope' | 'sourceId' | 'vector'>;
+type CodedChunk = Pick<IndexedChunk, 'rowid' | 'workspaceId' | 'scope' | 'sourceId' | 'vector' | 'code'>;
 
 /** What a search may see. Always one workspace; optionally one persona's view and an allow-list of sources. */
 export interface SearchFilter {
@@ -185,7 +187,7 @@ export function openSqliteSearchIndex(
   );
   const insertCode = sqlite.prepare('INSERT INTO knowledge_codes (rowid, code) VALUES (?, ?)');
   const writeCode = (c: CodedChunk) => {
-    const code = coder.encode(c.vector);
+    const code = c.code ?? coder.encode(c.vector);
     insertVec.run(BigInt(c.rowid), c.workspaceId, c.scope, c.sourceId, code);
     insertCode.run(c.rowid, code);
   };
@@ -276,9 +278,14 @@ export function openSqliteSearchIndex(
         if (c.vector.length !== dimension) {
           throw new Error(`vector of length ${c.vector.length} for an index of dimension ${dimension}`);
         }
-        insertFts.run(c.rowid, c.title, c.text);
-        writeCode(c);
+        if (c.code !== undefined && c.code.length !== coder.bits / 8) throw new Error(`code of ${c.code.length} bytes for codes of ${coder.bits} bits`);
       }
+      for (const c of chunks) writeCode(c);
+      // FTS5 rows last: FTS5 flushes its pending terms to a new segment at every statement savepoint
+      // of the transaction (any insert with a trigger, a constraint or a virtual table opens one), so
+      // interleaving them with other writes made a segment per chunk (measured: 125 → 61 µs/chunk
+      // for the whole write at 2,000 chunks per transaction).
+      for (const c of chunks) insertFts.run(c.rowid, c.title, c.text);
     },
 
     keyword(filter, text, k) {

@@ -1,0 +1,32 @@
+/**
+ * A search thread (search-pool.ts starts it): its own connection to the database file, its own
+ * index (keyword statements, vector cache) and the offline embedder, answering one search per
+ * message with exactly what the main thread would (search-run.ts). SQLite's WAL lets it read while
+ * the main thread writes; the vector cache brings a workspace up to date at every search, so a
+ * source is searchable here as soon as its chunks are committed.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { openDatabase } from '../../db/database.js';
+import { createHashedEmbedder } from '../../llm/hashed-embedder.js';
+import { createKnowledgeStore } from './knowledge.store.js';
+import { openSqliteSearchIndex } from './search-index.js';
+import type { SearchRequest, SearchReply, SearchThreadOptions } from './search-pool.js';
+import { runSearch } from './search-run.js';
+
+const options = workerData as SearchThreadOptions;
+const db = openDatabase({ filename: options.filename, durability: options.durability });
+const store = createKnowledgeStore(db);
+const deps = {
+  index: openSqliteSearchIndex(db.sqlite, options.dimension, options.index),
+  embedder: createHashedEmbedder(options.dimension),
+  hits: store.hits,
+  fusion: options.fusion,
+};
+
+parentPort!.on('message', (request: SearchRequest) => {
+  runSearch(deps, request.filter, request.input).then(
+    (result) => parentPort!.postMessage({ id: request.id, ok: true, result } satisfies SearchReply),
+    (err: unknown) =>
+      parentPort!.postMessage({ id: request.id, ok: false, message: err instanceof Error ? err.message : String(err) } satisfies SearchReply),
+  );
+});
