@@ -177,7 +177,6 @@ export function createVectorCache(sqlite: SqliteDatabase.Database, bits: number,
       if (ws === null) return null;
       const n = ws.rowids.length;
       if (n === 0 || count <= 0) return { rowids: [], vectors: ws.vectors && [] };
-      const distance = ws.codes.distances(query);
 
       // Which rows the filter may see: the shared scope and the persona's; the listed sources.
       let allowedScope: ((s: number) => boolean) | null = null;
@@ -195,6 +194,21 @@ export function createVectorCache(sqlite: SqliteDatabase.Database, bits: number,
         }
       }
       const allowed = (i: number) => (allowedScope === null || allowedScope(ws.scopeOf[i]!)) && (allowedSource === null || allowedSource[ws.sourceOf[i]!] === 1);
+      const held = ws.vectors;
+      const vectors: Float32Array[] | null = held && [];
+      const out: number[] = [];
+      const take = (i: number) => {
+        out.push(ws.rowids[i]!);
+        if (held !== null) vectors!.push(held.subarray(i * dim, (i + 1) * dim));
+      };
+
+      // Asked for at least every row (a workspace smaller than the candidates): every visible row is
+      // a candidate, whatever its distance, so the Hamming pass would only pick them all (same order).
+      if (count >= n) {
+        for (let i = 0; i < n; i++) if (allowed(i)) take(i);
+        return { rowids: out, vectors };
+      }
+      const distance = ws.codes.distances(query);
 
       // A histogram of distances gives the cut-off that keeps `count` rows in one more pass.
       const histogram = new Uint32Array(ws.codes.bytesPerCode * 8 + 1);
@@ -209,9 +223,6 @@ export function createVectorCache(sqlite: SqliteDatabase.Database, bits: number,
       let below = 0;
       while (below + histogram[cut]! < wanted) below += histogram[cut++]!;
       let atCut = wanted - below; // rows at exactly the cut-off distance still to take
-      const out: number[] = [];
-      const held = ws.vectors;
-      const vectors: Float32Array[] | null = held && [];
       for (let i = 0; i < n && out.length < wanted; i++) {
         const d = distance[i]!;
         if (d > cut || !allowed(i)) continue;
@@ -219,8 +230,7 @@ export function createVectorCache(sqlite: SqliteDatabase.Database, bits: number,
           if (atCut === 0) continue;
           atCut--;
         }
-        out.push(ws.rowids[i]!);
-        if (held !== null) vectors!.push(held.subarray(i * dim, (i + 1) * dim));
+        take(i);
       }
       return { rowids: out, vectors };
     },
