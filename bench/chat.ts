@@ -21,6 +21,7 @@
  * interval of a held stream, default 2000). `--connections` does not apply: the targets name theirs.
  */
 import http from 'node:http';
+import os from 'node:os';
 import { type BenchOptions, type BenchRow, expectResponse, measureWithLatencies, nearestRank, plainRow, round } from './lib/harness.js';
 import { chatQuestions } from './lib/chat-corpus.js';
 import { type FakeModelProcess, startFakeModel } from './lib/fake-model-process.js';
@@ -40,6 +41,7 @@ const OVERHEAD_P95_TARGET_MS = 20;
 const THROUGHPUT_CLIENTS = 50;
 const THROUGHPUT_TARGET = 1_000;
 const THROUGHPUT_P99_TARGET_MS = 100;
+const OFFLINE_TARGET = 1_500;
 const TTFT_P50_TARGET_MS = 5;
 const HEAP_GROWTH_TARGET_MB = 200;
 const QUESTIONS = 50;
@@ -62,7 +64,7 @@ function envStreams(): number[] {
   return counts.filter((n) => n > 0);
 }
 
-const CASES = ['requests', 'streams'] as const;
+const CASES = ['requests', 'offline', 'streams'] as const;
 
 function envCases(): Set<(typeof CASES)[number]> {
   const raw = process.env.BENCH_CHAT_CASES;
@@ -80,12 +82,27 @@ const progress = (text: string) => process.stderr.write(`  ${text}\n`);
 const cpuUs = (u: NodeJS.CpuUsage) => u.user + u.system;
 
 
-async function startChatServer(fake: FakeModelProcess, options: BenchOptions, exposeGc: boolean): Promise<ServerProcess & { personaId: string; key: string }> {
+/**
+ * `fake` null: the offline model. `pinned` false: the server's threads (the main one and the search
+ * thread) may run on both cores, beside the fake model and the load generator, as issue 18 measures
+ * answers/s "on 2 cores".
+ */
+async function startChatServer(
+  fake: FakeModelProcess | null,
+  options: BenchOptions,
+  { exposeGc = false, pinned = true }: { exposeGc?: boolean; pinned?: boolean } = {},
+): Promise<ServerProcess & { personaId: string; key: string }> {
   const started = performance.now();
   const server = await startServerProcess('switchboard-chat', {
     cpuProfileDir: options.cpuProfileDir,
-    cpu: options.pinning?.server,
-    env: { [FAKE_MODEL_URL_ENV]: fake.baseUrl },
+    cpu: pinned ? options.pinning?.server : 'any',
+    env: {
+      ...(fake ? { [FAKE_MODEL_URL_ENV]: fake.baseUrl } : {}),
+      // The child starts with the pinned load generator's one core (so the default would see one and
+      // start no search thread) and is let onto every core only once up: ask for what an unpinned
+      // server on this machine picks by default.
+      ...(pinned ? {} : { SWITCHBOARD_SEARCH_THREADS: os.cpus().length > 1 ? '1' : '0' }),
+    },
     exposeGc,
   });
   if (!server.key || !server.personaId) {
@@ -331,7 +348,7 @@ async function streamsRow(fake: FakeModelProcess, n: number, questions: string[]
   const tickMs = envInt('BENCH_CHAT_TOKEN_MS', 2_000, 10);
   const label = `${fmt(n)} open chat streams`;
   progress(`${label}: starting a fresh server`);
-  const server = await startChatServer(fake, options, true);
+  const server = await startChatServer(fake, options, { exposeGc: true });
   const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
   const setup = setupFor(server, fake, questions, agent);
   const streams: ReturnType<typeof platformStream>[] = [];
@@ -450,7 +467,7 @@ async function streamsRow(fake: FakeModelProcess, n: number, questions: string[]
 /** Overhead at 10 clients, throughput at 100, time to first chunk: one server, warmed up by every question once. */
 async function requestRows(fake: FakeModelProcess, questions: string[], options: BenchOptions): Promise<ChatRow[]> {
   const rows: ChatRow[] = [];
-  const server = await startChatServer(fake, options, false);
+  const server = await startChatServer(fake, options, { pinned: false });
   const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
   try {
     const setup = setupFor(server, fake, questions, agent);
@@ -466,6 +483,41 @@ async function requestRows(fake: FakeModelProcess, questions: string[], options:
   return rows;
 }
 
+/** POST /query at 50 clients with the offline model (no model process): the platform's own ceiling. */
+async function offlineRow(questions: string[], options: BenchOptions): Promise<ChatRow> {
+  const server = await startChatServer(null, options, { pinned: false });
+  try {
+    const headers = { authorization: `Bearer ${server.key}`, 'content-type': 'application/json' };
+    const bodies = questions.map((message) => JSON.stringify({ personaId: server.personaId, message }));
+    await expectResponse('POST /query (offline)', `${server.origin}/query`, { method: 'POST', headers, body: bodies[0]! }, (status, body) => {
+      const b = body as { response?: unknown; sources?: unknown[] } | null;
+      if (status !== 200 || typeof b?.response !== 'string' || !Array.isArray(b.sources) || b.sources.length === 0) return 'expected 200 with a response and sources';
+      return undefined;
+    });
+    const measured = await measureWithLatencies(
+      {
+        name: `POST /query, offline model, ${THROUGHPUT_CLIENTS} clients`,
+        connections: THROUGHPUT_CLIENTS,
+        target: { url: `${server.origin}/query`, method: 'POST' as const, headers, bodies, serverCpu: server.cpuUsage },
+      },
+      options,
+    );
+    const row = sampled(measured);
+    return judge(row, {
+      metric: 'queries/s',
+      value: row.requestsPerSecond,
+      target: { kind: 'min', value: OFFLINE_TARGET },
+      notes: [
+        `${fmt(row.requests)} answers by the offline model (no model process; hybrid search of ${CHAT_SOURCE_COUNT} sources, stored), server unpinned, ` +
+          `${row.serverCpuPercent ?? '—'} % of a core (main and search threads), load generator ${row.loadCpuPercent} %`,
+      ],
+      figures: { queriesPerSecond: row.requestsPerSecond, latencyP99Ms: row.latencyP99Ms ?? null },
+    });
+  } finally {
+    await server.stop();
+  }
+}
+
 export async function run(options: BenchOptions): Promise<BenchRow[]> {
   const cases = envCases();
   const streamCounts = cases.has('streams') ? envStreams() : [];
@@ -474,6 +526,7 @@ export async function run(options: BenchOptions): Promise<BenchRow[]> {
   const fake = await startFakeModel({ cpu: options.pinning?.load });
   try {
     if (cases.has('requests')) rows.push(...(await requestRows(fake, questions, options)));
+    if (cases.has('offline')) rows.push(await offlineRow(questions, options));
     for (const n of streamCounts) rows.push(await streamsRow(fake, n, questions, options));
   } finally {
     await fake.stop();

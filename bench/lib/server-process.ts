@@ -1,6 +1,7 @@
+import path from 'node:path';
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { pinToCpu } from './affinity.js';
+import { pinToCpu, unpin } from './affinity.js';
 import type { ChildMessage, ParentMessage, ServerKind } from './server-protocol.js';
 
 const CHILD_ENTRY = fileURLToPath(new URL('./servers.js', import.meta.url));
@@ -49,10 +50,13 @@ function exited(child: ChildProcess): Promise<void> {
 }
 
 export interface StartOptions {
-  /** Run the child with `--cpu-prof`, writing `<kind>-<time>.cpuprofile` here when it exits. */
+  /** Run the child with `--cpu-prof`, writing a `<kind>-<time>/` directory of profiles (one per thread) here when it exits. */
   cpuProfileDir?: string | undefined;
-  /** Pin the child (every thread) to this core once it is up. */
-  cpu?: number | undefined;
+  /**
+   * Pin the child (every thread) to this core once it is up; 'any': let it run on every core (a
+   * child inherits the pinned load generator's core otherwise).
+   */
+  cpu?: number | 'any' | undefined;
   /** Variables added to the child's environment. */
   env?: Record<string, string> | undefined;
   /** Run the child with `--expose-gc`, so `memoryUsage()` measures after a full GC. */
@@ -81,7 +85,8 @@ export async function forkChild<C extends { type: string; message?: unknown }, P
   const execArgv = [
     ...(options.exposeGc ? ['--expose-gc'] : []),
     ...(options.cpuProfileDir
-      ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`, `--cpu-prof-name=${label.replace(/\s+server$/, '').replace(/\s+/g, '-')}-${Date.now()}.cpuprofile`]
+      ? // A directory per child: each of its threads (the search thread too) writes its own CPU.<date>.<pid>.<thread>.cpuprofile there.
+        ['--cpu-prof', `--cpu-prof-dir=${path.join(options.cpuProfileDir, `${label.replace(/\s+server$/, '').replace(/\s+/g, '-')}-${Date.now()}`)}`]
       : []),
   ];
   const env = options.env ? { ...process.env, ...options.env } : process.env;
@@ -134,10 +139,12 @@ export async function forkChild<C extends { type: string; message?: unknown }, P
 
   try {
     const ready = await nextMessage('ready' as C['type'], START_TIMEOUT_MS);
-    const pinned = options.cpu !== undefined && child.pid !== undefined && pinToCpu(child.pid, options.cpu);
+    if (options.cpu === 'any' && child.pid !== undefined) unpin(child.pid);
+    const core = typeof options.cpu === 'number' ? options.cpu : undefined;
+    const pinned = core !== undefined && child.pid !== undefined && pinToCpu(child.pid, core);
     return {
       ready: ready as Extract<C, { type: 'ready' }>,
-      pinnedCpu: pinned ? (options.cpu ?? null) : null,
+      pinnedCpu: pinned ? (core ?? null) : null,
       async ask(message, reply, timeoutMs) {
         const answer = nextMessage(reply, timeoutMs);
         send(message);

@@ -79,6 +79,8 @@ async function seed(rateLimit: number, env: Record<string, string> = {}): Promis
       SWITCHBOARD_DATA_DIR: dataDir,
       LOG_LEVEL: 'silent',
       SWITCHBOARD_RATE_LIMIT: String(rateLimit),
+      // The one setting a suite may pass down (bench/chat.ts: search threads of an unpinned server).
+      ...(process.env.SWITCHBOARD_SEARCH_THREADS !== undefined ? { SWITCHBOARD_SEARCH_THREADS: process.env.SWITCHBOARD_SEARCH_THREADS } : {}),
       ...env,
     });
     ctx = await createContext(config);
@@ -148,21 +150,22 @@ async function startSwitchboard(rateLimit: number): Promise<Running> {
 /**
  * The app with the rate limit off, a chat persona and a help-centre knowledge base of
  * CHAT_SOURCE_COUNT short articles (shared by every persona, so each question runs a real hybrid
- * search), answering with the OpenAI-compatible model at FAKE_MODEL_URL_ENV.
+ * search), answering with the OpenAI-compatible model at FAKE_MODEL_URL_ENV (the offline model without it).
  */
 async function startSwitchboardChat(): Promise<Running> {
+  // Without a fake model's URL: the offline model (the `offline` case of the chat suite).
   const baseUrl = process.env[FAKE_MODEL_URL_ENV];
-  if (!baseUrl) throw new Error(`switchboard-chat needs the fake model's base URL in ${FAKE_MODEL_URL_ENV}`);
-  const seeded = await seed(0, { OPENAI_API_KEY: 'sk-bench-not-a-real-key', OPENAI_BASE_URL: baseUrl });
+  const seeded = await seed(0, baseUrl ? { OPENAI_API_KEY: 'sk-bench-not-a-real-key', OPENAI_BASE_URL: baseUrl } : {});
   try {
-    if (seeded.ctx.llm.provider !== 'openai') throw new Error(`expected the OpenAI-compatible model client, got ${seeded.ctx.llm.provider}`);
+    const expected = baseUrl ? 'openai' : 'offline';
+    if (seeded.ctx.llm.provider !== expected) throw new Error(`expected the ${expected} model client, got ${seeded.ctx.llm.provider}`);
     const persona = await seeded.ctx.services.personas.create(seeded.workspaceId, {
       name: 'Help-centre assistant',
       instructions:
         'You answer customers of a project-management product from the help-centre articles you are given. Answer in ' +
         'at most five sentences, cite the passages you use, and say when the articles do not cover the question.',
       traits: ['concise', 'friendly'],
-      model: 'gpt-4o-mini',
+      model: baseUrl ? 'gpt-4o-mini' : null,
       temperature: 0.2,
       maxTokens: 400,
       tools: [],
