@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import type { Config } from './config.js';
@@ -43,6 +44,7 @@ import { createToolsService } from './core/tools/tools.service.js';
 import { createToolsStore } from './core/tools/tools.store.js';
 import { createVault } from './core/tools/vault.js';
 import { type Db, migrate, openDatabase } from './db/database.js';
+import { createWalCheckpointer } from './db/wal-checkpointer.js';
 import { type Cipher, createCipher, loadSecretKey } from './lib/cipher.js';
 import { type Clock, systemClock } from './lib/clock.js';
 import { type IdGenerator, randomIds } from './lib/ids.js';
@@ -153,6 +155,9 @@ const CHAT_TIMEOUT_MS = 60_000;
 /** URL fetches take at most this long, redirects included. */
 const URL_FETCH_TIMEOUT_MS = 15_000;
 
+/** How often the checkpoint thread copies the WAL into the database (wal-checkpointer.ts). */
+const WAL_CHECKPOINT_MS = 200;
+
 /** The embedder SWITCHBOARD_EMBEDDINGS selects. */
 export function configuredEmbedder(config: Config): Embedder {
   if (config.embeddings.provider === 'hashed') return createHashedEmbedder();
@@ -258,7 +263,9 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const tools: ToolHub = hub;
   const toolsService = createToolsService({ store: toolsStore, hub, vault, clock, ids, guard: fetchOptions, allowStdio: config.mcpStdio });
   const agent = createAgent({ llm, knowledge, tools, logger, limits: overrides.agent });
-  const chatStore = createChatStore(db);
+  // With a second core, WAL checkpoints leave the main thread's commits for a thread of their own.
+  const walCheckpointer = os.availableParallelism() > 1 ? createWalCheckpointer(db, { filename: dbFile, durability: config.durability, intervalMs: WAL_CHECKPOINT_MS }, logger) : null;
+  const chatStore = createChatStore(db, { onWrite: () => walCheckpointer?.start() });
   const chat = createChatService({ store: chatStore, personas, abTests, agent, clock, ids });
   const openai = createOpenAiService({ chat, personas, abTests, threads: createOpenAiThreadStore(db.kysely), clock });
   const channelStore = createChannelStore(db.kysely);
@@ -324,6 +331,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
           writer.close();
           await pool?.close();
           await searchPool?.close();
+          await walCheckpointer?.close();
           await auth.flushUsage();
         } finally {
           await db.close();

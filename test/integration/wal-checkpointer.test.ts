@@ -1,0 +1,66 @@
+// WAL checkpoints on a thread of their own (src/db/wal-checkpointer.ts, issue 18): the log stays
+// bounded while the main connection no longer checkpoints in its commits, and the main connection
+// takes checkpoints back when the thread stops.
+import fs from 'node:fs';
+import path from 'node:path';
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { BACKSTOP_CHECKPOINT_PAGES, createWalCheckpointer, DEFAULT_CHECKPOINT_PAGES } from '../../src/db/wal-checkpointer.js';
+import { createTestApp } from '../helpers/app.js';
+import { createPersona } from '../helpers/factories.js';
+
+describe('the WAL checkpoint thread', () => {
+  it('keeps the log bounded while the main connection never checkpoints, and hands checkpoints back when it stops', async () => {
+    const t = await createTestApp();
+    const file = path.join(t.dataDir, 'switchboard.db');
+    const sqlite = t.ctx.db.sqlite;
+    const checkpointer = createWalCheckpointer(t.ctx.db, { filename: file, durability: 'normal', intervalMs: 20 }, pino({ level: 'silent' }))!;
+    try {
+      sqlite.exec('CREATE TABLE scratch (v BLOB)');
+      const insert = sqlite.prepare('INSERT INTO scratch (v) VALUES (randomblob(4000))');
+      const round = sqlite.transaction(() => {
+        for (let i = 0; i < 250; i++) insert.run(); // ~1 MB of log
+      });
+      const rounds = async (n: number) => {
+        for (let i = 0; i < n; i++) {
+          round();
+          await new Promise((r) => setTimeout(r, 80));
+        }
+        return fs.statSync(`${file}-wal`).size;
+      };
+      // Neither the main connection nor a thread checkpoints: every round adds to the log.
+      sqlite.pragma('wal_autocheckpoint = 0');
+      const unchecked = await rounds(3);
+      expect(unchecked).toBeGreaterThan(3_000_000);
+
+      checkpointer.start();
+      expect(checkpointer.running).toBe(true);
+      // The main connection's own checkpoints are now only a backstop.
+      expect(sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(BACKSTOP_CHECKPOINT_PAGES);
+      sqlite.pragma('wal_autocheckpoint = 0');
+      await new Promise((r) => setTimeout(r, 100));
+      // The thread checkpoints: later rounds reuse the log instead of growing it by 8 MB.
+      expect(await rounds(8)).toBeLessThan(unchecked + 2_000_000);
+
+      await checkpointer.close();
+      expect(checkpointer.running).toBe(false);
+      expect(sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(DEFAULT_CHECKPOINT_PAGES);
+    } finally {
+      await checkpointer.close();
+      await t.close();
+    }
+  });
+
+  it('starts with the first stored answer of an app on more than one core', async () => {
+    const t = await createTestApp();
+    try {
+      expect(t.ctx.db.sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(DEFAULT_CHECKPOINT_PAGES);
+      const persona = await createPersona(t);
+      const res = await t.request({ method: 'POST', url: '/query', body: { personaId: persona.id, message: 'hello' } });
+      expect(res.statusCode, res.body).toBe(200);
+      expect(t.ctx.db.sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(t.ctx.config.search.threads > 0 ? BACKSTOP_CHECKPOINT_PAGES : DEFAULT_CHECKPOINT_PAGES);
+    } finally {
+      await t.close();
+    }
+  });
+});
