@@ -1,7 +1,7 @@
 /**
  * Channels (API.md §9), with the offline model, so what is measured is the platform. Three
- * processes: this one (load generator), the Switchboard server (`switchboard-channels`, its own
- * core: one help-centre persona over a 200-article knowledge base, a webhook channel and a Slack
+ * processes: this one (load generator), the Switchboard server (`switchboard-channels`, on every
+ * core with its search and checkpoint threads, as issue 18 measures the platform: one help-centre persona over a 200-article knowledge base, a webhook channel and a Slack
  * Events API channel routed to it) and the fake Slack Web API (`fake-slack.ts`, on the load
  * generator's core), which the Slack channel checks its token with and posts its replies to. Rows:
  *  - `POST /query` (the ceiling) and signed webhook messages (`POST /business/channels/:id/inbound`,
@@ -87,7 +87,8 @@ async function startChannelsServer(slack: FakeSlackProcess, options: BenchOption
   const started = performance.now();
   const child = await forkChild<ChildMessage, ParentMessage>(SERVER_ENTRY, ['switchboard-channels'], 'switchboard-channels server', {
     cpuProfileDir: options.cpuProfileDir,
-    cpu: options.pinning?.server,
+    // On every core, with its search and checkpoint threads, as the chat suite measures (issue 18: "on 2 cores").
+    cpu: 'any',
     env: { [FAKE_SLACK_URL_ENV]: slack.apiUrl },
   });
   const { port, key, personaId, channels } = child.ready;

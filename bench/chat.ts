@@ -21,7 +21,6 @@
  * interval of a held stream, default 2000). `--connections` does not apply: the targets name theirs.
  */
 import http from 'node:http';
-import os from 'node:os';
 import { type BenchOptions, type BenchRow, expectResponse, measureWithLatencies, nearestRank, plainRow, round } from './lib/harness.js';
 import { chatQuestions } from './lib/chat-corpus.js';
 import { type FakeModelProcess, startFakeModel } from './lib/fake-model-process.js';
@@ -96,13 +95,7 @@ async function startChatServer(
   const server = await startServerProcess('switchboard-chat', {
     cpuProfileDir: options.cpuProfileDir,
     cpu: pinned ? options.pinning?.server : 'any',
-    env: {
-      ...(fake ? { [FAKE_MODEL_URL_ENV]: fake.baseUrl } : {}),
-      // The child starts with the pinned load generator's one core (so the default would see one and
-      // start no search thread) and is let onto every core only once up: ask for what an unpinned
-      // server on this machine picks by default.
-      ...(pinned ? {} : { SWITCHBOARD_SEARCH_THREADS: os.cpus().length > 1 ? '1' : '0' }),
-    },
+    env: fake ? { [FAKE_MODEL_URL_ENV]: fake.baseUrl } : {},
     exposeGc,
   });
   if (!server.key || !server.personaId) {

@@ -43,3 +43,17 @@ export function unpin(pid: number): boolean {
     return false;
   }
 }
+
+/**
+ * `taskset` with the arguments that start a command on every core (a child otherwise inherits the
+ * pinned load generator's one core), or null where there is no taskset (the child then inherits).
+ */
+export function unpinnedLauncher(): { command: string; args: string[] } | null {
+  if (os.platform() !== 'linux') return null;
+  try {
+    execFileSync('taskset', ['--version'], { stdio: 'ignore' });
+  } catch {
+    return null;
+  }
+  return { command: 'taskset', args: ['--cpu-list', `0-${os.cpus().length - 1}`] };
+}

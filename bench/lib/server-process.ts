@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { pinToCpu, unpin } from './affinity.js';
+import { pinToCpu, unpinnedLauncher } from './affinity.js';
 import type { ChildMessage, ParentMessage, ServerKind } from './server-protocol.js';
 
 const CHILD_ENTRY = fileURLToPath(new URL('./servers.js', import.meta.url));
@@ -90,7 +90,15 @@ export async function forkChild<C extends { type: string; message?: unknown }, P
       : []),
   ];
   const env = options.env ? { ...process.env, ...options.env } : process.env;
-  const child = fork(entry, args, { execArgv, env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  // 'any': started through `taskset` on every core, not on the pinned load generator's it would
+  // inherit, so the server sees the machine's cores from its first line (its thread counts follow them).
+  const everyCore = options.cpu === 'any' ? unpinnedLauncher() : null;
+  const child = fork(entry, args, {
+    execArgv: everyCore ? [...everyCore.args, process.execPath, ...execArgv] : execArgv,
+    ...(everyCore ? { execPath: everyCore.command } : {}),
+    env,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   child.once('exit', () => live.delete(child));
   // A failed spawn or a send on a closed channel: reported by the waits below, never an uncaught 'error'.
   let spawnError: Error | undefined;
@@ -139,7 +147,6 @@ export async function forkChild<C extends { type: string; message?: unknown }, P
 
   try {
     const ready = await nextMessage('ready' as C['type'], START_TIMEOUT_MS);
-    if (options.cpu === 'any' && child.pid !== undefined) unpin(child.pid);
     const core = typeof options.cpu === 'number' ? options.cpu : undefined;
     const pinned = core !== undefined && child.pid !== undefined && pinToCpu(child.pid, core);
     return {

@@ -79,8 +79,6 @@ async function seed(rateLimit: number, env: Record<string, string> = {}): Promis
       SWITCHBOARD_DATA_DIR: dataDir,
       LOG_LEVEL: 'silent',
       SWITCHBOARD_RATE_LIMIT: String(rateLimit),
-      // The one setting a suite may pass down (bench/chat.ts: search threads of an unpinned server).
-      ...(process.env.SWITCHBOARD_SEARCH_THREADS !== undefined ? { SWITCHBOARD_SEARCH_THREADS: process.env.SWITCHBOARD_SEARCH_THREADS } : {}),
       ...env,
     });
     ctx = await createContext(config);
