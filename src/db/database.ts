@@ -38,10 +38,15 @@ export interface Db {
   /** The raw connection, for what Kysely does not cover: pragmas, online backup. */
   sqlite: SqliteDatabase.Database;
   /**
-   * Changes whenever any row changes, by this connection (`total_changes()`) or by another process
-   * (`PRAGMA data_version`). Equal stamps mean nothing was written in between.
+   * Together with `dataVersion()`, changes whenever any row changes: this connection's writes so far
+   * (`total_changes()`), read from memory, ~50 ns.
    */
-  changeStamp(): string;
+  localChanges(): number;
+  /**
+   * Bumped by every commit of another connection or process (`PRAGMA data_version`). Opens a read
+   * transaction: three system calls (WAL read lock, fstat, unlock), ~0.7 µs on an idle core.
+   */
+  dataVersion(): number;
   close(): Promise<void>;
 }
 
@@ -91,7 +96,8 @@ export function openDatabase(opts: OpenDatabaseOptions): Db {
   return {
     kysely,
     sqlite,
-    changeStamp: () => `${totalChanges.get() as number}:${dataVersion.get() as number}`,
+    localChanges: () => totalChanges.get() as number,
+    dataVersion: () => dataVersion.get() as number,
     async close() {
       if (closed) return;
       closed = true;

@@ -1,13 +1,21 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyContextConfig, FastifyInstance, FastifyRequest } from 'fastify';
 import type { AuthService, Principal } from '../core/auth/auth.service.js';
 import { hasScope } from '../core/auth/keys.js';
 import { AppError, ForbiddenError, UnauthorizedError } from '../errors.js';
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 
-function isPublic(request: FastifyRequest): boolean {
+/**
+ * The route's config: read once per hook, since `request.routeOptions` builds a new object of a
+ * dozen fields on every access.
+ */
+function configOf(request: FastifyRequest): FastifyContextConfig | undefined {
+  return request.routeOptions.config;
+}
+
+function isPublic(request: FastifyRequest, config: FastifyContextConfig | undefined): boolean {
   // CORS preflights carry no credentials by design.
-  return request.routeOptions.config?.public === true || request.method === 'OPTIONS';
+  return config?.public === true || request.method === 'OPTIONS';
 }
 
 /** OAuth access tokens, accepted only on routes whose config says `oauth: true` (the MCP endpoint). */
@@ -25,17 +33,31 @@ export interface OAuthBearer {
 export function registerAuthHooks(app: FastifyInstance, auth: AuthService, oauth?: OAuthBearer) {
   app.decorateRequest('principal', null);
 
-  app.addHook('onRequest', async (request) => {
-    if (isPublic(request)) return;
+  // Callback hooks: a known key is resolved from memory, with no promise (async hooks cost one each).
+  app.addHook('onRequest', (request, _reply, done) => {
+    const config = configOf(request);
+    if (isPublic(request, config)) return done();
     const match = BEARER.exec(request.headers.authorization ?? '');
     const token = match?.[1];
-    if (!token) return;
-    if (oauth && request.routeOptions.config?.oauth === true && token.startsWith('sbo_')) request.principal = await oauth.verify(token);
-    else request.principal = await auth.authenticate(token);
+    if (!token) return done();
+    const viaOAuth = oauth && config?.oauth === true && token.startsWith('sbo_');
+    if (!viaOAuth) {
+      const cached = auth.authenticateCached(token);
+      if (cached !== undefined) {
+        request.principal = cached;
+        return done();
+      }
+    }
+    const resolve = (principal: Principal | null) => {
+      request.principal = principal;
+      done();
+    };
+    (viaOAuth ? oauth.verify(token) : auth.authenticate(token)).then(resolve, done);
   });
 
-  app.addHook('preParsing', async (request) => {
-    if (isPublic(request)) return;
+  app.addHook('preParsing', (request, _reply, _payload, done) => {
+    const config = configOf(request);
+    if (isPublic(request, config)) return done();
     const principal = request.principal;
     if (!principal) {
       const header = request.headers.authorization;
@@ -45,15 +67,18 @@ export function registerAuthHooks(app: FastifyInstance, auth: AuthService, oauth
           : BEARER.test(header)
             ? 'The API key is unknown, revoked or expired.'
             : 'The Authorization header must be "Bearer <key>".';
-      if (oauth && request.routeOptions.config?.oauth === true) {
-        throw new AppError('unauthorized', `${detail} OAuth clients: see the resource metadata in WWW-Authenticate.`, undefined, {
-          'www-authenticate': oauth.challenge(),
-        });
+      if (oauth && config?.oauth === true) {
+        return done(
+          new AppError('unauthorized', `${detail} OAuth clients: see the resource metadata in WWW-Authenticate.`, undefined, {
+            'www-authenticate': oauth.challenge(),
+          }),
+        );
       }
-      throw new UnauthorizedError(detail);
+      return done(new UnauthorizedError(detail));
     }
-    const needed = request.routeOptions.config?.scope ?? (request.method === 'GET' || request.method === 'HEAD' ? 'read' : 'write');
-    if (!hasScope(principal.scopes, needed)) throw new ForbiddenError(`This operation needs the "${needed}" scope.`);
+    const needed = config?.scope ?? (request.method === 'GET' || request.method === 'HEAD' ? 'read' : 'write');
+    if (!hasScope(principal.scopes, needed)) return done(new ForbiddenError(`This operation needs the "${needed}" scope.`));
+    done();
   });
 }
 

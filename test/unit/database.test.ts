@@ -40,20 +40,23 @@ describe('openDatabase', () => {
     }
   });
 
-  it('changes its change stamp on a write by this connection or by another one', async () => {
+  it('counts writes by this connection in localChanges and commits by another one in dataVersion', async () => {
     const filename = file();
     const db = openDatabase({ filename, durability: 'normal' });
     try {
       await migrate(db);
-      const s0 = db.changeStamp();
-      expect(db.changeStamp()).toBe(s0);
+      const changes0 = db.localChanges();
+      const version0 = db.dataVersion();
+      expect([db.localChanges(), db.dataVersion()]).toEqual([changes0, version0]);
       await db.kysely.insertInto('workspaces').values({ id: 'wsp_a', name: 'a', created_at: '2026-01-01T00:00:00.000Z' }).execute();
-      const s1 = db.changeStamp();
-      expect(s1).not.toBe(s0);
+      const changes1 = db.localChanges();
+      expect(changes1).toBeGreaterThan(changes0);
+      expect(db.dataVersion()).toBe(version0);
       const other = new SqliteDatabase(filename);
       other.prepare("INSERT INTO workspaces (id, name, created_at) VALUES ('wsp_b', 'b', '2026-01-01T00:00:00.000Z')").run();
       other.close();
-      expect(db.changeStamp()).not.toBe(s1);
+      expect(db.dataVersion()).not.toBe(version0);
+      expect(db.localChanges()).toBe(changes1);
     } finally {
       await db.close();
     }
