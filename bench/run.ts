@@ -136,6 +136,7 @@ async function main(): Promise<number> {
       `${options.warmupSeconds}s warm-up + ${options.durationSeconds}s per case; ${pinned}\n`,
   );
   let ok = true;
+  const judged: { suite: string; row: BenchRow }[] = [];
   for (const suite of chosen) {
     console.log(`${suite.name}: ${suite.description}`);
     const started = new Date();
@@ -149,6 +150,7 @@ async function main(): Promise<number> {
     }
     const pass = rows.every((r) => r.pass);
     ok &&= pass;
+    for (const row of rows) judged.push({ suite: suite.name, row });
     console.log(`\n${table(rows)}\n`);
     for (const r of rows.filter((row) => !row.pass)) console.log(`  FAIL ${r.name}: ${r.failures.join('; ')}`);
     const busy = rows.filter((r) => (r.otherCpuPercent ?? 0) > BUSY_MACHINE_PERCENT);
@@ -164,7 +166,26 @@ async function main(): Promise<number> {
     fs.writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
     console.log(`Wrote ${path.relative(process.cwd(), file)}${options.cpuProfileDir ? `; CPU profiles in ${options.cpuProfileDir}` : ''}\n`);
   }
+  console.log(targetTable(judged));
   return ok ? 0 : 1;
+}
+
+/** Every row that has a target, across the suites run: its figure against the target (the README's table). */
+function targetTable(judged: { suite: string; row: BenchRow }[]): string {
+  const lines: string[][] = [];
+  for (const { suite, row } of judged) {
+    const m = row as BenchRow & { metric?: string; value?: number; target?: { kind: 'min' | 'max'; value: number } | null };
+    if (m.metric !== undefined && m.value !== undefined && m.target) {
+      lines.push([suite, row.name, `${m.metric} ${m.value.toLocaleString('en-US')}`, `${m.target.kind === 'min' ? '≥' : '≤'} ${m.target.value.toLocaleString('en-US')}`, row.pass ? 'pass' : 'FAIL']);
+    } else if (row.targetRatio !== null) {
+      lines.push([suite, row.name, `${pct(row.ratioToCeiling ?? 0)} of the ceiling`, `≥ ${pct(row.targetRatio)}`, row.pass ? 'pass' : 'FAIL']);
+    }
+  }
+  if (lines.length === 0) return '';
+  const head = ['suite', 'case', 'figure', 'target', 'result'];
+  const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
+  const fmt = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  return ['Targets', fmt(head), fmt(widths.map((w) => '-'.repeat(w))), ...lines.map(fmt)].join('\n');
 }
 
 process.on('exit', killAllServers);
