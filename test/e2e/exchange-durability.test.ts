@@ -1,15 +1,13 @@
 // The promise of saveExchange's grouped commit: an answer acknowledged by `POST /query` (a complete 200)
 // survives kill -9 of the built server. Real processes, real sockets, a real SIGKILL mid-traffic.
-import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { generateKeySecret } from '../../src/core/auth/keys.js';
 import { tempDir } from '../helpers/app.js';
+import { type BuiltServer as Server, builtServers, MAIN } from '../helpers/built-server.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
-const MAIN = path.join(ROOT, 'dist/src/main.js');
 
 const IN_FLIGHT = 32;
 const ACKS_BEFORE_KILL = 150;
@@ -21,73 +19,17 @@ interface Ack {
   message: string;
 }
 
-interface Server {
-  child: ChildProcess;
-  url: string;
-  exited: Promise<void>;
-}
 
 describe('exchange durability across kill -9 (built server)', () => {
   const dataDir = tempDir('switchboard-durability-');
   const key = generateKeySecret();
-  const children = new Set<ChildProcess>();
 
   afterAll(() => {
-    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    killAll();
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
-  /** `switchboard serve` on the shared data dir; resolves with the URL of its "Switchboard listening on" log line. */
-  function serve(): Promise<Server> {
-    const child = spawn(process.execPath, [MAIN, 'serve'], {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH ?? '',
-        SWITCHBOARD_DATA_DIR: dataDir,
-        HOST: '127.0.0.1',
-        PORT: '0',
-        SWITCHBOARD_ADMIN_KEY: key,
-        SWITCHBOARD_RATE_LIMIT: '0',
-        LOG_LEVEL: 'info',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    children.add(child);
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    let stderr = '';
-    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-    return new Promise<Server>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`server did not listen within 10 s; stderr: ${stderr}`)), 10_000);
-      let buffered = '';
-      let found = false;
-      // pino writes JSON lines to stdout; stdout keeps being drained after the line is found.
-      child.stdout!.on('data', (c: Buffer) => {
-        if (found) return;
-        buffered += c.toString('utf8');
-        let nl: number;
-        while ((nl = buffered.indexOf('\n')) >= 0) {
-          const line = buffered.slice(0, nl);
-          buffered = buffered.slice(nl + 1);
-          let entry: { msg?: string; url?: string };
-          try {
-            entry = JSON.parse(line) as typeof entry;
-          } catch {
-            continue;
-          }
-          if (entry.msg?.startsWith('Switchboard listening on') && entry.url) {
-            found = true;
-            clearTimeout(timer);
-            resolve({ child, url: entry.url, exited });
-            return;
-          }
-        }
-      });
-      child.once('exit', (code, signal) => {
-        clearTimeout(timer);
-        if (!found) reject(new Error(`server exited (${code ?? signal}) before listening; stderr: ${stderr}`));
-      });
-    });
-  }
+  const { serve, killAll } = builtServers({ dataDir, adminKey: key });
 
   const auth = { authorization: `Bearer ${key}` };
 

@@ -1,7 +1,6 @@
 // A knowledge source acknowledged with 202 survives kill -9 of the built server at any point of its
 // processing: the next start resumes it to `ready` (or `failed`), never lost, never stuck, its chunks
 // indexed exactly once. Real processes, 127.0.0.1 sockets, a real SIGKILL mid-ingestion.
-import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
@@ -9,15 +8,9 @@ import * as sqliteVec from 'sqlite-vec';
 import { afterAll, describe, expect, it } from 'vitest';
 import { generateKeySecret } from '../../src/core/auth/keys.js';
 import { tempDir } from '../helpers/app.js';
+import { type BuiltServer as Server, builtServers } from '../helpers/built-server.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
-const MAIN = path.join(ROOT, 'dist/src/main.js');
 
-interface Server {
-  child: ChildProcess;
-  url: string;
-  exited: Promise<void>;
-}
 
 /** Every paragraph carries the source's own token: a keyword search for it finds only that source's chunks. */
 const content = (token: string, paragraphs: number) =>
@@ -26,43 +19,12 @@ const content = (token: string, paragraphs: number) =>
 describe('knowledge ingestion across kill -9 (built server)', { timeout: 90_000 }, () => {
   const dataDir = tempDir('switchboard-ingest-durability-');
   const key = generateKeySecret();
-  const children = new Set<ChildProcess>();
   afterAll(() => {
-    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    killAll();
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
-  /** `switchboard serve` on the data dir; resolves with the URL of its "Switchboard listening on" log line. */
-  function serve(): Promise<Server> {
-    const child = spawn(process.execPath, [MAIN, 'serve'], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', SWITCHBOARD_DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: '0', SWITCHBOARD_ADMIN_KEY: key, SWITCHBOARD_RATE_LIMIT: '0', LOG_LEVEL: 'info' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    children.add(child);
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    let stderr = '';
-    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-    return new Promise<Server>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`server did not listen within 15 s; stderr: ${stderr}`)), 15_000);
-      let buffered = '';
-      let found = false;
-      child.stdout!.on('data', (c: Buffer) => {
-        if (found) return;
-        buffered += c.toString('utf8');
-        const match = /"url":"(http:\/\/127\.0\.0\.1:\d+)"[^\n]*Switchboard listening on/.exec(buffered);
-        if (match) {
-          found = true;
-          clearTimeout(timer);
-          resolve({ child, url: match[1]!, exited });
-        }
-      });
-      child.once('exit', (code, signal) => {
-        clearTimeout(timer);
-        if (!found) reject(new Error(`server exited (${code ?? signal}) before listening; stderr: ${stderr}`));
-      });
-    });
-  }
+  const { serve, killAll } = builtServers({ dataDir, adminKey: key });
 
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
   const get = async (server: Server, url: string) => {
