@@ -114,7 +114,7 @@ interface Server {
  * `node dist/src/main.js serve` on `dataDir`, allowed on every core (this process is pinned to the
  * first, and children inherit that): through `taskset` where there is one.
  */
-async function startServer(dataDir: string): Promise<Server> {
+async function startServer(dataDir: string, cpuProfileDir?: string): Promise<Server> {
   const port = await freePort();
   const cores = os.cpus().length;
   let taskset = false;
@@ -124,7 +124,8 @@ async function startServer(dataDir: string): Promise<Server> {
   } catch {
     // no util-linux: the child inherits this process's affinity
   }
-  const nodeArgs = [MAIN, 'serve'];
+  // `--cpu-prof`: one profile per thread (main, ingestion and search workers), written when the server exits.
+  const nodeArgs = [...(cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfileDir}`] : []), MAIN, 'serve'];
   const env = { ...process.env, SWITCHBOARD_DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent', SWITCHBOARD_RATE_LIMIT: '0', SWITCHBOARD_ADMIN_KEY: ADMIN_KEY };
   const child = taskset
     ? spawn('taskset', ['--cpu-list', `0-${cores - 1}`, process.execPath, ...nodeArgs], { env, stdio: ['ignore', 'ignore', 'inherit'] })
@@ -350,7 +351,7 @@ function databaseBytes(ctx: AppContext) {
   return { bytes, parts };
 }
 
-export async function run(_options: BenchOptions): Promise<BenchRow[]> {
+export async function run(options: BenchOptions): Promise<BenchRow[]> {
   const sizes = envSizes();
   const candidates = envCandidates();
   const clients = envInt('BENCH_INGEST_CLIENTS', 8, 1);
@@ -373,7 +374,7 @@ export async function run(_options: BenchOptions): Promise<BenchRow[]> {
       // Ingestion over HTTP into a server process; then the same data directory opened here for search.
       await ctx?.close();
       ctx = null;
-      server = await startServer(dataDir);
+      server = await startServer(dataDir, options.cpuProfileDir);
       if (step === 0) {
         // Warm-up: JIT, worker threads, prepared statements, extractor modules; then gone, so it counts for nothing below.
         for (let i = 0; i < 40; i++) {

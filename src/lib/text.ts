@@ -8,7 +8,7 @@
  * Pyserini): dropping them from queries keeps ranking close to those figures and keeps an OR query
  * from matching every chunk.
  */
-const STOPWORDS = new Set(
+export const STOPWORDS: ReadonlySet<string> = new Set(
   'a an and are as at be but by for if in into is it no not of on or such that the their then there these they this to was will with'.split(
     ' ',
   ),

@@ -1,5 +1,5 @@
 import { type Embedder, normalize } from './embedder.js';
-import { isStopword, wordsOf } from '../lib/text.js';
+import { STOPWORDS } from '../lib/text.js';
 
 /** Default vector length of the offline embedder: a multiple of 32 so the binary quantization packs into whole words. */
 export const HASHED_DIMENSION = 384;
@@ -10,16 +10,23 @@ export const HASHED_DIMENSION = 384;
  * character n-grams catch inflections and compounds ("biomaterial" ~ "biomaterials").
  */
 const WEIGHTS = { word: 1, bigram: 0.5, char: 0.6 };
-const CHAR_NGRAMS = [3, 4, 5];
+const MIN_GRAM = 3;
+const MAX_GRAM = 5;
+
+const PRIME = 16777619;
+const SEED = { word: 2166136261 | 0, bigram: 0x9e3779b9 | 0, char: 0x85ebca6b | 0 };
+const LT = '<'.charCodeAt(0);
+const GT = '>'.charCodeAt(0);
 
 /** FNV-1a over a string's UTF-16 units, from a seed so the families hash apart. */
-function fnv1a(text: string, seed: number, start = 0, end = text.length): number {
+function fnv1a(text: string, seed: number): number {
   let h = seed;
-  for (let i = start; i < end; i++) h = Math.imul(h ^ text.charCodeAt(i), 16777619);
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), PRIME);
   return h >>> 0;
 }
 
-const SEED = { word: 2166136261, bigram: 0x9e3779b9, char: 0x85ebca6b };
+/** Stop words by their word hash: a hit is confirmed against the word itself (hashes may collide). */
+const STOPWORD_HASHES = new Map([...STOPWORDS].map((w) => [fnv1a(w, SEED.word), w]));
 
 /** 1 + ln(count) for the counts a bucket usually holds; Math.log per bucket was a tenth of the time. */
 const SUBLINEAR = Float32Array.from({ length: 256 }, (_, c) => (c === 0 ? 0 : 1 + Math.log(c)));
@@ -32,13 +39,23 @@ const sublinear = (c: number) => (c < 256 ? SUBLINEAR[c]! : 1 + Math.log(c));
 class Family {
   readonly counts: Uint16Array;
   private readonly values: Float32Array;
+  private readonly inverse: number;
   constructor(readonly dim: number) {
     this.counts = new Uint16Array(dim * 2);
     this.values = new Float32Array(dim);
+    this.inverse = 1 / dim;
   }
+  /** Counts a feature by its 32-bit hash (as a signed int). */
   add(hash: number) {
-    // Low bits pick the bucket, the top bit the sign: independent enough for FNV-1a.
-    const slot = (hash % this.dim) * 2 + (hash >>> 31);
+    // Low bits pick the bucket (unsigned hash mod dim), the top bit the sign: independent enough for
+    // FNV-1a. The modulo goes through a multiply by 1/dim, corrected by one either way: `%` on a
+    // uint32 above 2^31 is a floating-point remainder, a library call, per feature.
+    const { dim } = this;
+    const u = hash >>> 0;
+    let bucket = u - Math.floor(u * this.inverse) * dim;
+    if (bucket < 0) bucket += dim;
+    else if (bucket >= dim) bucket -= dim;
+    const slot = bucket * 2 + (hash < 0 ? 1 : 0);
     if (this.counts[slot]! < 65535) this.counts[slot]!++;
   }
   /** Adds this family, normalised and weighted, into `out`; clears the counters. */
@@ -61,13 +78,150 @@ class Family {
   }
 }
 
-const LT = '<'.charCodeAt(0);
-const GT = '>'.charCodeAt(0);
-const MIN_GRAM = CHAR_NGRAMS[0]!;
-const MAX_GRAM = CHAR_NGRAMS[CHAR_NGRAMS.length - 1]!;
+interface Families {
+  words: Family;
+  bigrams: Family;
+  chars: Family;
+}
+
+/**
+ * The word being hashed as UTF-16 units, framed as "<word>" for the character n-grams: the word is
+ * at 1..length. Reused across words and calls (embedding is synchronous), grown for long words.
+ */
+let unit = new Uint16Array(256);
+
+/**
+ * Counts one word (`length` units in `unit` from 1) and returns its bigram hash for the next word,
+ * or -1 for a stop word (which breaks the bigram chain). `previous` is the last word's, or -1.
+ */
+function addWord(f: Families, length: number, previous: number): number {
+  const u = unit;
+  let wordHash = SEED.word;
+  let bigramHash = SEED.bigram;
+  for (let i = 1; i <= length; i++) {
+    const c = u[i]!;
+    wordHash = Math.imul(wordHash ^ c, PRIME);
+    bigramHash = Math.imul(bigramHash ^ c, PRIME);
+  }
+  const stopword = STOPWORD_HASHES.get(wordHash >>> 0);
+  if (stopword !== undefined && sameWord(stopword, length)) return -1;
+  f.words.add(wordHash);
+  if (previous !== -1) f.bigrams.add(Math.imul(previous ^ wordHash, PRIME));
+  // Character n-grams of "<word>", hashed incrementally: one pass per start position covers every
+  // size (3, 4 and 5 from the same prefix), unrolled where all three fit.
+  const framed = length + 2;
+  u[0] = LT;
+  u[framed - 1] = GT;
+  const chars = f.chars;
+  let i = 0;
+  for (; i + MAX_GRAM <= framed; i++) {
+    const h3 = Math.imul(Math.imul(Math.imul(SEED.char ^ u[i]!, PRIME) ^ u[i + 1]!, PRIME) ^ u[i + 2]!, PRIME);
+    chars.add(Math.imul(h3 ^ 3, PRIME));
+    const h4 = Math.imul(h3 ^ u[i + 3]!, PRIME);
+    chars.add(Math.imul(h4 ^ 4, PRIME));
+    chars.add(Math.imul(Math.imul(h4 ^ u[i + 4]!, PRIME) ^ 5, PRIME));
+  }
+  for (; i + MIN_GRAM <= framed; i++) {
+    let h = SEED.char;
+    for (let j = i; j < framed; j++) {
+      h = Math.imul(h ^ u[j]!, PRIME);
+      if (j - i + 1 >= MIN_GRAM) chars.add(Math.imul(h ^ (j - i + 1), PRIME));
+    }
+  }
+  return bigramHash >>> 0;
+}
+
+function sameWord(word: string, length: number): boolean {
+  if (word.length !== length) return false;
+  for (let i = 0; i < length; i++) if (word.charCodeAt(i) !== unit[i + 1]) return false;
+  return true;
+}
+
+function reserve(length: number) {
+  if (length + 2 > unit.length) {
+    const grown = new Uint16Array(Math.max(length + 2, unit.length * 2));
+    grown.set(unit);
+    unit = grown;
+  }
+}
+
+/** ASCII letters and digits: the words of `wordsOf` (lib/text.ts) in ASCII text, where it only lower-cases. */
+const ASCII_WORD = Uint8Array.from({ length: 128 }, (_, c) => (/[A-Za-z0-9]/.test(String.fromCharCode(c)) ? 1 : 0));
+const NON_ASCII = /[^\x00-\x7f]/;
+
+/** Whether a code point is a letter or a number (`\p{L}\p{N}`, as `wordsOf` matches), cached for the BMP. */
+const LETTER_OR_NUMBER = /^[\p{L}\p{N}]$/u;
+const bmpClass = new Uint8Array(65536); // 0 unknown, 1 word, 2 not
+const astralClass = new Map<number, boolean>();
+function isWordCodePoint(cp: number): boolean {
+  if (cp < 0x10000) {
+    let c = bmpClass[cp]!;
+    if (c === 0) bmpClass[cp] = c = LETTER_OR_NUMBER.test(String.fromCharCode(cp)) ? 1 : 2;
+    return c === 1;
+  }
+  let w = astralClass.get(cp);
+  if (w === undefined) astralClass.set(cp, (w = LETTER_OR_NUMBER.test(String.fromCodePoint(cp))));
+  return w;
+}
+
+/** Hashes the words of ASCII text: runs of letters and digits, lower-cased on the way. */
+function addAscii(f: Families, text: string) {
+  let previous = -1;
+  const n = text.length;
+  let i = 0;
+  while (i < n) {
+    if (ASCII_WORD[text.charCodeAt(i)] === 0) {
+      i++;
+      continue;
+    }
+    const start = i;
+    while (i < n && ASCII_WORD[text.charCodeAt(i)] === 1) i++;
+    const length = i - start;
+    reserve(length);
+    const u = unit;
+    for (let k = 0; k < length; k++) {
+      const c = text.charCodeAt(start + k);
+      u[k + 1] = c >= 65 && c <= 90 ? c | 0x20 : c;
+    }
+    previous = addWord(f, length, previous);
+  }
+}
+
+const COMBINING_MARKS = /\p{M}+/gu;
+
+/** Hashes the words of any text exactly as `wordsOf` splits it (NFKD, marks dropped, lower case, letter and number runs). */
+function addAny(f: Families, raw: string) {
+  const text = raw.normalize('NFKD').replace(COMBINING_MARKS, '').toLowerCase();
+  let previous = -1;
+  const n = text.length;
+  let length = 0;
+  let i = 0;
+  while (i <= n) {
+    let word = false;
+    let units = 1;
+    if (i < n) {
+      const c = text.charCodeAt(i);
+      if (c < 128) word = ASCII_WORD[c] === 1;
+      else if (c >= 0xd800 && c <= 0xdbff && i + 1 < n && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+        units = 2;
+        word = isWordCodePoint(((c - 0xd800) << 10) + (text.charCodeAt(i + 1) - 0xdc00) + 0x10000);
+      } else word = isWordCodePoint(c);
+    }
+    if (word) {
+      reserve(length + units);
+      unit[length + 1] = text.charCodeAt(i);
+      if (units === 2) unit[length + 2] = text.charCodeAt(i + 1);
+      length += units;
+    } else if (length > 0) {
+      previous = addWord(f, length, previous);
+      length = 0;
+    }
+    i += units;
+  }
+}
 
 /** Counters reused across calls (embedding is synchronous), one set per dimension. */
-const families = new Map<number, { words: Family; bigrams: Family; chars: Family }>();
+const families = new Map<number, Families>();
 
 /** Embeds one text; exported for the benchmark and tests. */
 export function hashedVector(text: string, dim = HASHED_DIMENSION): Float32Array {
@@ -76,32 +230,13 @@ export function hashedVector(text: string, dim = HASHED_DIMENSION): Float32Array
     f = { words: new Family(dim), bigrams: new Family(dim), chars: new Family(dim) };
     families.set(dim, f);
   }
-  const { words, bigrams, chars } = f;
-  let previous: number | null = null;
-  for (const word of wordsOf(text)) {
-    if (isStopword(word)) {
-      previous = null;
-      continue;
-    }
-    const wordHash = fnv1a(word, SEED.word);
-    words.add(wordHash);
-    if (previous !== null) bigrams.add(Math.imul(previous ^ wordHash, 16777619) >>> 0);
-    previous = fnv1a(word, SEED.bigram);
-    // Character n-grams of "<word>", hashed incrementally: one pass per start position covers every size.
-    const len = word.length + 2;
-    for (let i = 0; i + MIN_GRAM <= len; i++) {
-      let h = SEED.char;
-      const end = Math.min(len, i + MAX_GRAM);
-      for (let j = i; j < end; j++) {
-        h = Math.imul(h ^ (j === 0 ? LT : j === len - 1 ? GT : word.charCodeAt(j - 1)), 16777619);
-        if (j - i + 1 >= MIN_GRAM) chars.add(Math.imul(h ^ (j - i + 1), 16777619) >>> 0);
-      }
-    }
-  }
+  // ASCII text is its own NFKD form with nothing to strip: only lower-casing is left, done per word.
+  if (NON_ASCII.test(text)) addAny(f, text);
+  else addAscii(f, text);
   const out = new Float32Array(dim);
-  words.drainInto(out, WEIGHTS.word);
-  bigrams.drainInto(out, WEIGHTS.bigram);
-  chars.drainInto(out, WEIGHTS.char);
+  f.words.drainInto(out, WEIGHTS.word);
+  f.bigrams.drainInto(out, WEIGHTS.bigram);
+  f.chars.drainInto(out, WEIGHTS.char);
   return normalize(out);
 }
 

@@ -22,7 +22,9 @@ describe('search while ingestion runs', { timeout: 60_000 }, () => {
     const small = Array.from({ length: 10 }, (_, i) => ({ token: `zqsmall${i}x`, paragraphs: 40 }));
     const specs = [...large, ...small];
     const ids = new Map<string, string>();
-    const posts = specs.map(async (s) => {
+    // Load only, never searched for: keeps ingestion going for several search rounds however fast it is.
+    const filler = Array.from({ length: 60 }, (_, i) => ({ token: `zqfiller${i}x`, paragraphs: 520 }));
+    const posts = [...specs, ...filler].map(async (s) => {
       const res = await t.request({ method: 'POST', url: '/knowledge', body: { kind: 'text', name: s.token, content: content(s.token, s.paragraphs) } });
       expect(res.statusCode, res.body).toBe(202);
       ids.set(s.token, res.json().id);
