@@ -213,7 +213,10 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const script = workers > 0 ? ingestWorkerScript() : null;
   if (workers > 0 && script === null) logger.warn('no compiled ingestion worker (dist/); knowledge is processed on the main thread');
   const pool = script ? createIngestPool({ size: workers, dimension: embedder.dimension()!, logger, script }) : null;
-  const writer = createChunkWriter(knowledgeStore, logger, () => (pool?.pending ?? 0) > 0, { ...DEFAULT_WRITER, ...overrides.ingest?.writer });
+  // With a second core, WAL checkpoints leave the main thread's commits (answers, processed sources) for a thread of their own.
+  const walCheckpointer = os.availableParallelism() > 1 ? createWalCheckpointer(db, { filename: dbFile, durability: config.durability, intervalMs: WAL_CHECKPOINT_MS }, logger) : null;
+  const startCheckpoints = () => walCheckpointer?.start();
+  const writer = createChunkWriter(knowledgeStore, logger, () => (pool?.pending ?? 0) > 0, { ...DEFAULT_WRITER, ...overrides.ingest?.writer }, startCheckpoints);
   const ingestor = createIngestor({ store: knowledgeStore, vectors, embedder, clock, ids, logger, fetchOptions, writer, pool });
   // With workers, a few sources more than threads are in flight, so a thread never waits for its next document.
   const queue = createJobQueue((id, signal) => ingestor.process(id, signal), logger, { concurrency: pool ? pool.size + 2 : 1 });
@@ -263,9 +266,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const tools: ToolHub = hub;
   const toolsService = createToolsService({ store: toolsStore, hub, vault, clock, ids, guard: fetchOptions, allowStdio: config.mcpStdio });
   const agent = createAgent({ llm, knowledge, tools, logger, limits: overrides.agent });
-  // With a second core, WAL checkpoints leave the main thread's commits for a thread of their own.
-  const walCheckpointer = os.availableParallelism() > 1 ? createWalCheckpointer(db, { filename: dbFile, durability: config.durability, intervalMs: WAL_CHECKPOINT_MS }, logger) : null;
-  const chatStore = createChatStore(db, { onWrite: () => walCheckpointer?.start() });
+  const chatStore = createChatStore(db, { onWrite: startCheckpoints });
   const chat = createChatService({ store: chatStore, personas, abTests, agent, clock, ids });
   const openai = createOpenAiService({ chat, personas, abTests, threads: createOpenAiThreadStore(db.kysely), clock });
   const channelStore = createChannelStore(db.kysely);

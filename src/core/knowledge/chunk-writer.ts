@@ -25,7 +25,14 @@ interface Pending {
  * when it holds `maxChunks`, or `lingerMs` after its first write. A batch that fails is retried
  * source by source, so one bad source fails alone.
  */
-export function createChunkWriter(store: KnowledgeStore, logger: Logger, busy: () => boolean, options: ChunkWriterOptions = DEFAULT_WRITER) {
+export function createChunkWriter(
+  store: KnowledgeStore,
+  logger: Logger,
+  busy: () => boolean,
+  options: ChunkWriterOptions = DEFAULT_WRITER,
+  /** Called when a batch is scheduled (context.ts: starts the WAL checkpoint thread). */
+  onWrite: () => void = () => {},
+) {
   let queue: Pending[] = [];
   let queuedChunks = 0;
   let timer: { kind: 'now'; handle: NodeJS.Immediate } | { kind: 'linger'; handle: NodeJS.Timeout } | null = null;
@@ -33,6 +40,7 @@ export function createChunkWriter(store: KnowledgeStore, logger: Logger, busy: (
 
   function schedule() {
     if (timer !== null || queue.length === 0) return;
+    onWrite();
     if (queuedChunks >= options.maxChunks || !busy()) timer = { kind: 'now', handle: setImmediate(flush) };
     else timer = { kind: 'linger', handle: setTimeout(flush, options.lingerMs) };
   }
