@@ -3,7 +3,7 @@
  * directory, hashed embeddings, the default). Rows:
  *  - ingestion chunks/s through the HTTP API for the first ~10k chunks (target ≥ 5,000/s): the built
  *    server (`node dist/src/main.js serve`, both cores, LOG_LEVEL=silent) in a child process, and
- *    BENCH_INGEST_CLIENTS (8) keep-alive connections from this process POSTing JSON text bodies over
+ *    BENCH_INGEST_CLIENTS (16) keep-alive connections from this process POSTing JSON text bodies over
  *    127.0.0.1; wall clock from the first POST until no source is `processing`. The server's CPU (all
  *    threads, /proc) per chunk, and extract + chunk and embedding re-timed alone here;
  *  - search rows: the server stopped, the same data directory opened in this process;
@@ -354,7 +354,7 @@ function databaseBytes(ctx: AppContext) {
 export async function run(options: BenchOptions): Promise<BenchRow[]> {
   const sizes = envSizes();
   const candidates = envCandidates();
-  const clients = envInt('BENCH_INGEST_CLIENTS', 8, 1);
+  const clients = envInt('BENCH_INGEST_CLIENTS', 16, 1);
   const candidatesNote = `index candidates ${candidates ?? DEFAULT_INDEX_OPTIONS.candidates}${candidates === undefined ? ' (default)' : ' (BENCH_CANDIDATES)'}`;
   const corpus = loadCorpus(DATA_DIR, SEED, WARMUP_QUERIES + MEASURED_QUERIES);
   if (corpus.queries.length < WARMUP_QUERIES + MEASURED_QUERIES) throw new Error(`only ${corpus.queries.length} queries`);
