@@ -89,12 +89,13 @@ export function createAgent(deps: AgentDeps) {
     const q = message.slice(0, RETRIEVAL_QUERY_CHARS);
     let hits;
     try {
-      hits = (await deps.knowledge.search(workspaceId, { q, limit: limits.passages, mode: 'hybrid', personaId })).data;
+      // The answer has just read its persona in this workspace: the search need not read it again.
+      hits = (await deps.knowledge.search(workspaceId, { q, limit: limits.passages, mode: 'hybrid', personaId }, { personaChecked: true })).data;
     } catch (err) {
       // An embeddings endpoint that is down should not silence the persona: keyword search needs no model.
       if (!(err instanceof UpstreamError)) throw err;
       deps.logger.warn({ err: err.message }, 'vector retrieval failed; answering from keyword search');
-      hits = (await deps.knowledge.search(workspaceId, { q, limit: limits.passages, mode: 'keyword', personaId })).data;
+      hits = (await deps.knowledge.search(workspaceId, { q, limit: limits.passages, mode: 'keyword', personaId }, { personaChecked: true })).data;
     }
     return {
       passages: hits.map((h, i) => ({ n: i + 1, sourceName: h.sourceName, text: h.text })),

@@ -220,8 +220,12 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
       }));
     },
 
-    async search(workspaceId: string, input: SearchInput): Promise<SearchResult> {
-      await checkPersona(workspaceId, input.personaId);
+    /**
+     * `personaChecked`: the caller has just read the persona in this workspace (a chat answer), so
+     * it is not read again; otherwise an unknown persona is a 404.
+     */
+    async search(workspaceId: string, input: SearchInput, { personaChecked = false } = {}): Promise<SearchResult> {
+      if (!personaChecked) await checkPersona(workspaceId, input.personaId);
       const filter: SearchFilter = { workspaceId, personaId: input.personaId };
       if (input.filter && Object.keys(input.filter).length > 0) {
         const wanted = Object.entries(input.filter);
