@@ -12,7 +12,17 @@ export interface OpenAiChatOptions {
    */
   client: Pick<OpenAI, 'chat' | 'baseURL' | 'apiKey' | 'timeout'>;
   defaultModel: string;
+  /**
+   * How long a whole (non-streamed) completion may take. The client's time-out bounds a silence,
+   * and a model writing a whole answer is silent until it has finished: a local model on a CPU may
+   * take minutes for a long one, which a stream would have delivered token by token. Default
+   * WHOLE_ANSWER_TIMEOUT_MS, never less than the client's time-out.
+   */
+  wholeTimeoutMs?: number | undefined;
 }
+
+/** The `openai` package's own default time-out. */
+export const WHOLE_ANSWER_TIMEOUT_MS = 10 * 60_000;
 
 function toWire(message: ChatMessage): WireMessage {
   switch (message.role) {
@@ -38,7 +48,8 @@ const FINISH: Record<string, 'stop' | 'tool_calls' | 'length'> = { stop: 'stop',
  * An LlmClient over any OpenAI-compatible `/chat/completions`: streamed, tool calls assembled from
  * their deltas, usage from `stream_options.include_usage` (estimated when a server omits it).
  */
-export function createOpenAiChat({ client, defaultModel }: OpenAiChatOptions): LlmClient {
+export function createOpenAiChat({ client, defaultModel, wholeTimeoutMs = WHOLE_ANSWER_TIMEOUT_MS }: OpenAiChatOptions): LlmClient {
+  const wholeTimeout = Math.max(wholeTimeoutMs, client.timeout);
   function paramsOf(request: ChatRequest): Omit<ChatParams, 'stream' | 'stream_options'> {
     return {
       model: request.model,
@@ -78,7 +89,7 @@ export function createOpenAiChat({ client, defaultModel }: OpenAiChatOptions): L
   async function* whole(request: ChatRequest): AsyncGenerator<ModelEvent> {
     let completion: OpenAI.Chat.Completions.ChatCompletion;
     try {
-      completion = await client.chat.completions.create({ ...paramsOf(request), stream: false }, { signal: request.signal });
+      completion = await client.chat.completions.create({ ...paramsOf(request), stream: false }, { signal: request.signal, timeout: wholeTimeout });
     } catch (err) {
       throw failure(request, err);
     }
