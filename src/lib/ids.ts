@@ -38,7 +38,27 @@ export type IdPrefix =
 /** Makes opaque ids with a type prefix. Injectable so tests can use fixed ids. */
 export type IdGenerator = (prefix: IdPrefix) => string;
 
-export const randomIds: IdGenerator = (prefix) => randomBase62(20, `${prefix}_`);
+/** Characters of an id that carry its creation time: 62^8 ms is ~6,900 years. */
+const TIME_CHARS = 8;
+const ID_CHARS = 20;
+
+/**
+ * `<prefix>_` + 20 base62 characters: the creation time in milliseconds (8 characters, so ids sort
+ * by creation) and 12 random ones (71 bits). Ids are names, not secrets (keys and tokens are all
+ * random): what time-ordering buys is that a new row's id lands beside the last one in every index
+ * on it instead of on a random page. Measured on a chat answer's rows (a session, two messages, an
+ * interaction; 80k answers stored): ~140 → ~40 µs per answer, a third of the log written (issue 18).
+ */
+export const randomIds: IdGenerator = (prefix) => {
+  let time = Date.now();
+  const head = Buffer.allocUnsafe(prefix.length + 1 + TIME_CHARS);
+  head.write(`${prefix}_`, 'latin1');
+  for (let i = head.length - 1; i > prefix.length; i--) {
+    head[i] = BASE62.charCodeAt(time % 62);
+    time = Math.floor(time / 62);
+  }
+  return randomBase62(ID_CHARS - TIME_CHARS, head.toString('latin1'));
+};
 
 /** Deterministic ids for tests: `per_0001`, `per_0002`... */
 export function sequentialIds(): IdGenerator {

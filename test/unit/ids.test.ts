@@ -26,6 +26,17 @@ describe('ids', () => {
     expect(new Set(ids).size).toBe(500);
   });
 
+  it('sort by creation: 8 characters of milliseconds, then 12 random ones', async () => {
+    const first = randomIds('ses');
+    await new Promise((r) => setTimeout(r, 5));
+    const later = Array.from({ length: 50 }, () => randomIds('ses'));
+    for (const id of later) expect(id > first).toBe(true);
+    // The time part decodes to now; the random part differs between ids of the same millisecond.
+    const decode = (id: string) => [...id.slice(4, 12)].reduce((n, c) => n * 62 + '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'.indexOf(c), 0);
+    expect(Math.abs(decode(later[0]!) - Date.now())).toBeLessThan(5_000);
+    expect(new Set(later.map((id) => id.slice(12))).size).toBe(50);
+  });
+
   it('are sequential in tests', () => {
     const ids = sequentialIds();
     expect([ids('per'), ids('per'), ids('ses')]).toEqual(['per_0001', 'per_0002', 'ses_0001']);
