@@ -17,7 +17,7 @@ import type { AddressInfo } from 'node:net';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { createContext } from '../src/context.js';
-import type { BenchOptions, BenchRow } from './lib/harness.js';
+import { type BenchOptions, type BenchRow, fmt } from './lib/harness.js';
 import { type MetricRow, metricRow, metricTable, startWindow } from './lib/in-process.js';
 
 export const name = 'analytics';
@@ -38,7 +38,6 @@ function rowCount(): number {
   return n;
 }
 
-const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 const mib = (bytes: number) => Math.round(bytes / 2 ** 20);
 
 /** Deterministic xorshift in [0, 1). */

@@ -29,7 +29,7 @@ import { signature } from '../bridges/webhook/webhook-bridge.js';
 import { eventCallback, messageEvent, signSlackRequest } from '../test/fakes/slack-events.js';
 import { chatQuestions } from './lib/chat-corpus.js';
 import { type FakeSlackProcess, startFakeSlackProcess } from './lib/fake-slack-process.js';
-import { type BenchOptions, type BenchRow, expectResponse, measureWithLatencies, plainRow, round } from './lib/harness.js';
+import { type BenchOptions, type BenchRow, expectResponse, measureWithLatencies, plainRow, round, fmt, progress, ms, cpuUs } from './lib/harness.js';
 import { envInt, type FiguredRow, judge, type MetricTarget, metricTable, sampled } from './lib/in-process.js';
 import { forkChild } from './lib/server-process.js';
 import {
@@ -43,7 +43,6 @@ import {
   type ParentMessage,
 } from './lib/server-protocol.js';
 
-const ms = (n: number) => round(n, 2);
 
 export const name = 'channels';
 export const description =
@@ -77,9 +76,6 @@ interface ChannelsServer {
 }
 
 
-const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
-const progress = (text: string) => process.stderr.write(`  ${text}\n`);
-const cpuUs = (u: NodeJS.CpuUsage) => u.user + u.system;
 
 
 

@@ -21,7 +21,7 @@
  * interval of a held stream, default 2000). `--connections` does not apply: the targets name theirs.
  */
 import http from 'node:http';
-import { type BenchOptions, type BenchRow, expectResponse, measureWithLatencies, nearestRank, plainRow, round } from './lib/harness.js';
+import { type BenchOptions, type BenchRow, expectResponse, measureWithLatencies, nearestRank, plainRow, round, fmt, progress, ms, cpuUs } from './lib/harness.js';
 import { chatQuestions } from './lib/chat-corpus.js';
 import { type FakeModelProcess, startFakeModel } from './lib/fake-model-process.js';
 import { envInt, type FiguredRow, judge, type MetricRow, metricTable, sampled } from './lib/in-process.js';
@@ -29,7 +29,6 @@ import { type ServerProcess, startServerProcess } from './lib/server-process.js'
 import { CHAT_SOURCE_COUNT, FAKE_MODEL_URL_ENV } from './lib/server-protocol.js';
 import { classifyModel, classifyPlatform, openSse, type SseOutcome } from './lib/sse-client.js';
 
-const ms = (n: number) => round(n, 2);
 
 export const name = 'chat';
 export const description =
@@ -73,12 +72,9 @@ function envCases(): Set<(typeof CASES)[number]> {
   return new Set(names as (typeof CASES)[number][]);
 }
 
-const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
-const progress = (text: string) => process.stderr.write(`  ${text}\n`);
 
 
 
-const cpuUs = (u: NodeJS.CpuUsage) => u.user + u.system;
 
 
 /**

@@ -34,7 +34,7 @@ import { type SearchMode, SEARCH_MODES } from '../src/core/knowledge/knowledge.s
 import { DEFAULT_INDEX_OPTIONS, vectorFromBlob } from '../src/core/knowledge/search-index.js';
 import { hashedVector } from '../src/llm/hashed-embedder.js';
 import type { BenchOptions, BenchRow } from './lib/harness.js';
-import { machineBusyUs, round } from './lib/harness.js';
+import { fmt, machineBusyUs, round } from './lib/harness.js';
 import { envInt, type MetricRow, metricRow, metricTable, percentile, startWindow, type Window } from './lib/in-process.js';
 import { type BenchCorpus, type BenchDocument, loadCorpus } from './lib/knowledge-corpus.js';
 
@@ -69,7 +69,6 @@ function envCandidates(): number | undefined {
 }
 
 const label = (n: number) => (n % 1000 === 0 ? `${n / 1000}k` : String(n));
-const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 
 interface Ingested {
   documents: BenchDocument[];

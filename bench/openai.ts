@@ -14,13 +14,12 @@ import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { chatQuestions } from './lib/chat-corpus.js';
 import { startFakeSlackProcess } from './lib/fake-slack-process.js';
-import { type BenchOptions, type BenchRow, expectResponse, measureWithLatencies, nearestRank, plainRow, round } from './lib/harness.js';
+import { type BenchOptions, type BenchRow, expectResponse, measureWithLatencies, nearestRank, plainRow, round, fmt, progress, ms } from './lib/harness.js';
 import { envInt, type FiguredRow, judge, metricTable, sampled } from './lib/in-process.js';
 import { forkChild } from './lib/server-process.js';
 import { CHANNELS_SOURCE_COUNT, type ChildMessage, FAKE_SLACK_URL_ENV, type ParentMessage } from './lib/server-protocol.js';
 import { classifyModel, classifyPlatform, type EventKind, openSse } from './lib/sse-client.js';
 
-const ms = (n: number) => round(n, 2);
 
 export const name = 'openai';
 export const description = 'POST /v1/chat/completions answers/s vs POST /query (offline model), and its first-chunk latency vs /query/stream';
@@ -34,8 +33,6 @@ const IDLE_TIMEOUT_MS = 30_000;
 
 type OpenAiRow = FiguredRow;
 
-const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
-const progress = (text: string) => process.stderr.write(`  ${text}\n`);
 
 
 

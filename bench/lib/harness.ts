@@ -126,7 +126,8 @@ function withNext(req: autocannon.Request, next: { body: string; headers?: Recor
   return { ...req, body: next.body, headers: { ...req.headers, ...next.headers } };
 }
 
-const cpuUs = (u: NodeJS.CpuUsage) => u.user + u.system;
+/** User + system CPU, in µs. */
+export const cpuUs = (u: NodeJS.CpuUsage) => u.user + u.system;
 
 /** Warm-up (discarded), then the measured run. The row is not yet compared with the ceiling. */
 export async function measure(spec: CaseSpec, options: BenchOptions): Promise<BenchRow> {
@@ -300,3 +301,10 @@ export function plainRow(name: string, fields: Partial<BenchRow> & { latencies: 
     ...rest,
   };
 }
+
+/** Milliseconds to two decimals, as every suite reports them. */
+export const ms = (n: number) => round(n, 2);
+/** A whole number with thousands separators ("1,234"). */
+export const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+/** A progress line on stderr (the tables go to stdout). */
+export const progress = (text: string) => process.stderr.write(`  ${text}\n`);
