@@ -115,7 +115,7 @@ describe('an app with a search thread', () => {
   let t: TestApp;
   afterAll(async () => t?.close());
 
-  it('serves GET /knowledge/search and chat retrieval through it', async () => {
+  it('serves GET /knowledge/search and chat retrieval when configured with one (the wiring; the thread answers are checked above)', async () => {
     t = await createTestApp({ env: { SWITCHBOARD_SEARCH_THREADS: '1' } });
     const persona = await createPersona(t);
     await addSource(t, { kind: 'text', name: 'Refunds', content: ARTICLES[0][1] });
