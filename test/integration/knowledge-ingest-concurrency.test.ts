@@ -1,5 +1,7 @@
 // Ingestion in worker threads with batched writes (API.md §4), seen from search: while many sources
 // are being processed, a source's chunks appear all at once with its `ready` status, never in part.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { MODES, search } from './knowledge-helpers.js';
@@ -11,21 +13,47 @@ function content(token: string, paragraphs: number): string {
 
 describe('search while ingestion runs', { timeout: 60_000 }, () => {
   let t: TestApp;
-  beforeAll(async () => {
-    t = await createTestApp();
+  // A page on loopback that answers only once released: URL sources fetching it hold the queue.
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const server = http.createServer((_req, res) => {
+    void released.then(() => res.writeHead(200, { 'content-type': 'text/plain' }).end(content('zqheldx', 40)));
   });
-  afterAll(async () => t.close());
+  beforeAll(async () => {
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    t = await createTestApp({
+      overrides: {
+        // 4 sources at a time in the queue (threads + 2), fewer than HELD; about two sources per
+        // transaction, so searches run between many commits and a writer splitting a source would show.
+        ingest: { workers: 2, writer: { maxChunks: 100 } },
+        fetch: { lookup: async () => [{ address: '127.0.0.1', family: 4 }], isAllowedAddress: (a) => a === '127.0.0.1', timeoutMs: 30_000 },
+      },
+    });
+  });
+  afterAll(async () => {
+    release();
+    await t.close();
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
 
   it('never shows part of a source: a source’s chunks are all found or none, and found means ready', async () => {
-    // 40 queued sources (> 64 KiB, ~45 chunks each) and 10 processed inside their requests, all at once.
-    const large = Array.from({ length: 40 }, (_, i) => ({ token: `zqlarge${i}x`, paragraphs: 520 }));
+    // 40 queued sources (> 64 KiB, so not processed inside the request; ~48 chunks each) and 10
+    // processed inside their requests, all at once.
+    const large = Array.from({ length: 40 }, (_, i) => ({ token: `zqlarge${i}x`, paragraphs: 550 }));
     const small = Array.from({ length: 10 }, (_, i) => ({ token: `zqsmall${i}x`, paragraphs: 40 }));
     const specs = [...large, ...small];
     const ids = new Map<string, string>();
-    // Load only, never searched for, queued first: the sources searched for wait behind it, so the
-    // first search rounds find them not yet processed however fast ingestion is.
-    const filler = Array.from({ length: 60 }, (_, i) => ({ token: `zqfiller${i}x`, paragraphs: 520 }));
-    const posts = [...filler, ...specs].map(async (s) => {
+    // URL sources fetching the held page take every slot of the queue before anything else, so the
+    // first round of searches runs while every large source is accepted and waiting, however fast
+    // ingestion is; the page is released after that round and ingestion runs under the later ones.
+    const HELD = 8;
+    const url = `http://held.example.test:${(server.address() as AddressInfo).port}/page`;
+    for (let i = 0; i < HELD; i++) {
+      const res = await t.request({ method: 'POST', url: '/knowledge', body: { kind: 'url', url } });
+      expect(res.statusCode, res.body).toBe(202);
+    }
+    const posts = specs.map(async (s) => {
       const res = await t.request({ method: 'POST', url: '/knowledge', body: { kind: 'text', name: s.token, content: content(s.token, s.paragraphs) } });
       expect(res.statusCode, res.body).toBe(202);
       ids.set(s.token, res.json().id);
@@ -34,9 +62,10 @@ describe('search while ingestion runs', { timeout: 60_000 }, () => {
     const partial: string[] = [];
     let rounds = 0;
     let done = false;
-    const all = Promise.all(posts).then(() => t.ctx.services.knowledge.idle()).then(() => (done = true));
+    await Promise.all(posts);
+    const all = t.ctx.services.knowledge.idle().then(() => (done = true));
     while (!done) {
-      rounds++;
+      if (rounds++ === 1) release(); // after the first round, which ran with the queue held
       for (const s of specs) {
         const hits = await search(t, { q: s.token, mode: 'keyword', limit: 50 });
         expect(hits.every((h) => h.text.includes(s.token)), s.token).toBe(true);
@@ -58,7 +87,7 @@ describe('search while ingestion runs', { timeout: 60_000 }, () => {
     }
     await all;
     expect(partial).toEqual([]);
-    expect(rounds).toBeGreaterThan(1); // searches really ran while ingesting
+    expect(rounds).toBeGreaterThan(1); // held until the first round ended, so never fewer
     for (const s of specs) {
       const source = (await t.request({ method: 'GET', url: `/knowledge/${ids.get(s.token)}` })).json();
       expect(source.status).toBe('ready');
@@ -69,7 +98,7 @@ describe('search while ingestion runs', { timeout: 60_000 }, () => {
       expect(counts.every((c) => c === 0 || c === source.chunkCount), `${s.token}: saw ${counts.join(', ')} of ${source.chunkCount}`).toBe(true);
       expect((await search(t, { q: s.token, mode: 'keyword', limit: 50 })).length).toBe(source.chunkCount);
     }
-    // Some searches ran before a queued source was ready: the test saw ingestion in progress.
-    expect(large.some((s) => seen.get(s.token)!.has(0))).toBe(true);
+    // The first round ran while every queued source waited behind the held page.
+    expect(large.every((s) => seen.get(s.token)!.has(0))).toBe(true);
   });
 });
