@@ -537,6 +537,37 @@ describe('keyword budget', () => {
   });
 });
 
+describe('merging the keyword index', () => {
+  it('merges every segment into one, a bounded step at a time, with the same keyword results, and says when it is done', async () => {
+    const f = await fixture();
+    try {
+      const segments = () => f.sqlite.prepare('SELECT count(DISTINCT segid) FROM knowledge_fts_idx').pluck().get() as number;
+      const random = prng(11);
+      const words = ['zebra', 'okapi', 'lion', 'tiger', 'quokka', 'lemur', 'otter', 'heron', 'ibis', 'tapir', 'gecko', 'bison'];
+      // Each add is a transaction of its own, so a segment of its own until FTS5 merges some.
+      for (let i = 0; i < 40; i++) {
+        const text = Array.from({ length: 300 }, () => words[Math.floor(random() * words.length)]).join(' ');
+        f.add(i % 3 === 0 ? 'a-p1' : 'a-shared', [{ text }]);
+      }
+      expect(segments()).toBeGreaterThan(1);
+      const queries = ['zebra okapi', 'lion', 'quokka lemur otter', 'heron tapir ibis tiger gecko bison'];
+      const filters: SearchFilter[] = [{ workspaceId: 'A' }, { workspaceId: 'A', personaId: 'a2' }];
+      const results = () => queries.flatMap((q) => filters.map((filter) => f.index.keyword(filter, q, 50)));
+      const before = results();
+      let steps = 0;
+      for (let first = true; f.index.mergeStep(first, 1); first = false) steps++;
+      expect(steps).toBeGreaterThan(1); // a page per step: the merge took several
+      expect(segments()).toBe(1);
+      expect(f.index.mergeStep(true, 1)).toBe(false); // nothing left to merge
+      expect(results()).toEqual(before); // same chunks, same BM25 scores
+      expect(f.index.keywordPages(1_000_000)).toBeGreaterThan(2);
+      expect(f.index.keywordPages(2)).toBe(2);
+    } finally {
+      await f.db.close();
+    }
+  });
+});
+
 describe('createBinaryCoder', () => {
   const hamming = (a: Buffer, b: Buffer): number => {
     let d = 0;

@@ -51,6 +51,14 @@ export interface SearchIndex {
   keyword(filter: SearchFilter, text: string, k: number): Hit[];
   /** Cosine similarity, best first. */
   vector(filter: SearchFilter, vector: Float32Array, k: number): Hit[];
+  /**
+   * One step of merging the keyword index into a single segment (FTS5 'merge', about `pages` pages
+   * written, one statement): true when it did work, so another step may be due. `first` starts a
+   * merge of every segment; the later steps carry that merge on.
+   */
+  mergeStep(first: boolean, pages: number): boolean;
+  /** The keyword index's size in pages (~4 KB each), counted up to `upTo`. */
+  keywordPages(upTo: number): number;
 }
 
 export interface SqliteSearchIndexOptions {
@@ -218,6 +226,12 @@ export function openSqliteSearchIndex(
   );
   const cache = opts.cacheBytes > 0 ? createVectorCache(sqlite, coder.bits, opts.cacheBytes, dimension) : null;
 
+  // FTS5 'merge': a negative page count starts a merge of every segment, a positive one carries it
+  // on; a step did work when it changed two rows or more (https://sqlite.org/fts5.html, "The 'merge' Command").
+  const mergeFts = sqlite.prepare("INSERT INTO knowledge_fts (knowledge_fts, rank) VALUES ('merge', ?)");
+  const totalChanges = sqlite.prepare('SELECT total_changes()').pluck();
+  const ftsPages = sqlite.prepare('SELECT count(*) FROM (SELECT 1 FROM knowledge_fts_data LIMIT ?)').pluck();
+
   // How many chunks each term matches, for the keyword budget (FTS5 applies its own stemming).
   const countMatches = sqlite.prepare('SELECT count(*) FROM knowledge_fts WHERE knowledge_fts MATCH ?').pluck();
   const largestRowid = sqlite.prepare('SELECT coalesce(max(rowid), 0) FROM knowledge_chunk_keys').pluck();
@@ -312,6 +326,14 @@ export function openSqliteSearchIndex(
       // FTS5's bm25() is lower-is-better; the API's scores are higher-is-better.
       return rows.map((r) => ({ rowid: r.rowid, score: -r.rank }));
     },
+
+    mergeStep(first, pages) {
+      const before = totalChanges.get() as number;
+      mergeFts.run(first ? -pages : pages);
+      return (totalChanges.get() as number) - before >= 2;
+    },
+
+    keywordPages: (upTo) => ftsPages.get(upTo) as number,
 
     vector(filter, vector, k) {
       if (k <= 0 || filter.sourceIds?.length === 0) return [];
