@@ -99,6 +99,27 @@ describe('search threads', () => {
     for (const [i, q] of asked.entries()) expect(results[i]).toEqual(await onMain(q, 'hybrid'));
   });
 
+  it('starts its thread on start(), before any search, and only once', async () => {
+    const fresh = createSearchPool(
+      1,
+      { filename: path.join(t.dataDir, 'switchboard.db'), durability: 'normal', dimension: HASHED_DIMENSION, index: {}, fusion: fusionFor('hashed') },
+      pino({ level: 'silent' }),
+    )!;
+    try {
+      expect(fresh.running).toBe(0);
+      fresh.start();
+      fresh.start();
+      expect(fresh.running).toBe(1);
+      expect((await fresh.search({ workspaceId }, { q: 'refunds', mode: 'keyword', limit: 5 }))?.data.length).toBeGreaterThan(0);
+      expect(fresh.running).toBe(1);
+    } finally {
+      await fresh.close();
+    }
+    expect(fresh.running).toBe(0);
+    fresh.start(); // closed: starts nothing
+    expect(fresh.running).toBe(0);
+  });
+
   it('hands searches back to the main thread once closed', async () => {
     const closing = createSearchPool(
       1,

@@ -268,6 +268,8 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
 
     /** Resolves once queued processing is done (CLI ingest, tests). */
     idle: () => queue.idle(),
+    /** Starts the search threads before the first search needs one (see `SearchPool.start`). */
+    startSearchThreads: () => deps.searchPool?.start(),
   };
 }
 

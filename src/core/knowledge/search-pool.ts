@@ -35,6 +35,13 @@ export type SearchReply = { id: number; ok: true; result: SearchResult } | { id:
 export interface SearchPool {
   /** The search's result from a thread, or null when no thread can take it (the caller searches itself). */
   search(filter: SearchFilter, input: ResolvedSearch): Promise<SearchResult | null>;
+  /**
+   * Starts the threads now rather than at the first search (a server about to listen): starting
+   * one takes ~100 ms, which the first question would otherwise wait.
+   */
+  start(): void;
+  /** Threads running. */
+  readonly running: number;
   close(): Promise<void>;
 }
 
@@ -111,6 +118,13 @@ export function createSearchPool(size: number, options: SearchThreadOptions, log
         if (thread.pending.size === 1) thread.worker.ref();
         thread.worker.postMessage({ id, filter, input } satisfies SearchRequest);
       });
+    },
+    start() {
+      if (closed) return;
+      for (let slot = 0; slot < size; slot++) if (threads[slot] === null) start(slot);
+    },
+    get running() {
+      return threads.filter((t) => t !== null).length;
     },
     async close() {
       closed = true;
