@@ -269,7 +269,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const chatStore = createChatStore(db, { onWrite: startCheckpoints });
   const chat = createChatService({ store: chatStore, personas, abTests, agent, clock, ids });
   const openai = createOpenAiService({ chat, personas, abTests, threads: createOpenAiThreadStore(db.kysely), clock });
-  const channelStore = createChannelStore(db.kysely);
+  const channelStore = createChannelStore(db);
   // The one answer to "is this a channel of the workspace?" (404 filters of sessions and analytics).
   const channelExists: ChannelExists = async (workspaceId, channelId) => (await channelStore.find(workspaceId, channelId)) !== undefined;
   const sessions = createSessionService({ store: chatStore, clock, personas, channelExists });

@@ -1,15 +1,28 @@
-import type { Kysely } from 'kysely';
-import type { ChannelInboxRow, ChannelRow, Database } from '../../db/schema.js';
+import type { Db } from '../../db/database.js';
+import type { ChannelInboxRow, ChannelRow } from '../../db/schema.js';
 import { type PageRequest, paginate } from '../../lib/pagination.js';
 
-/** Channels, their inbox, conversations and posted messages (API.md §9); every channel query filters by workspace. */
-export function createChannelStore(db: Kysely<Database>) {
+/**
+ * Channels, their inbox, conversations and posted messages (API.md §9); every channel query filters
+ * by workspace. What every inbound message runs is a prepared statement: building and compiling
+ * those queries with Kysely cost more than running them (issue 18).
+ */
+export function createChannelStore({ kysely: db, sqlite }: Db) {
+  const byId = sqlite.prepare('SELECT * FROM channels WHERE id = ?');
+  const insertInbox = sqlite.prepare(`INSERT INTO channel_inbox (channel_id, external_id, conversation_id, payload, status, received_at, answered_at)
+    VALUES (@channel_id, @external_id, @conversation_id, @payload, @status, @received_at, NULL)
+    ON CONFLICT (channel_id, external_id) DO NOTHING`);
+  const claimInbox = sqlite.prepare("UPDATE channel_inbox SET status = 'answering' WHERE seq = ? AND status = ?");
+  const settleInbox = sqlite.prepare('UPDATE channel_inbox SET status = ?, answered_at = ? WHERE seq = ?');
+  const sessionOfConversation = sqlite.prepare('SELECT session_id FROM channel_conversations WHERE channel_id = ? AND conversation_id = ?').pluck();
+  const upsertSession = sqlite.prepare(`INSERT INTO channel_conversations (channel_id, conversation_id, session_id) VALUES (?, ?, ?)
+    ON CONFLICT (channel_id, conversation_id) DO UPDATE SET session_id = excluded.session_id`);
   return {
     insert: (row: ChannelRow) => db.insertInto('channels').values(row).execute(),
     find: (workspaceId: string, id: string) =>
       db.selectFrom('channels').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
     /** Inbound routes know only the channel id from the URL; the signature then proves the caller. */
-    findById: (id: string) => db.selectFrom('channels').selectAll().where('id', '=', id).executeTakeFirst(),
+    findById: async (id: string) => byId.get(id) as ChannelRow | undefined,
     list: (workspaceId: string, page: PageRequest, type?: ChannelRow['type']) => {
       let q = db.selectFrom('channels').selectAll().where('workspace_id', '=', workspaceId);
       if (type !== undefined) q = q.where('type', '=', type);
@@ -27,34 +40,26 @@ export function createChannelStore(db: Kysely<Database>) {
 
     /** Stores an inbound delivery; null when the same delivery was stored before (a retry). */
     async receive(row: Omit<ChannelInboxRow, 'seq' | 'answered_at'>): Promise<number | null> {
-      const r = await db
-        .insertInto('channel_inbox')
-        .values({ ...row, answered_at: null })
-        .onConflict((oc) => oc.columns(['channel_id', 'external_id']).doNothing())
-        .executeTakeFirst();
-      return Number(r.numInsertedOrUpdatedRows ?? 0n) > 0 ? Number(r.insertId) : null;
+      const r = insertInbox.run(row);
+      return r.changes > 0 ? Number(r.lastInsertRowid) : null;
     },
     /** Takes a stored message to answer; false when another run already took it. */
     async claim(seq: number, from: ChannelInboxRow['status']): Promise<boolean> {
-      const r = await db.updateTable('channel_inbox').set({ status: 'answering' }).where('seq', '=', seq).where('status', '=', from).executeTakeFirst();
-      return Number(r.numUpdatedRows) > 0;
+      return claimInbox.run(seq, from).changes > 0;
     },
-    settle: (seq: number, status: 'answered' | 'failed' | 'expired', at: string) =>
-      db.updateTable('channel_inbox').set({ status, answered_at: at }).where('seq', '=', seq).execute(),
+    settle: async (seq: number, status: 'answered' | 'failed' | 'expired', at: string): Promise<void> => {
+      settleInbox.run(status, at, seq);
+    },
     /** Messages of a channel stored but not answered (a crash or restart came between). */
     unanswered: (channelId: string) =>
       db.selectFrom('channel_inbox').selectAll().where('channel_id', '=', channelId).where('status', 'in', ['pending', 'answering']).orderBy('seq').execute(),
     inboxEntry: (channelId: string, externalId: string) =>
       db.selectFrom('channel_inbox').selectAll().where('channel_id', '=', channelId).where('external_id', '=', externalId).executeTakeFirst(),
 
-    sessionOf: async (channelId: string, conversationId: string) =>
-      (await db.selectFrom('channel_conversations').select('session_id').where('channel_id', '=', channelId).where('conversation_id', '=', conversationId).executeTakeFirst())?.session_id,
-    setSession: (channelId: string, conversationId: string, sessionId: string) =>
-      db
-        .insertInto('channel_conversations')
-        .values({ channel_id: channelId, conversation_id: conversationId, session_id: sessionId })
-        .onConflict((oc) => oc.columns(['channel_id', 'conversation_id']).doUpdateSet({ session_id: sessionId }))
-        .execute(),
+    sessionOf: async (channelId: string, conversationId: string) => sessionOfConversation.get(channelId, conversationId) as string | undefined,
+    setSession: async (channelId: string, conversationId: string, sessionId: string): Promise<void> => {
+      upsertSession.run(channelId, conversationId, sessionId);
+    },
 
     posted: (rows: Array<{ channel_id: string; external_id: string; session_id: string | null; message_id: string | null; created_at: string }>) =>
       rows.length === 0 ? Promise.resolve() : db.insertInto('channel_messages').values(rows).onConflict((oc) => oc.doNothing()).execute().then(() => undefined),
