@@ -238,6 +238,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
       : null;
   const knowledge = createKnowledgeService({
     searchPool,
+    writer,
     store: knowledgeStore,
     vectors,
     embedder,

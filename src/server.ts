@@ -41,7 +41,7 @@ export async function startServer(config: Config, printBanner: (text: string) =>
     const app = await buildApp(ctx);
     // Enabled channels connect in the background; messages a restart left unanswered are answered once.
     await ctx.services.channels.startAll();
-    ctx.services.knowledge.startSearchThreads();
+    ctx.services.knowledge.start();
     const resumed = await ctx.services.knowledge.resumeUnfinished();
     if (resumed > 0) ctx.logger.info({ resumed }, 'resuming unfinished knowledge processing');
     const address = await app.listen({ port: config.server.port, host: config.server.host });

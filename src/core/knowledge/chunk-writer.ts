@@ -143,6 +143,13 @@ export function createChunkWriter(
         schedule();
       });
     },
+    /**
+     * Merges the keyword index once writes have been quiet, as after a write of this process: for an
+     * index another process left in many segments (`switchboard ingest`, an earlier run).
+     */
+    mergeSoon(index: SearchIndex) {
+      if (!closed && queue.length === 0) mergeLater(index);
+    },
     /** Writes what is queued, now (shutdown); later writes are refused. */
     close() {
       closed = true;

@@ -12,6 +12,7 @@ import type { CreateSourceJson, KnowledgeChunk, KnowledgeSource, SearchMode, Sea
 import type { KnowledgeStore } from './knowledge.store.js';
 import { fusionFor, type FusionOptions } from './fusion.js';
 import type { SearchFilter } from './search-index.js';
+import type { ChunkWriter } from './chunk-writer.js';
 import type { SearchPool } from './search-pool.js';
 import { runSearch } from './search-run.js';
 import { assertPublicUrl, type UrlFetchOptions } from './url-fetch.js';
@@ -85,6 +86,8 @@ export interface KnowledgeServiceDeps {
   fusion?: FusionOptions;
   /** Search threads; without them (or when none can take a search) searches run here. */
   searchPool?: SearchPool | null;
+  /** The writer of processed sources, which also keeps the keyword index merged. */
+  writer: ChunkWriter;
 }
 
 /** Knowledge sources (API.md §4): create, re-process, delete, list chunks, and search. */
@@ -268,8 +271,15 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
 
     /** Resolves once queued processing is done (CLI ingest, tests). */
     idle: () => queue.idle(),
-    /** Starts the search threads before the first search needs one (see `SearchPool.start`). */
-    startSearchThreads: () => deps.searchPool?.start(),
+    /**
+     * A server's start: the search threads before the first search needs one (`SearchPool.start`),
+     * and a merge of the keyword index should another process have left it in many segments.
+     */
+    start() {
+      deps.searchPool?.start();
+      const index = vectors.index();
+      if (index) deps.writer.mergeSoon(index);
+    },
   };
 }
 
