@@ -13,7 +13,7 @@ export interface BuiltServer {
   exited: Promise<void>;
 }
 
-export function builtServers(options: { dataDir: string; adminKey: string; listenTimeoutMs?: number }) {
+export function builtServers(options: { dataDir: string; adminKey: string; listenTimeoutMs?: number; env?: Record<string, string> }) {
   const children = new Set<ChildProcess>();
   const listenTimeoutMs = options.listenTimeoutMs ?? 15_000;
   return {
@@ -29,6 +29,7 @@ export function builtServers(options: { dataDir: string; adminKey: string; liste
           SWITCHBOARD_ADMIN_KEY: options.adminKey,
           SWITCHBOARD_RATE_LIMIT: '0',
           LOG_LEVEL: 'info',
+          ...options.env,
         },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
