@@ -60,8 +60,8 @@ export function createReplyWriter(target: ReplyTarget, transport: DiscordTranspo
   /** Posts the first text or edits the message to `text`. */
   async function show(text: string): Promise<void> {
     if (firstId === null) {
+      stopTyping(); // the text is on its way: no "typing…" after it, however long the post takes
       firstId = await transport.post(channelId, text, messageId);
-      stopTyping();
     } else {
       await transport.edit(channelId, firstId, text);
     }

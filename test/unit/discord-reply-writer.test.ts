@@ -51,12 +51,14 @@ describe('Discord reply writer', () => {
   });
 
   it('typing is sent at once and stops with the first text; finish twice answers the same ids', async () => {
-    const t = slowTransport(5);
+    // The post takes 100 ms, over three typing intervals: none may be sent while it is on its way.
+    const t = slowTransport(100);
     const writer = createReplyWriter({ channelId: '1', messageId: null }, t.transport, { ...tuning, typingIntervalMs: 30 }, pino({ level: 'silent' }), () => undefined);
     expect(t.calls[0]?.kind).toBe('typing');
     await sleep(100);
+    expect(t.calls.filter((c) => c.kind === 'typing').length).toBeGreaterThan(1); // repeated meanwhile
     writer.progress('hello');
-    await sleep(150);
+    await sleep(250);
     const firstPost = t.calls.findIndex((c) => c.kind === 'post');
     expect(t.calls.slice(firstPost).some((c) => c.kind === 'typing')).toBe(false);
     const [a, b] = await Promise.all([writer.finish('bye'), writer.finish('ignored')]);
