@@ -69,9 +69,9 @@ export function createKnowledgeStore(db: Db) {
     WHERE c.rowid IN (SELECT value FROM json_each(?)) AND c.workspace_id = ?`);
 
   /**
-   * Several sources' `replaceChunks` in one transaction (the ingestion writer's batch): one commit,
-   * and one FTS5 segment, for them all. Each source is written only if its generation is still
-   * current; the result says which were. Writes go in phases (sources and old chunks, chunk rows,
+   * Swaps the chunks of several sources for new ones and marks them ready, in one transaction (the
+   * ingestion writer's batch): one commit, and one FTS5 segment, for them all. Each source is written
+   * only if its generation is still current (not changed or deleted since); the result says which were. Writes go in phases (sources and old chunks, chunk rows,
    * then the index: codes, and FTS5 last, see `SearchIndex.add`) so no other statement runs between
    * FTS5 inserts. A search never sees part of a source: it runs between transactions.
    */
@@ -164,20 +164,6 @@ export function createKnowledgeStore(db: Db) {
 
     /** Chunk rows of search hits with their source's name and metadata, only from this workspace. */
     hits: (workspaceId: string, rowids: number[]) => hitRows.all(JSON.stringify(rowids), workspaceId) as ChunkHitRow[],
-
-    /**
-     * Swaps a source's chunks for new ones and marks it ready, atomically, unless the source was
-     * changed (or deleted) since `generation`: then nothing is written and false is returned.
-     */
-    replaceChunks(
-      index: SearchIndex,
-      source: SourceWrite['source'],
-      chunks: ChunkWrite[],
-      title: (chunk: Chunk) => string,
-      now: string,
-    ): boolean {
-      return writeSources(index, [{ source, chunks, title, now }])[0]!;
-    },
 
     writeSources,
 
