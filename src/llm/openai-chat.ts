@@ -84,7 +84,7 @@ export function createOpenAiChat({ client, defaultModel, wholeTimeoutMs = WHOLE_
 
   /**
    * One completion, not streamed: parsing one JSON body costs a fraction of parsing a chunk per token
-   * through web streams (issue 18: ~860 → see README), and nobody reads the text before it is whole.
+   * (issue 18: 359 → 629 answers/s for POST /query, pinned), and nobody reads the text before it is whole.
    */
   async function* whole(request: ChatRequest): AsyncGenerator<ModelEvent> {
     let completion: OpenAI.Chat.Completions.ChatCompletion;

@@ -6,7 +6,7 @@ import http from 'node:http';
 import https from 'node:https';
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { AppError, UpstreamError, UpstreamTimeoutError } from '../errors.js';
-import { toFetchResponse } from '../lib/fetch-response.js';
+import { headersOf, toFetchResponse } from '../lib/fetch-response.js';
 
 export type { OpenAI };
 
@@ -136,10 +136,7 @@ function adopt(res: http.IncomingMessage, method: string, signal: AbortSignal | 
  * this `fetch`'s responses; `text()` and `json()` read the same stream for a caller that wants it whole.
  */
 function eventStreamResponse(res: http.IncomingMessage, status: number): Response {
-  const headers = new Headers();
-  const raw = res.rawHeaders;
-  for (let i = 0; i < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!);
-  const response = new Response(null, { status, statusText: res.statusMessage ?? '', headers });
+  const response = new Response(null, { status, statusText: res.statusMessage ?? '', headers: headersOf(res) });
   return Object.defineProperties(response, { body: { value: res, enumerable: true }, text: { value: nodeBodyText }, json: { value: nodeBodyJson } });
 }
 
