@@ -207,9 +207,11 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     ...overrides.fetch,
   };
   const knowledgeStore = createKnowledgeStore(db);
-  // Worker threads run the built-in offline embedder only (a replaced embedder, e.g. a test's, or a
-  // remote model runs on the main thread). Without a compiled worker script, everything stays here.
-  const workers = overrides.embedder === undefined && config.embeddings.provider === 'hashed' ? (overrides.ingest?.workers ?? defaultPoolSize()) : 0;
+  // Ingestion and search threads run the built-in offline embedder themselves; a replaced embedder
+  // (a test's) or a remote model keeps that work on the main thread.
+  const threadedEmbedder = overrides.embedder === undefined && config.embeddings.provider === 'hashed';
+  const workers = threadedEmbedder ? (overrides.ingest?.workers ?? defaultPoolSize()) : 0;
+  // Without a compiled worker script, everything stays here.
   const script = workers > 0 ? ingestWorkerScript() : null;
   if (workers > 0 && script === null) logger.warn('no compiled ingestion worker (dist/); knowledge is processed on the main thread');
   const pool = script ? createIngestPool({ size: workers, dimension: embedder.dimension()!, logger, script }) : null;
@@ -220,10 +222,10 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const ingestor = createIngestor({ store: knowledgeStore, vectors, embedder, clock, ids, logger, fetchOptions, writer, pool });
   // With workers, a few sources more than threads are in flight, so a thread never waits for its next document.
   const queue = createJobQueue((id, signal) => ingestor.process(id, signal), logger, { concurrency: pool ? pool.size + 2 : 1 });
-  // Searches (and so chat retrieval) on their own thread beside the main one, with the offline
-  // embedder only (a thread runs it itself) and a database file (an in-memory one is not shared).
+  // Searches (and so chat retrieval) on their own thread beside the main one, given a database file
+  // (an in-memory one is not shared).
   const searchPool =
-    overrides.embedder === undefined && config.embeddings.provider === 'hashed' && dbFile !== ':memory:'
+    threadedEmbedder && dbFile !== ':memory:'
       ? createSearchPool(
           config.search.threads,
           {
