@@ -114,3 +114,27 @@ describe('analytics windows and buckets', () => {
     expect(exported.statusCode, exported.body).toBe(200);
   });
 });
+
+describe('analytics times of any size', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await createTestApp({ overrides: { clock: manualClock(new Date(NOW)) } });
+  });
+  afterAll(async () => t.close());
+
+  it('reads zero, multi-digit, huge and negative times exactly (the list each report parses)', async () => {
+    const ws = await workspaceOf(t);
+    const persona = (await createPersona(t)).id;
+    // Latencies -3 (a row written by another tool), 0, 7 and 10^12 ms; first-text times on two of them.
+    const rows: Array<[number, number | null]> = [[-3, null], [0, 0], [7, null], [1e12, 5e11]];
+    for (const [latency_ms, ttft_ms] of rows) await recordInteraction(t, { workspace_id: ws, persona_id: persona, started_at: at(-H), latency_ms, ttft_ms });
+    const perf = await t.request({ method: 'GET', url: `/business/analytics/performance?timeframe=24h&personaId=${persona}` });
+    expect(perf.statusCode, perf.body).toBe(200);
+    expect(perf.json().latency).toEqual({ p50Ms: 0, p95Ms: 1e12, p99Ms: 1e12 });
+    expect(perf.json().firstTokenMs).toEqual({ p50Ms: 0, p95Ms: 5e11 });
+    const over = await t.request({ method: 'GET', url: `/business/analytics?timeframe=24h&metrics=response_time&personaId=${persona}` });
+    expect(over.statusCode, over.body).toBe(200);
+    expect(over.json().metrics.response_time).toMatchObject({ avgMs: 250_000_000_001, p50Ms: 0, p95Ms: 1e12 });
+  });
+});

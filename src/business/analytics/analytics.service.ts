@@ -62,10 +62,10 @@ export function createAnalyticsService({ store, personas, channelExists, clock }
     const out: Overview['metrics'] = {};
     const wants = (m: MetricName) => metrics.includes(m);
     if (wants('response_time')) {
-      const buckets = await store.answerTotals(filter, w.buckets);
+      const { totals: buckets, latencies } = await store.answerTotals(filter, w.buckets);
       const answers = buckets.reduce((a, b) => a + b.answers, 0);
       const latencySum = buckets.reduce((a, b) => a + b.latencySum, 0);
-      const [p50, p95] = nearestRankPercentiles(await store.latencies(filter, w), [0.5, 0.95]);
+      const [p50, p95] = nearestRankPercentiles(latencies, [0.5, 0.95]);
       if (wants('conversations')) {
         const series = buckets.map((b, i) => ({ start: w.buckets[i]!.start, value: b.conversations }));
         out.conversations = { total: series.reduce((a, p) => a + p.value, 0), series };
@@ -122,12 +122,10 @@ export function createAnalyticsService({ store, personas, channelExists, clock }
     async performance(workspaceId: string, query: ReportQuery): Promise<PerformanceReport> {
       const filter = await filterOf(workspaceId, query);
       const w = windowFor(query.timeframe);
-      const [totals] = await store.interactionTotals(filter, [w]);
-      const times = await store.answerTimes(filter, w);
-      const [p50, p95, p99] = nearestRankPercentiles(times.latencies, [0.5, 0.95, 0.99]);
-      const [t50, t95] = nearestRankPercentiles(times.firstTokens, [0.5, 0.95]);
+      const t = await store.performanceTotals(filter, w);
+      const [p50, p95, p99] = nearestRankPercentiles(t.latencies, [0.5, 0.95, 0.99]);
+      const [t50, t95] = nearestRankPercentiles(t.firstTokens, [0.5, 0.95]);
       const byTool = (await store.toolCalls(filter, w)).map(([name, calls, failures]) => ({ name, calls, failures }));
-      const t = totals!;
       return {
         timeframe: w.timeframe,
         latency: { p50Ms: p50 ?? null, p95Ms: p95 ?? null, p99Ms: p99 ?? null },
