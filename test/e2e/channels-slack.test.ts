@@ -108,6 +108,9 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
     const stale = await t.app.inject({ method: 'POST', url: `/business/channels/${channelId}/slack/events`, headers: signSlackRequest(raw, SIGNING_SECRET, Math.floor(Date.now() / 1000) - 600), payload: raw });
     expectProblem(stale, 401, 'unauthorized');
     expectProblem(await deliver(eventCallback(messageEvent({ text: 'x' })), {}, 'chn_nope'), 404, 'not_found');
+    // A Slack channel is not a webhook: its id on the webhook route is unknown there.
+    const webhookBody = JSON.stringify({ conversationId: 'c', message: 'hi' });
+    expectProblem(await t.app.inject({ method: 'POST', url: `/business/channels/${channelId}/inbound`, headers: { 'content-type': 'application/json', 'x-switchboard-signature': 'sha256=00' }, payload: webhookBody }), 404, 'not_found');
 
     const other = await createChannel(t, { type: 'slack', name: 'Paused', personaId: persona, credentials: { botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET }, settings: { enabled: false } });
     expect(other.status).toBe('disabled');

@@ -124,6 +124,8 @@ describe('webhook channels', { timeout: 20_000 }, () => {
       'unauthorized',
     );
     expectProblem(await inbound('chn_nope', body), 404, 'not_found');
+    // A webhook channel has no Slack Events API endpoint.
+    expectProblem(await t.app.inject({ method: 'POST', url: `/business/channels/${channel.id}/slack/events`, headers: { 'content-type': 'application/json' }, payload: '{}' }), 404, 'not_found');
     expectProblem(await inbound(channel.id, '{"conversationId":'), 400, 'invalid_json');
     expectProblem(await inbound(channel.id, { conversationId: 'c' }), 400, 'validation_failed', 'message');
     expect((await inbound(channel.id, body, SECRET, { 'x-switchboard-delivery': 'd-1' })).statusCode).toBe(200);

@@ -8,7 +8,6 @@ import { type PageRequest, paginate } from '../../lib/pagination.js';
  * those queries with Kysely cost more than running them (issue 18).
  */
 export function createChannelStore({ kysely: db, sqlite }: Db) {
-  const byId = sqlite.prepare('SELECT * FROM channels WHERE id = ?');
   const insertInbox = sqlite.prepare(`INSERT INTO channel_inbox (channel_id, external_id, conversation_id, payload, status, received_at, answered_at)
     VALUES (@channel_id, @external_id, @conversation_id, @payload, @status, @received_at, NULL)
     ON CONFLICT (channel_id, external_id) DO NOTHING`);
@@ -21,8 +20,6 @@ export function createChannelStore({ kysely: db, sqlite }: Db) {
     insert: (row: ChannelRow) => db.insertInto('channels').values(row).execute(),
     find: (workspaceId: string, id: string) =>
       db.selectFrom('channels').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
-    /** Inbound routes know only the channel id from the URL; the signature then proves the caller. */
-    findById: async (id: string) => byId.get(id) as ChannelRow | undefined,
     list: (workspaceId: string, page: PageRequest, type?: ChannelRow['type']) => {
       let q = db.selectFrom('channels').selectAll().where('workspace_id', '=', workspaceId);
       if (type !== undefined) q = q.where('type', '=', type);
