@@ -44,7 +44,6 @@ export function createInbox(deps: InboxDeps) {
   // A burst of messages must not starve the acknowledgements still arriving (Slack wants one within
   // 3 s): answers run a few at a time, each starting after pending I/O (measured in bench/channels.ts).
   const answering = new CallGate('channel answers', deps.maxConcurrentAnswers ?? 8, Number.POSITIVE_INFINITY);
-  const never = new AbortController().signal;
 
   /** One exchange in the conversation's session (a new one when it is gone or belongs to another persona). */
   async function respond(channel: RoutedChannel, conversationId: string, text: string, userId: string | undefined, onText: (soFar: string) => void): Promise<Answer> {
@@ -105,7 +104,7 @@ export function createInbox(deps: InboxDeps) {
       });
       if (seq === null) return;
       void (async () => {
-        await answering.acquire(never);
+        await answering.acquire();
         try {
           await new Promise((resolve) => setImmediate(resolve));
           if (await store.claim(seq, 'pending')) await answerStored(channel, seq, message, reply(message));
