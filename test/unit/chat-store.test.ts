@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChatStore, type ExchangeWrite } from '../../src/core/chat/chat.store.js';
 import { type Db, migrate, openDatabase } from '../../src/db/database.js';
+import { createWriteGroup } from '../../src/db/write-group.js';
 import { tempDir } from '../helpers/app.js';
 
 const NOW = '2026-11-25T00:00:00.000Z';
@@ -33,7 +34,7 @@ describe('chat store: grouped exchange writes', () => {
   afterAll(async () => db?.close());
 
   it('writes the exchanges asked for in one turn in one transaction, and acknowledges each after the commit', async () => {
-    const store = createChatStore(db, { onWrite: () => writes++ });
+    const store = createChatStore(db, { writes: createWriteGroup(db.sqlite, { onWrite: () => writes++ }) });
     const before = writes;
     const saved = [store.saveExchange(exchange('ses_a', 'msg_a')), store.saveExchange(exchange('ses_b', 'msg_b')), store.saveExchange(exchange('ses_c', 'msg_c'))];
     // Nothing is written (or acknowledged) before the group's turn comes.

@@ -1,5 +1,6 @@
 import type { Db } from '../../db/database.js';
 import type { InteractionsTable, MessageRow, MessagesTable, SessionRow } from '../../db/schema.js';
+import { createWriteGroup, type WriteGroup } from '../../db/write-group.js';
 import { type PageRequest, paginate } from '../../lib/pagination.js';
 
 export type NewMessage = Omit<MessagesTable, 'seq'>;
@@ -30,13 +31,16 @@ const INTERACTION_COLUMNS =
   'workspace_id, session_id, message_id, persona_id, ab_test_id, variant, channel_id, user_id, model, started_at, latency_ms, ttft_ms, prompt_tokens, completion_tokens, tool_calls, error, metadata, new_session';
 
 export interface ChatStoreOptions {
-  /** Called when a group of exchange writes is scheduled (context.ts: starts the WAL checkpoint thread). */
-  onWrite?: () => void;
+  /** The context's write group, shared with the other hot-path writes (a group of its own otherwise). */
+  writes?: WriteGroup;
 }
 
 export function createChatStore(db: Db, options: ChatStoreOptions = {}) {
   const k = db.kysely;
   const { sqlite } = db;
+  // Exchange writes go through the write group: one transaction per event-loop turn, each
+  // acknowledged after its commit (write-group.ts).
+  const writes = options.writes ?? createWriteGroup(sqlite);
   // The write path of every answer: prepared once, run in one synchronous transaction.
   const insertSession = sqlite.prepare(
     `INSERT INTO sessions (id, workspace_id, persona_id, ab_test_id, variant, channel_id, user_id, title, message_count, created_at, last_message_at)
@@ -73,50 +77,6 @@ export function createChatStore(db: Db, options: ChatStoreOptions = {}) {
     }
     return true;
   };
-  /**
-   * Exchange writes are grouped: every write asked for in one turn of the event loop goes into one
-   * transaction at the next `setImmediate`, and each promise settles only after the commit, so an
-   * acknowledged answer is durable (kill -9 safe in WAL). One commit per group instead of per answer
-   * (issue 18). No savepoint per write: each costs more than the write (SQLite copies every page it
-   * touches to a statement journal first; measured ~90 µs per exchange). Should one write fail, the
-   * whole group rolls back and each write is retried in a transaction of its own, so one bad write
-   * fails alone.
-   */
-  interface Pending {
-    write: () => boolean;
-    resolve: (stored: boolean) => void;
-    reject: (err: unknown) => void;
-  }
-  let pending: Pending[] = [];
-  const writeGroup = sqlite.transaction((group: Pending[]) => group.map((p) => p.write()));
-  const writeAlone = sqlite.transaction((p: Pending) => p.write());
-  function flush() {
-    const group = pending;
-    pending = [];
-    let stored: boolean[];
-    try {
-      stored = writeGroup(group);
-    } catch {
-      for (const p of group) {
-        try {
-          p.resolve(writeAlone(p));
-        } catch (err) {
-          p.reject(err);
-        }
-      }
-      return;
-    }
-    group.forEach((p, i) => p.resolve(stored[i]!));
-  }
-  function grouped(write: () => boolean): Promise<boolean> {
-    return new Promise((resolve, reject) => {
-      if (pending.length === 0) {
-        setImmediate(flush);
-        options.onWrite?.();
-      }
-      pending.push({ write, resolve, reject });
-    });
-  }
   const interactionRow = (interaction: NewInteraction): boolean => {
     insertInteraction.run(interaction);
     return true;
@@ -172,10 +132,10 @@ export function createChatStore(db: Db, options: ChatStoreOptions = {}) {
     },
 
     /** Stores one exchange atomically; false (nothing written) when its existing session is gone. */
-    saveExchange: (write: ExchangeWrite): Promise<boolean> => grouped(() => exchangeRows(write)),
+    saveExchange: (write: ExchangeWrite): Promise<boolean> => writes.run(() => exchangeRows(write)),
 
     /** A failed or cancelled answer: numbers only, nothing joins a session. */
-    recordInteraction: async (interaction: NewInteraction): Promise<void> => void (await grouped(() => interactionRow(interaction))),
+    recordInteraction: async (interaction: NewInteraction): Promise<void> => void (await writes.run(() => interactionRow(interaction))),
 
     async addFeedback(row: { workspace_id: string; session_id: string; message_id: string | null; persona_id: string; ab_test_id: string | null; variant: 'A' | 'B' | null; channel_id: string | null; rating: number; comment: string | null; created_at: string }) {
       await k.transaction().execute(async (trx) => {
