@@ -1,7 +1,6 @@
 import crypto from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import cors from '@fastify/cors';
-import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
@@ -26,7 +25,7 @@ import { oauthRoutes, publicBase, resourceMetadataUrlOf, resourceOf } from './co
 import { personaRoutes } from './core/personas/personas.routes.js';
 import { teamRoutes } from './business/teams/teams.routes.js';
 import { toolRoutes } from './core/tools/tools.routes.js';
-import { NotFoundError, RateLimitedError, UnavailableError, UriTooLongError } from './errors.js';
+import { NotFoundError, UnavailableError, UriTooLongError } from './errors.js';
 import { registerAuthHooks } from './http/auth-hooks.js';
 import { clientErrorHandler, MAX_URL_LENGTH } from './http/client-error.js';
 import { errorHandler, frameworkErrorHandler, sendProblem } from './http/error-handler.js';
@@ -34,6 +33,7 @@ import { consoleRoutes } from './http/console.routes.js';
 import { healthRoutes } from './http/health.routes.js';
 import { registerIdempotencyHooks } from './http/idempotency-hooks.js';
 import { registerJsonBodyParser } from './http/json-body.js';
+import { registerRateLimit } from './http/rate-limit.js';
 import { requestLogger } from './http/request-logger.js';
 import { registerResponseCache } from './http/response-cache.js';
 import { mcpRoutes } from './mcp/http.js';
@@ -101,16 +101,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   registerIdempotencyHooks(app, services.idempotency);
   registerResponseCache(app, ctx.db);
 
-  if (config.rateLimitPerMinute > 0) {
-    await app.register(rateLimit, {
-      global: true,
-      max: config.rateLimitPerMinute,
-      timeWindow: 60_000,
-      enableDraftSpec: true,
-      keyGenerator: (req) => (req.principal ? `key:${req.principal.keyId}` : `ip:${req.ip}`),
-      errorResponseBuilder: (_req, context) => new RateLimitedError(Math.max(1, Math.ceil(context.ttl / 1000))),
-    });
-  }
+  if (config.rateLimitPerMinute > 0) registerRateLimit(app, { max: config.rateLimitPerMinute });
   if (config.corsOrigins.length > 0) {
     await app.register(cors, {
       origin: config.corsOrigins.includes('*') ? true : config.corsOrigins,
@@ -167,9 +158,6 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(oauthRoutes(ctx, base));
   await app.register(mcpRoutes(ctx));
 
-  app.setNotFoundHandler(
-    config.rateLimitPerMinute > 0 ? { preHandler: app.rateLimit() } : {},
-    (request, reply) => sendProblem(reply, new NotFoundError(`Route ${request.method} ${request.url.split('?')[0]}`)),
-  );
+  app.setNotFoundHandler((request, reply) => sendProblem(reply, new NotFoundError(`Route ${request.method} ${request.url.split('?')[0]}`)));
   return app;
 }
