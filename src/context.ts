@@ -274,7 +274,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const writes = createWriteGroup(db.sqlite, { onWrite: startCheckpoints });
   const chatStore = createChatStore(db, { writes });
   const chat = createChatService({ store: chatStore, personas, abTests, agent, clock, ids });
-  const openai = createOpenAiService({ chat, personas, abTests, threads: createOpenAiThreadStore(db.kysely), clock });
+  const openai = createOpenAiService({ chat, personas, abTests, threads: createOpenAiThreadStore(db, writes), clock });
   const channelStore = createChannelStore(db, writes);
   // The one answer to "is this a channel of the workspace?" (404 filters of sessions and analytics).
   const channelExists: ChannelExists = async (workspaceId, channelId) => (await channelStore.find(workspaceId, channelId)) !== undefined;

@@ -40,12 +40,13 @@ function textOf(m: CompletionMessage): string {
  * clients rewrite them, e.g. with today's date; blank turns left out, as they are not stored).
  */
 export function hashTurns(turns: readonly Turn[]): string {
-  const h = crypto.createHash('sha256');
+  let joined = '';
   for (const t of turns) {
     const text = t.content.trim();
-    if (text !== '') h.update(`${t.role}\u0000${text}\u0001`);
+    if (text !== '') joined += `${t.role}\u0000${text}\u0001`;
   }
-  return h.digest('base64url');
+  // One-shot: the same bytes as updating a Hash object turn by turn, without the object (~1 µs).
+  return crypto.hash('sha256', joined, 'base64url');
 }
 
 /** The request's messages as the chat service takes them: earlier turns, caller instructions, the question. */
