@@ -60,6 +60,11 @@ export function createChatStore(db: Db, options: ChatStoreOptions = {}) {
   const insertTool = sqlite.prepare(
     'INSERT INTO interaction_tools (workspace_id, started_at, persona_id, channel_id, tool_name, is_error) VALUES (?, ?, ?, ?, ?, ?)',
   );
+  // Every follow-up in a session reads it and its latest turns before answering.
+  const sessionById = sqlite.prepare('SELECT * FROM sessions WHERE id = ? AND workspace_id = ?');
+  const latestTurns = sqlite.prepare(
+    "SELECT role, content FROM messages WHERE session_id = ? AND role != 'tool' AND tool_calls IS NULL ORDER BY seq DESC LIMIT ?",
+  );
   const forgetInteractions = sqlite.prepare('UPDATE interactions SET session_id = NULL, message_id = NULL, metadata = NULL WHERE session_id = ?');
   const forgetFeedback = sqlite.prepare('UPDATE feedback SET session_id = NULL, message_id = NULL, comment = NULL WHERE session_id = ?');
   const deleteSessionStmt = sqlite.prepare('DELETE FROM sessions WHERE id = ? AND workspace_id = ?');
@@ -91,8 +96,7 @@ export function createChatStore(db: Db, options: ChatStoreOptions = {}) {
   });
 
   return {
-    findSession: (workspaceId: string, id: string): Promise<SessionRow | undefined> =>
-      k.selectFrom('sessions').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
+    findSession: async (workspaceId: string, id: string): Promise<SessionRow | undefined> => sessionById.get(id, workspaceId) as SessionRow | undefined,
 
     listSessions(workspaceId: string, page: PageRequest, filter: SessionFilter) {
       let q = k.selectFrom('sessions').selectAll().where('workspace_id', '=', workspaceId);
@@ -107,16 +111,7 @@ export function createChatStore(db: Db, options: ChatStoreOptions = {}) {
 
     /** The latest `limit` user messages and answers (tool rounds left out), oldest first. */
     async history(sessionId: string, limit: number): Promise<Pick<MessageRow, 'role' | 'content'>[]> {
-      const rows = await k
-        .selectFrom('messages')
-        .select(['role', 'content'])
-        .where('session_id', '=', sessionId)
-        .where('role', '!=', 'tool')
-        .where('tool_calls', 'is', null)
-        .orderBy('seq', 'desc')
-        .limit(limit)
-        .execute();
-      return rows.reverse();
+      return (latestTurns.all(sessionId, limit) as Pick<MessageRow, 'role' | 'content'>[]).reverse();
     },
 
     /** An answer (a final assistant message) of the session; the latest when `messageId` is undefined. */
