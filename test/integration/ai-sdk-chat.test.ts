@@ -7,6 +7,7 @@ import { EventSource } from 'eventsource';
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { createPersona } from '../helpers/factories.js';
 import { listen, OFFLINE_ANSWER, postJson, REFUND_TEXT, seedSupport, TOOL_MESSAGE, WAIT_MS } from './chat-helpers.js';
 
 let t: TestApp;
@@ -170,6 +171,7 @@ describe('AI SDK UI message stream', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('x-vercel-ai-ui-message-stream')).toBe('v1');
     const types: string[] = [];
+    const finishes: UIMessageChunk[] = [];
     const stream = res
       .body!.pipeThrough(new TextDecoderStream())
       .pipeThrough(new EventSourceParserStream())
@@ -177,7 +179,10 @@ describe('AI SDK UI message stream', () => {
         new TransformStream<{ data: string }, UIMessageChunk>({
           transform(event, controller) {
             types.push(event.data === '[DONE]' ? '[DONE]' : (JSON.parse(event.data) as UIMessageChunk).type);
-            if (event.data !== '[DONE]') controller.enqueue(JSON.parse(event.data) as UIMessageChunk);
+            if (event.data === '[DONE]') return;
+            const chunk = JSON.parse(event.data) as UIMessageChunk;
+            if (chunk.type === 'finish') finishes.push(chunk);
+            controller.enqueue(chunk);
           },
         }),
       );
@@ -185,6 +190,13 @@ describe('AI SDK UI message stream', () => {
     expect(message.parts.filter((p) => p.type === 'text').map((p) => p.text)).toEqual([OFFLINE_ANSWER]);
     expect(types.slice(0, 3)).toEqual(['start', 'start-step', 'text-start']);
     expect(types.slice(-4)).toEqual(['source-document', 'finish-step', 'finish', '[DONE]']);
+    expect(finishes).toMatchObject([{ finishReason: 'stop' }]);
+
+    // A persona whose answers stop at 3 tokens: the finish chunk says so.
+    const short = await createPersona(t, { name: 'Terse', maxTokens: 3 });
+    const cut = await postJson(origin, `/api/ai-sdk/agents/${short.id}/chat?protocol=ui-message-stream`, t.adminKey, { messages: [{ role: 'user', content: 'How long do refunds take?' }] });
+    const finish = (await cut.text()).split('\n\n').find((e) => e.includes('"type":"finish"'))!;
+    expect(JSON.parse(finish.slice(finish.indexOf('{')))).toMatchObject({ type: 'finish', finishReason: 'length' });
 
     // Without the parameter the same body gets the native chunks.
     const native = await postJson(origin, `/api/ai-sdk/agents/${personaId}/chat`, t.adminKey, { messages: [{ role: 'user', content: 'hi' }] });

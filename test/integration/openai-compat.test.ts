@@ -133,6 +133,19 @@ describe('/v1 with the offline model', () => {
     expect(events.some((e) => e.includes('"usage"'))).toBe(false);
   });
 
+  it('reports finish_reason "length" when the answer stopped at max_tokens, streamed or not', async () => {
+    const cut = await client.chat.completions.create({ model: personaId, messages: [{ role: 'user', content: QUESTION }], max_tokens: 3 });
+    expect(cut.choices[0]!.finish_reason).toBe('length');
+    expect(cut.choices[0]!.message.content!.trim().split(/\s+/)).toHaveLength(3); // the offline model counts a word as a token
+    const whole = await client.chat.completions.create({ model: personaId, messages: [{ role: 'user', content: QUESTION }], max_tokens: 500 });
+    expect(whole.choices[0]!.finish_reason).toBe('stop');
+
+    const stream = await client.chat.completions.create({ model: personaId, messages: [{ role: 'user', content: QUESTION }], max_completion_tokens: 3, stream: true });
+    const reasons: Array<string | null> = [];
+    for await (const chunk of stream) reasons.push(chunk.choices[0]?.finish_reason ?? null);
+    expect(reasons.filter((r) => r !== null)).toEqual(['length']);
+  });
+
   it('keeps a three-turn conversation in one session of six messages, without client state', async () => {
     const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'system', content: 'Be brief.' }];
     const sessions = new Set<string>();

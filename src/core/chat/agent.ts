@@ -8,6 +8,7 @@ import type { ChatMessage, LlmClient, ModelToolCall, Passage, ToolSpec, Usage } 
 import type { KnowledgeService } from '../knowledge/knowledge.service.js';
 import type { Persona } from '../personas/personas.schemas.js';
 import type { ToolHub } from '../tools/tool-hub.js';
+import type { FinishReason } from './chat.schemas.js';
 import { allows, fitHistory, systemPrompt, toolResultContent, toolSpecs } from './prompt.js';
 
 export interface ToolCallRecord {
@@ -57,6 +58,8 @@ export interface AgentOutcome {
   usage: Usage;
   /** From the start of the run to the first text; null when none came. */
   ttftMs: number | null;
+  /** The last model turn's: `length` when it stopped at the token limit. */
+  finishReason: FinishReason;
 }
 
 export interface AgentLimits {
@@ -152,6 +155,7 @@ export function createAgent(deps: AgentDeps) {
     const rounds: ToolCallRecord[][] = [];
     let content = '';
     let ttftMs: number | null = null;
+    let finishReason: FinishReason = 'stop';
 
     for (let round = 0; ; round++) {
       const offer = round < limits.maxToolRounds ? tools : [];
@@ -175,6 +179,7 @@ export function createAgent(deps: AgentDeps) {
           usage.promptTokens += event.usage.promptTokens;
           usage.completionTokens += event.usage.completionTokens;
           calls = event.toolCalls;
+          finishReason = event.finishReason === 'length' ? 'length' : 'stop';
         }
       }
       content += roundText;
@@ -206,7 +211,7 @@ export function createAgent(deps: AgentDeps) {
       }
       rounds.push(records.map((r) => r.record));
     }
-    return { content, model, rounds, sources, usage, ttftMs: ttftMs === null ? null : Math.round(ttftMs) };
+    return { content, model, rounds, sources, usage, ttftMs: ttftMs === null ? null : Math.round(ttftMs), finishReason };
   }
 
   /** The request's model, else the persona's, else the server's. */

@@ -147,7 +147,13 @@ export const chatGetQuerySchema = z.strictObject({
 
 export type QueryInput = z.infer<typeof querySchema>;
 export type ChatBody = z.infer<typeof chatBodySchema>;
-export type Answer = z.infer<typeof answerSchema>;
+/** Why the model stopped: `length` when it reached the token limit (`maxTokens`), else `stop`. */
+export type FinishReason = 'stop' | 'length';
+/**
+ * An answer as the chat service returns it. `finishReason` is not part of `POST /query`'s JSON
+ * (API.md §5; the response schema leaves it out): the OpenAI-compatible and AI SDK encoders report it.
+ */
+export type Answer = z.infer<typeof answerSchema> & { finishReason: FinishReason };
 export type Session = z.infer<typeof sessionSchema>;
 export type SessionDetail = z.infer<typeof sessionDetailSchema>;
 export type FeedbackInput = z.infer<typeof feedbackSchema>;

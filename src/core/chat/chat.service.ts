@@ -220,6 +220,7 @@ export function createChatService(deps: ChatServiceDeps) {
           toolCalls: toolCalls.map(({ id, name, arguments: args, result }) => ({ id, name, arguments: args, result })),
           usage: outcome.usage,
           latencyMs,
+          finishReason: outcome.finishReason,
         };
       },
     };

@@ -83,7 +83,7 @@ export function uiMessageEncoder(): StreamEncoder {
       closeText() +
       a.sources.map((s) => send({ type: 'source-document', sourceId: s.chunkId, mediaType: 'text/plain', title: s.sourceName })).join('') +
       send({ type: 'finish-step' }) +
-      send({ type: 'finish', finishReason: 'stop', messageMetadata: { sessionId: a.sessionId, messageId: a.messageId, usage: a.usage } }),
+      send({ type: 'finish', finishReason: a.finishReason, messageMetadata: { sessionId: a.sessionId, messageId: a.messageId, usage: a.usage } }),
     error: (error) => closeText() + send({ type: 'error', errorText: error.message }),
     end: () => 'data: [DONE]\n\n',
   };

@@ -44,7 +44,7 @@ export function completionChunkEncoder(o: ChunkStreamOptions): StreamEncoder {
     start: () => send(head + choice('{"role":"assistant","content":"","refusal":null}', null) + tail),
     event: (event) => (event.type === 'text' && event.content !== '' ? send(head + choice(`{"content":${JSON.stringify(event.content)}}`, null) + tail) : ''),
     done(a) {
-      let out = send(`${head + choice('{}', 'stop')},"switchboard":${JSON.stringify(switchboardOf(a))}${tail}`);
+      let out = send(`${head + choice('{}', a.finishReason)},"switchboard":${JSON.stringify(switchboardOf(a))}${tail}`);
       if (o.includeUsage) out += send(`${head}"choices":[],"usage":${JSON.stringify(usageOf(a))}}`);
       return out;
     },

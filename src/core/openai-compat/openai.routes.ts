@@ -87,7 +87,7 @@ export function openAiRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           object: 'chat.completion',
           created,
           model: body.model,
-          choices: [{ index: 0, message: { role: 'assistant', content: answer.response, refusal: null }, logprobs: null, finish_reason: 'stop' }],
+          choices: [{ index: 0, message: { role: 'assistant', content: answer.response, refusal: null }, logprobs: null, finish_reason: answer.finishReason }],
           usage: usageOf(answer),
           switchboard: switchboardOf(answer),
         };

@@ -148,7 +148,7 @@ export const completionSchema = z
         index: z.number().int(),
         message: z.object({ role: z.literal('assistant'), content: z.string(), refusal: z.null() }),
         logprobs: z.null(),
-        finish_reason: z.literal('stop'),
+        finish_reason: z.enum(['stop', 'length']).describe('`length` when the answer stopped at `max_completion_tokens` / `max_tokens`.'),
       }),
     ),
     usage: z.object({ prompt_tokens: z.number().int(), completion_tokens: z.number().int(), total_tokens: z.number().int() }),
