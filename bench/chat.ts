@@ -12,7 +12,10 @@
  *  - 1,000 and 5,000 chat streams open at once (`POST /query/stream`, the fake holding each one open
  *    and sending a token every 2 s): the server's heap growth once all have their first chunk, after
  *    a full GC (target < 200 MB), RSS growth and KB per stream; every stream must then end with
- *    `done` and `[DONE]` once the fake is told to finish.
+ *    `done` and `[DONE]` once the fake is told to finish;
+ *  - with the offline model (no model process): `POST /query` by 50 clients (target ≥ 1,500/s), then
+ *    follow-ups by 50 clients in 1,000 sessions opened first, in turn (each reads its session and
+ *    latest turns before answering; sessions grow by ~40 messages in the run; no target).
  * Questions cycle through 50 about the knowledge base's topics. The fake sees exactly what the
  * platform sends it, and the baseline replays those bodies. Knobs (environment):
  * BENCH_CHAT_STREAMS (stream counts, default "1000,5000"; "0" skips the stream cases), BENCH_CHAT_CASES
@@ -32,7 +35,7 @@ import { classifyModel, classifyPlatform, openSse, type SseOutcome } from './lib
 
 export const name = 'chat';
 export const description =
-  'POST /query at 50 clients (answers/s and p99) and its overhead over a zero-latency fake model at 10, time to first chunk, server heap with 1,000 and 5,000 open chat streams';
+  'POST /query at 50 clients (answers/s and p99) and its overhead over a zero-latency fake model at 10, time to first chunk, server heap with 1,000 and 5,000 open chat streams, offline answers and follow-ups';
 
 const OVERHEAD_CLIENTS = 10;
 const OVERHEAD_P95_TARGET_MS = 20;
@@ -40,6 +43,8 @@ const THROUGHPUT_CLIENTS = 50;
 const THROUGHPUT_TARGET = 1_000;
 const THROUGHPUT_P99_TARGET_MS = 100;
 const OFFLINE_TARGET = 1_500;
+/** Sessions the follow-up row continues, in turn. */
+const FOLLOW_UP_SESSIONS = 1_000;
 const TTFT_P50_TARGET_MS = 5;
 const HEAP_GROWTH_TARGET_MB = 200;
 const QUESTIONS = 50;
@@ -472,8 +477,11 @@ async function requestRows(fake: FakeModelProcess, questions: string[], options:
   return rows;
 }
 
-/** POST /query at 50 clients with the offline model (no model process): the platform's own ceiling. */
-async function offlineRow(questions: string[], options: BenchOptions): Promise<ChatRow> {
+/**
+ * POST /query at 50 clients with the offline model (no model process): the platform's own ceiling;
+ * then follow-ups in existing sessions on the same server.
+ */
+async function offlineRows(questions: string[], options: BenchOptions): Promise<ChatRow[]> {
   const server = await startChatServer(null, options, { pinned: false });
   try {
     const headers = { authorization: `Bearer ${server.key}`, 'content-type': 'application/json' };
@@ -492,7 +500,7 @@ async function offlineRow(questions: string[], options: BenchOptions): Promise<C
       options,
     );
     const row = sampled(measured);
-    return judge(row, {
+    const judged = judge(row, {
       metric: 'queries/s',
       value: row.requestsPerSecond,
       target: { kind: 'min', value: OFFLINE_TARGET },
@@ -502,9 +510,55 @@ async function offlineRow(questions: string[], options: BenchOptions): Promise<C
       ],
       figures: { queriesPerSecond: row.requestsPerSecond, latencyP99Ms: row.latencyP99Ms ?? null },
     });
+    return [judged, await followUpRow(server, headers, questions, options)];
   } finally {
     await server.stop();
   }
+}
+
+/** Follow-ups by 50 clients, in turn across FOLLOW_UP_SESSIONS sessions opened first (no target). */
+async function followUpRow(server: ServerProcess & { personaId: string }, headers: Record<string, string>, questions: string[], options: BenchOptions): Promise<ChatRow> {
+  const sessions: string[] = [];
+  for (let i = 0; i < FOLLOW_UP_SESSIONS; i += THROUGHPUT_CLIENTS) {
+    const opened = await Promise.all(
+      Array.from({ length: Math.min(THROUGHPUT_CLIENTS, FOLLOW_UP_SESSIONS - i) }, async (_, k) => {
+        const res = await fetch(`${server.origin}/query`, { method: 'POST', headers, body: JSON.stringify({ personaId: server.personaId, message: questions[(i + k) % questions.length] }) });
+        const body = (await res.json()) as { sessionId?: string };
+        if (res.status !== 200 || typeof body.sessionId !== 'string') throw new Error(`opening a session for the follow-up row: HTTP ${res.status}`);
+        return body.sessionId;
+      }),
+    );
+    sessions.push(...opened);
+  }
+  let turn = 0;
+  const measured = await measureWithLatencies(
+    {
+      name: `POST /query follow-ups in ${fmt(FOLLOW_UP_SESSIONS)} sessions, offline model, ${THROUGHPUT_CLIENTS} clients`,
+      connections: THROUGHPUT_CLIENTS,
+      target: {
+        url: `${server.origin}/query`,
+        method: 'POST' as const,
+        headers,
+        nextBody: () => {
+          const n = turn++;
+          return JSON.stringify({ personaId: server.personaId, sessionId: sessions[n % sessions.length], message: questions[n % questions.length] });
+        },
+        serverCpu: server.cpuUsage,
+      },
+    },
+    options,
+  );
+  const row = sampled(measured);
+  const perSession = Math.round((row.requests / sessions.length) * 2);
+  return judge(row, {
+    metric: 'queries/s',
+    value: row.requestsPerSecond,
+    notes: [
+      `${fmt(row.requests)} follow-ups in ${fmt(sessions.length)} sessions opened first, in turn (each reads its session and up to 100 latest messages; ` +
+        `~${perSession} messages added per session in the run); server ${row.serverCpuPercent ?? '—'} % of a core`,
+    ],
+    figures: { queriesPerSecond: row.requestsPerSecond, latencyP99Ms: row.latencyP99Ms ?? null, sessions: sessions.length },
+  });
 }
 
 export async function run(options: BenchOptions): Promise<BenchRow[]> {
@@ -515,7 +569,7 @@ export async function run(options: BenchOptions): Promise<BenchRow[]> {
   const fake = await startFakeModel({ cpu: options.pinning?.load });
   try {
     if (cases.has('requests')) rows.push(...(await requestRows(fake, questions, options)));
-    if (cases.has('offline')) rows.push(await offlineRow(questions, options));
+    if (cases.has('offline')) rows.push(...(await offlineRows(questions, options)));
     for (const n of streamCounts) rows.push(await streamsRow(fake, n, questions, options));
   } finally {
     await fake.stop();
