@@ -272,7 +272,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const agent = createAgent({ llm, knowledge, tools, logger, limits: overrides.agent });
   // One write group for the hot path's writes (answers, channel messages): one commit per event-loop turn.
   const writes = createWriteGroup(db.sqlite, { onWrite: startCheckpoints });
-  const chatStore = createChatStore(db, { writes });
+  const chatStore = createChatStore(db, writes);
   const chat = createChatService({ store: chatStore, personas, abTests, agent, clock, ids });
   const openai = createOpenAiService({ chat, personas, abTests, threads: createOpenAiThreadStore(db, writes), clock });
   const channelStore = createChannelStore(db, writes);

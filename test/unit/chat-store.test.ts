@@ -34,7 +34,7 @@ describe('chat store: grouped exchange writes', () => {
   afterAll(async () => db?.close());
 
   it('writes the exchanges asked for in one turn in one transaction, and acknowledges each after the commit', async () => {
-    const store = createChatStore(db, { writes: createWriteGroup(db.sqlite, { onWrite: () => writes++ }) });
+    const store = createChatStore(db, createWriteGroup(db.sqlite, { onWrite: () => writes++ }));
     const before = writes;
     const saved = [store.saveExchange(exchange('ses_a', 'msg_a')), store.saveExchange(exchange('ses_b', 'msg_b')), store.saveExchange(exchange('ses_c', 'msg_c'))];
     // Nothing is written (or acknowledged) before the group's turn comes.
@@ -45,7 +45,7 @@ describe('chat store: grouped exchange writes', () => {
   });
 
   it('fails a bad write alone: the rest of its group is stored', async () => {
-    const store = createChatStore(db);
+    const store = createChatStore(db, createWriteGroup(db.sqlite));
     const results = await Promise.allSettled([
       store.saveExchange(exchange('ses_d', 'msg_d')),
       store.saveExchange(exchange('ses_e', 'msg_a')), // message id taken: UNIQUE violation
@@ -61,7 +61,7 @@ describe('chat store: grouped exchange writes', () => {
   });
 
   it('answers false, writing nothing, for an existing session deleted meanwhile', async () => {
-    const store = createChatStore(db);
+    const store = createChatStore(db, createWriteGroup(db.sqlite));
     const results = await Promise.all([store.saveExchange(exchange('ses_gone', 'msg_g', false)), store.saveExchange(exchange('ses_a', 'msg_h', false))]);
     expect(results).toEqual([false, true]);
     expect(db.sqlite.prepare("SELECT count(*) FROM messages WHERE id = 'msg_g'").pluck().get()).toBe(0);

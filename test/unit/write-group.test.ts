@@ -31,7 +31,7 @@ describe('write group', () => {
 
   it('commits the channel inbox and the answer path of one turn together, settling each after the commit', async () => {
     const channels = createChannelStore(db, writes);
-    const chat = createChatStore(db, { writes });
+    const chat = createChatStore(db, writes);
     const before = groups;
     const stored = [
       channels.receive(inboxRow('ev-1')),

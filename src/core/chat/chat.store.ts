@@ -1,6 +1,6 @@
 import type { Db } from '../../db/database.js';
 import type { InteractionsTable, MessageRow, MessagesTable, SessionRow } from '../../db/schema.js';
-import { createWriteGroup, type WriteGroup } from '../../db/write-group.js';
+import type { WriteGroup } from '../../db/write-group.js';
 import { type PageRequest, paginate } from '../../lib/pagination.js';
 
 export type NewMessage = Omit<MessagesTable, 'seq'>;
@@ -30,17 +30,12 @@ export interface ExchangeWrite {
 const INTERACTION_COLUMNS =
   'workspace_id, session_id, message_id, persona_id, ab_test_id, variant, channel_id, user_id, model, started_at, latency_ms, ttft_ms, prompt_tokens, completion_tokens, tool_calls, error, metadata, new_session';
 
-export interface ChatStoreOptions {
-  /** The context's write group, shared with the other hot-path writes (a group of its own otherwise). */
-  writes?: WriteGroup;
-}
-
-export function createChatStore(db: Db, options: ChatStoreOptions = {}) {
+/** `writes`: the context's write group, which the exchange writes share with the other hot-path writes. */
+export function createChatStore(db: Db, writes: WriteGroup) {
   const k = db.kysely;
   const { sqlite } = db;
   // Exchange writes go through the write group: one transaction per event-loop turn, each
   // acknowledged after its commit (write-group.ts).
-  const writes = options.writes ?? createWriteGroup(sqlite);
   // The write path of every answer: prepared once, run in one synchronous transaction.
   const insertSession = sqlite.prepare(
     `INSERT INTO sessions (id, workspace_id, persona_id, ab_test_id, variant, channel_id, user_id, title, message_count, created_at, last_message_at)
