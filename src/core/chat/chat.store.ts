@@ -34,9 +34,8 @@ const INTERACTION_COLUMNS =
 export function createChatStore(db: Db, writes: WriteGroup) {
   const k = db.kysely;
   const { sqlite } = db;
-  // Exchange writes go through the write group: one transaction per event-loop turn, each
-  // acknowledged after its commit (write-group.ts).
-  // The write path of every answer: prepared once, run in one synchronous transaction.
+  // The write path of every answer: prepared once, run in the write group's transaction of its
+  // event-loop turn, each exchange acknowledged after that commit (write-group.ts).
   const insertSession = sqlite.prepare(
     `INSERT INTO sessions (id, workspace_id, persona_id, ab_test_id, variant, channel_id, user_id, title, message_count, created_at, last_message_at)
      VALUES (@id, @workspace_id, @persona_id, @ab_test_id, @variant, @channel_id, @user_id, @title, @message_count, @created_at, @last_message_at)`,
