@@ -5,12 +5,13 @@
  * the main thread writes; the vector cache brings a workspace up to date at every search, so a
  * source is searchable here as soon as its chunks are committed.
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { workerData } from 'node:worker_threads';
 import { openDatabase } from '../../db/database.js';
+import { serveRequests } from '../../lib/worker-pool.js';
 import { createHashedEmbedder } from '../../llm/hashed-embedder.js';
 import { createKnowledgeStore } from './knowledge.store.js';
 import { openSqliteSearchIndex } from './search-index.js';
-import type { SearchRequest, SearchReply, SearchThreadOptions } from './search-pool.js';
+import type { SearchRequest, SearchThreadOptions } from './search-pool.js';
 import { runSearch } from './search-run.js';
 
 const options = workerData as SearchThreadOptions;
@@ -23,10 +24,4 @@ const deps = {
   fusion: options.fusion,
 };
 
-parentPort!.on('message', (request: SearchRequest) => {
-  runSearch(deps, request.filter, request.input).then(
-    (result) => parentPort!.postMessage({ id: request.id, ok: true, result } satisfies SearchReply),
-    (err: unknown) =>
-      parentPort!.postMessage({ id: request.id, ok: false, message: err instanceof Error ? err.message : String(err) } satisfies SearchReply),
-  );
-});
+serveRequests((request: SearchRequest) => runSearch(deps, request.filter, request.input));
