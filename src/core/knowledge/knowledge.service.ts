@@ -9,7 +9,7 @@ import type { PersonaService } from '../personas/personas.service.js';
 import { detectKind } from './extract.js';
 import { type Ingestor, type JobQueue, MAX_ATTEMPTS, urlName } from './ingest.js';
 import type { CreateSourceJson, KnowledgeChunk, KnowledgeSource, SearchMode, SearchResult } from './knowledge.schemas.js';
-import type { KnowledgeStore } from './knowledge.store.js';
+import type { KnowledgeStore, SourceSummaryRow } from './knowledge.store.js';
 import { fusionFor, type FusionOptions } from './fusion.js';
 import type { SearchFilter } from './search-index.js';
 import type { ChunkWriter } from './chunk-writer.js';
@@ -46,7 +46,7 @@ export interface SearchInput {
   filter?: Record<string, unknown> | undefined;
 }
 
-export function toKnowledgeSource(row: Omit<KnowledgeSourceRow, 'content' | 'url' | 'filename' | 'media_type' | 'generation' | 'attempts'>): KnowledgeSource {
+export function toKnowledgeSource(row: SourceSummaryRow): KnowledgeSource {
   return {
     id: row.id,
     name: row.name,
@@ -141,7 +141,7 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
     } else {
       queue.enqueue(row.id);
     }
-    return toKnowledgeSource((await store.find(row.workspace_id, row.id)) ?? row);
+    return toKnowledgeSource((await store.summary(row.workspace_id, row.id)) ?? row);
   }
 
   return {
@@ -173,7 +173,9 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
     },
 
     async get(workspaceId: string, id: string): Promise<KnowledgeSource> {
-      return toKnowledgeSource(await find(workspaceId, id));
+      const row = await store.summary(workspaceId, id);
+      if (!row) throw new NotFoundError('Knowledge source', id);
+      return toKnowledgeSource(row);
     },
 
     async update(workspaceId: string, id: string, input: UpdateSourceInput): Promise<KnowledgeSource> {
