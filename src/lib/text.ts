@@ -26,8 +26,11 @@ export function wordsOf(text: string): string[] {
   return text.normalize('NFKD').replace(COMBINING_MARKS, '').toLowerCase().match(WORD) ?? [];
 }
 
-const WIDE = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/gu;
-const WIDE_CHAR = new RegExp(WIDE.source, 'u');
+const WIDE_CHAR = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/u;
+/** Every CJK character is at U+1100 or above (Hangul Jamo is the lowest block), surrogates included. */
+const MAYBE_WIDE = /[\u1100-\uffff]/;
+/** Per BMP code unit: 0 not yet seen, 1 wide, 2 not. */
+const BMP_WIDE = new Uint8Array(0x10000);
 
 /** Whether one character counts as a whole token in `estimateTokens` (CJK). */
 export function isWideChar(char: string): boolean {
@@ -37,9 +40,29 @@ export function isWideChar(char: string): boolean {
 /**
  * Approximate model tokens: ~4 characters each for alphabetic scripts, one per CJK character. Good
  * to within ~15 % of OpenAI's tokenizers on English prose, which is all chunk sizing needs.
+ *
+ * Every chunk, prompt and answer is counted, so the CJK count avoids running a Unicode-property
+ * class over the text: a text with no code unit ≥ U+1100 has none, and the rest look each BMP
+ * character up once. The same count as matching `WIDE_CHAR` globally (a test compares every code
+ * point); 1.2 KB of English with one dash 5.9 → 2.4 µs, Japanese 17 → 2.7 µs (a regex scan was
+ * ~10 % of an ingestion thread's time).
  */
 export function estimateTokens(text: string): number {
   if (text.length === 0) return 0;
-  const wide = text.match(WIDE)?.length ?? 0;
+  let wide = 0;
+  if (MAYBE_WIDE.test(text)) {
+    for (let i = 0, n = text.length; i < n; i++) {
+      const c = text.charCodeAt(i);
+      if (c < 0x1100) continue;
+      if (c >= 0xd800 && c <= 0xdbff && i + 1 < n && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+        if (WIDE_CHAR.test(text.slice(i, i + 2))) wide++;
+        i++;
+        continue;
+      }
+      let kind = BMP_WIDE[c]!;
+      if (kind === 0) BMP_WIDE[c] = kind = WIDE_CHAR.test(String.fromCharCode(c)) ? 1 : 2;
+      if (kind === 1) wide++;
+    }
+  }
   return Math.max(1, wide + Math.ceil((text.length - wide) / 4));
 }
