@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONSOLE_DIR } from '../../src/http/console.routes.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { listen } from '../integration/chat-helpers.js';
-import { axeSerious, expectClean, goTo, launch, openPage, screenshot, signIn, UI_WAIT_MS, type Watched } from './console-helpers.js';
+import { axeSerious, expectClean, goTo, launch, openPage, screenshot, signIn, UI_WAIT_MS, waitSettled, type Watched } from './console-helpers.js';
 
 const PAGES = ['Personas', 'Knowledge', 'Playground', 'Analytics', 'A/B tests', 'Channels', 'Tools', 'API keys'];
 const REFUNDS = '# Refunds\n\nRefunds take 5 business days. Contact billing for exceptions.\n';
@@ -212,6 +212,8 @@ describe('web console in Chromium', { timeout: 90_000 }, () => {
     const w = await open();
     w.allow.add(401);
     await signIn(w.page, origin, created.key);
+    // The landing page's own requests must be done first, or one of them meets the 401 before the click.
+    await waitSettled(w.page);
     await api('DELETE', `/auth/api-keys/${created.id}`);
     await w.page.getByRole('navigation').getByRole('link', { name: 'Knowledge', exact: true }).click();
     await w.page.getByLabel('API key').waitFor();
