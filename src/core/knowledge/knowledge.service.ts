@@ -95,8 +95,16 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
   const { store, vectors, embedder, ingestor, queue, personas, clock, ids } = deps;
   const fusion = deps.fusion ?? fusionFor(embedder.provider);
 
+  /** The whole row, stored bytes included (to re-process it); another workspace's → 404. */
   async function find(workspaceId: string, id: string): Promise<KnowledgeSourceRow> {
     const row = await store.find(workspaceId, id);
+    if (!row) throw new NotFoundError('Knowledge source', id);
+    return row;
+  }
+
+  /** The row as the API shows it, without reading the stored bytes; another workspace's → 404. */
+  async function summaryOf(workspaceId: string, id: string): Promise<SourceSummaryRow> {
+    const row = await store.summary(workspaceId, id);
     if (!row) throw new NotFoundError('Knowledge source', id);
     return row;
   }
@@ -173,9 +181,7 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
     },
 
     async get(workspaceId: string, id: string): Promise<KnowledgeSource> {
-      const row = await store.summary(workspaceId, id);
-      if (!row) throw new NotFoundError('Knowledge source', id);
-      return toKnowledgeSource(row);
+      return toKnowledgeSource(await summaryOf(workspaceId, id));
     },
 
     async update(workspaceId: string, id: string, input: UpdateSourceInput): Promise<KnowledgeSource> {
@@ -215,7 +221,7 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
     },
 
     async chunks(workspaceId: string, id: string, page: PageRequest): Promise<Page<KnowledgeChunk>> {
-      await find(workspaceId, id);
+      await summaryOf(workspaceId, id);
       return mapPage(await store.chunks(id, page), (r) => ({
         id: r.id,
         position: r.position,
