@@ -32,9 +32,17 @@ const MAYBE_WIDE = /[\u1100-\uffff]/;
 /** Per BMP code unit: 0 not yet seen, 1 wide, 2 not. */
 const BMP_WIDE = new Uint8Array(0x10000);
 
-/** Whether one character counts as a whole token in `estimateTokens` (CJK). */
+/** Whether the BMP code unit `c` is a CJK character: the class is run once per code unit, then remembered. */
+function isWideUnit(c: number): boolean {
+  if (c < 0x1100) return false;
+  let kind = BMP_WIDE[c]!;
+  if (kind === 0) BMP_WIDE[c] = kind = WIDE_CHAR.test(String.fromCharCode(c)) ? 1 : 2;
+  return kind === 1;
+}
+
+/** Whether one character (a code point: one or two code units) counts as a whole token in `estimateTokens` (CJK). */
 export function isWideChar(char: string): boolean {
-  return WIDE_CHAR.test(char);
+  return char.length === 1 ? isWideUnit(char.charCodeAt(0)) : WIDE_CHAR.test(char);
 }
 
 /**
@@ -55,13 +63,9 @@ export function estimateTokens(text: string): number {
       const c = text.charCodeAt(i);
       if (c < 0x1100) continue;
       if (c >= 0xd800 && c <= 0xdbff && i + 1 < n && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
-        if (WIDE_CHAR.test(text.slice(i, i + 2))) wide++;
+        if (isWideChar(text.slice(i, i + 2))) wide++;
         i++;
-        continue;
-      }
-      let kind = BMP_WIDE[c]!;
-      if (kind === 0) BMP_WIDE[c] = kind = WIDE_CHAR.test(String.fromCharCode(c)) ? 1 : 2;
-      if (kind === 1) wide++;
+      } else if (isWideUnit(c)) wide++;
     }
   }
   return Math.max(1, wide + Math.ceil((text.length - wide) / 4));

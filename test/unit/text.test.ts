@@ -1,6 +1,6 @@
-// estimateTokens' CJK count (src/lib/text.ts) against the Unicode-property definition it stands for.
+// estimateTokens' CJK count and isWideChar (src/lib/text.ts) against the Unicode-property definition they stand for.
 import { describe, expect, it } from 'vitest';
-import { estimateTokens } from '../../src/lib/text.js';
+import { estimateTokens, isWideChar } from '../../src/lib/text.js';
 
 const WIDE = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/gu;
 /** The definition: every CJK character one token, the rest four characters each. */
@@ -11,13 +11,15 @@ function reference(text: string): number {
 }
 
 describe('estimateTokens', () => {
-  it('counts every code point as the property class does, alone and among others', () => {
+  it('counts every code point as the property class does, and isWideChar agrees', () => {
     let mismatches = 0;
     for (let cp = 0; cp <= 0x10ffff; cp++) {
       if (cp >= 0xd800 && cp <= 0xdfff) continue;
       // Four of it: a wide character then counts 4 tokens, a narrow one 1 (2 for a surrogate pair).
       const text = String.fromCodePoint(cp).repeat(4);
       if (estimateTokens(text) !== reference(text)) mismatches++;
+      const char = String.fromCodePoint(cp);
+      if (isWideChar(char) !== (char.match(WIDE)?.length === 1)) mismatches++;
     }
     expect(mismatches).toBe(0);
   });
