@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
-import { Kysely, type Migration, type MigrationProvider, Migrator, SqliteDialect } from 'kysely';
+import { Kysely, SqliteDialect } from 'kysely';
+import { type Migration, type MigrationProvider, Migrator } from 'kysely/migration';
 import * as sqliteVec from 'sqlite-vec';
 import * as m001 from './migrations/001-initial.js';
 import * as m002 from './migrations/002-knowledge.js';

@@ -43,7 +43,7 @@ export async function extractPdf(data: Uint8Array): Promise<Extracted> {
   } catch (error) {
     throw new ExtractionError(pdfProblem(error), { cause: error });
   } finally {
-    await pdf.destroy().catch(() => undefined);
+    await pdf.loadingTask.destroy().catch(() => undefined);
   }
 }
 
