@@ -1,6 +1,6 @@
 // API.md §4: GET /knowledge/search — modes, limits, metadata filters, persona scope, hostile query
 // text, and isolation between workspaces.
-import fc from 'fast-check';
+import fc from '../helpers/property.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { addSource, createPersona } from '../helpers/factories.js';

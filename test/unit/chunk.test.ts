@@ -1,4 +1,4 @@
-import fc from 'fast-check';
+import fc from '../helpers/property.js';
 import { describe, expect, it } from 'vitest';
 import { type Chunk, chunkBlocks, type ChunkInput, DEFAULT_CHUNKING } from '../../src/core/knowledge/chunk.js';
 import { estimateTokens } from '../../src/lib/text.js';

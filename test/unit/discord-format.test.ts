@@ -1,5 +1,5 @@
 /** Discord text shaping (bridges/discord/format.ts) and the send queue's ordering. */
-import fc from 'fast-check';
+import fc from '../helpers/property.js';
 import { describe, expect, it } from 'vitest';
 import { EMPTY_TEXT, mentionsUser, neutralizeMassMentions, ratingOf, toDiscordParts, toPlainText } from '../../bridges/discord/format.js';
 import { SendQueue } from '../../bridges/discord/send-queue.js';

@@ -1,4 +1,4 @@
-import fc from 'fast-check';
+import fc from '../helpers/property.js';
 import { describe, expect, it } from 'vitest';
 import { embedderId } from '../../src/llm/embedder.js';
 import { createHashedEmbedder, HASHED_DIMENSION, hashedVector } from '../../src/llm/hashed-embedder.js';

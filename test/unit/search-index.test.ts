@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import fc from 'fast-check';
+import fc from '../helpers/property.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createBinaryCoder } from '../../src/core/knowledge/binary-code.js';
 import { DEFAULT_FUSION, fuse } from '../../src/core/knowledge/fusion.js';

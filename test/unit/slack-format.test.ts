@@ -1,4 +1,4 @@
-import fc from 'fast-check';
+import fc from '../helpers/property.js';
 import { describe, expect, it } from 'vitest';
 import { markdownToMrkdwn, SLACK_PART_LIMIT, slackToPlain, toSlackParts } from '../../bridges/slack/format.js';
 import { fenceStateAfter, splitMessage } from '../../bridges/split.js';
