@@ -52,10 +52,7 @@ import { type IdGenerator, randomIds } from './lib/ids.js';
 import type { Embedder } from './llm/embedder.js';
 import type { LlmClient } from './llm/llm-client.js';
 import { createOfflineClient } from './llm/offline-client.js';
-import { createOpenAiChat } from './llm/openai-chat.js';
 import { createHashedEmbedder } from './llm/hashed-embedder.js';
-import { createOpenAi } from './llm/openai-client.js';
-import { createOpenAiEmbedder } from './llm/openai-embedder.js';
 
 export const VERSION = '0.1.0';
 
@@ -143,9 +140,13 @@ export interface ContextOverrides {
   agent?: Partial<AgentLimits>;
 }
 
-/** The chat model SWITCHBOARD_MODEL / OPENAI_* select: `offline` without a key or base URL. */
-export function configuredLlm(config: Config): LlmClient {
+/**
+ * The chat model SWITCHBOARD_MODEL / OPENAI_* select: `offline` without a key or base URL. The
+ * `openai` package (~150 modules, ~0.1 s to import) is imported only for a remote model (issue 23).
+ */
+export async function configuredLlm(config: Config): Promise<LlmClient> {
   if (config.model.provider === 'offline') return createOfflineClient();
+  const [{ createOpenAi }, { createOpenAiChat }] = await Promise.all([import('./llm/openai-client.js'), import('./llm/openai-chat.js')]);
   const client = createOpenAi({ apiKey: config.model.apiKey, baseUrl: config.model.baseUrl, timeoutMs: CHAT_TIMEOUT_MS });
   return createOpenAiChat({ client, defaultModel: config.model.name });
 }
@@ -159,9 +160,10 @@ const URL_FETCH_TIMEOUT_MS = 15_000;
 /** How often the checkpoint thread copies the WAL into the database (wal-checkpointer.ts). */
 const WAL_CHECKPOINT_MS = 200;
 
-/** The embedder SWITCHBOARD_EMBEDDINGS selects. */
-export function configuredEmbedder(config: Config): Embedder {
+/** The embedder SWITCHBOARD_EMBEDDINGS selects (the `openai` package only for a remote one, as for the model). */
+export async function configuredEmbedder(config: Config): Promise<Embedder> {
   if (config.embeddings.provider === 'hashed') return createHashedEmbedder();
+  const [{ createOpenAi }, { createOpenAiEmbedder }] = await Promise.all([import('./llm/openai-client.js'), import('./llm/openai-embedder.js')]);
   const client = createOpenAi({ apiKey: config.model.apiKey, baseUrl: config.model.baseUrl });
   return createOpenAiEmbedder({ client, model: config.embeddings.model });
 }
@@ -176,6 +178,8 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     overrides.logger ?? pino({ level: config.logLevel, redact: { paths: REDACT_PATHS, censor: '[redacted]' } });
   const clock = overrides.clock ?? systemClock;
   const ids = overrides.ids ?? randomIds;
+  const embedder = overrides.embedder ?? (await configuredEmbedder(config));
+  const llm = overrides.llm ?? (await configuredLlm(config));
   const dbFile = overrides.databaseFile ?? databaseFile(config);
   const db = openDatabase({ filename: dbFile, durability: config.durability });
   try {
@@ -193,7 +197,6 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   personas.guardDeletion((workspaceId, personaId) => abTests.personaInUse(workspaceId, personaId));
   const idempotency = createIdempotencyService({ db: db.kysely, cipher, clock });
 
-  const embedder = overrides.embedder ?? configuredEmbedder(config);
   let vectors;
   try {
     vectors = createVectorState(db, embedder, { keywordBudget: config.search.keywordBudget, cacheBytes: config.search.vectorCacheBytes, ...overrides.index });
@@ -254,7 +257,6 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     fetchOptions,
   });
 
-  const llm = overrides.llm ?? configuredLlm(config);
   const toolsStore = createToolsStore(db.kysely);
   const vault = createVault(cipher);
   // The tool hub's http servers pass the same address guard as URL ingestion (and its test overrides).

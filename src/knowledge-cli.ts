@@ -166,7 +166,7 @@ export async function runReindex(config: Config, json: boolean, io: KnowledgeCli
   const started = Date.now();
   try {
     await migrate(db);
-    const embedder = configuredEmbedder(config);
+    const embedder = await configuredEmbedder(config);
     const show = progressPrinter(io);
     const result = await reindexKnowledge(db, embedder, (done, total) => show(done, total, 'chunks re-embedded'));
     const seconds = (Date.now() - started) / 1000;
