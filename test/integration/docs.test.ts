@@ -1,5 +1,9 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
 
 describe('health, OpenAPI and docs (API.md §11)', () => {
   let t: TestApp;
@@ -166,5 +170,83 @@ describe('CORS', () => {
     } finally {
       await t.close();
     }
+  });
+});
+
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens, repeats numbered. */
+function headingAnchors(markdown: string): Set<string> {
+  const anchors = new Set<string>();
+  const seen = new Map<string, number>();
+  for (const line of withoutFences(markdown).split('\n')) {
+    const m = /^#{1,6}\s+(.+?)\s*#*\s*$/.exec(line);
+    if (!m) continue;
+    const text = m[1]!.replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1');
+    const base = text.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+    const n = seen.get(base) ?? 0;
+    seen.set(base, n + 1);
+    anchors.add(n === 0 ? base : `${base}-${n}`);
+  }
+  return anchors;
+}
+
+/** The text outside fenced code blocks. */
+function withoutFences(markdown: string): string {
+  return markdown.replace(/^( *)(```|~~~)[^\n]*\n[\s\S]*?^\1\2[ \t]*$/gm, '');
+}
+
+/** The text outside fenced code blocks and inline code, where a `[x](y)` is a link. */
+function withoutCodeBlocks(markdown: string): string {
+  return withoutFences(markdown).replace(/`[^`\n]*`/g, '');
+}
+
+/** Inline links and images `[text](target "title")`, and reference definitions `[id]: target`. */
+function linkTargets(markdown: string): string[] {
+  const text = withoutCodeBlocks(markdown);
+  const inline = [...text.matchAll(/!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)].map((m) => m[1]!);
+  const defs = [...text.matchAll(/^\s*\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+"[^"]*")?\s*$/gm)].map((m) => m[1]!);
+  return [...inline, ...defs];
+}
+
+describe('README.md and docs/*.md links', () => {
+  const files = ['README.md', ...fs.readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+
+  it('every relative link points to a file that exists, and every #anchor to a heading in it', () => {
+    const broken: string[] = [];
+    let checked = 0;
+    for (const file of files) {
+      const markdown = fs.readFileSync(path.join(ROOT, file), 'utf8');
+      for (const target of linkTargets(markdown)) {
+        if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // http:, https:, mailto:
+        checked++;
+        const [rawPath, anchor] = target.split('#', 2) as [string, string | undefined];
+        const resolved = rawPath === '' ? path.join(ROOT, file) : path.resolve(path.dirname(path.join(ROOT, file)), decodeURIComponent(rawPath));
+        if (!resolved.startsWith(ROOT + path.sep) || !fs.existsSync(resolved)) {
+          broken.push(`${file}: ${target} (no such file)`);
+          continue;
+        }
+        if (anchor !== undefined && resolved.endsWith('.md') && !headingAnchors(fs.readFileSync(resolved, 'utf8')).has(anchor)) {
+          broken.push(`${file}: ${target} (no heading with that anchor)`);
+        }
+      }
+    }
+    expect(broken).toEqual([]);
+    // README links every guide, and the guides link each other: a parser that finds nothing fails here.
+    expect(checked).toBeGreaterThanOrEqual(30);
+  });
+
+  it('the README links every guide in docs/', () => {
+    const readme = linkTargets(fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8')).map((t) => t.split('#')[0]);
+    const guides = files.filter((f) => f.startsWith('docs/'));
+    expect(guides.filter((g) => !readme.includes(g))).toEqual([]);
+  });
+
+  it('finds links the way GitHub renders them', () => {
+    expect(linkTargets('See [a](docs/a.md#x) and ![b](b.png "B").\n\n`[c](not-a-link.md)`\n\n```sh\n[d](code.md)\n```\n[e]: ref.md\n')).toEqual(['docs/a.md#x', 'b.png', 'ref.md']);
+    expect([...headingAnchors('# Connect claude.ai / ChatGPT / VS Code (OAuth)\n## A/B tests\n## A/B tests\n## `switchboard mcp-config`\n')]).toEqual([
+      'connect-claudeai--chatgpt--vs-code-oauth',
+      'ab-tests',
+      'ab-tests-1',
+      'switchboard-mcp-config',
+    ]);
   });
 });
