@@ -115,6 +115,27 @@ function syntheticCorpus(seed: number, queryCount: number): BenchCorpus {
   };
 }
 
+/**
+ * SciFact's abstracts as a user would upload them: in corpus order, `perDocument` to a Markdown
+ * document, each abstract a `## title` section holding its text (BEIR's `text`: the abstract's
+ * sentences joined by spaces, one paragraph). Null when `dataDir` has no corpus.jsonl.
+ */
+export function scifactAbstractDocuments(dataDir: string, perDocument = 100): { abstracts: number; documents: BenchDocument[] } | null {
+  const file = path.join(dataDir, 'corpus.jsonl');
+  if (!fs.existsSync(file)) return null;
+  const abstracts = readJsonl<{ title: string; text: string }>(file);
+  const documents: BenchDocument[] = [];
+  for (let i = 0; i < abstracts.length; i += perDocument) {
+    const group = abstracts.slice(i, i + perDocument);
+    documents.push({
+      kind: 'markdown',
+      name: `SciFact abstracts ${i + 1}-${i + group.length}`,
+      content: group.map((a) => `## ${a.title.trim()}\n\n${a.text.trim()}`).join('\n\n'),
+    });
+  }
+  return { abstracts: abstracts.length, documents };
+}
+
 /** SciFact when `dataDir` holds it, else the synthetic stand-in. */
 export function loadCorpus(dataDir: string, seed: number, queryCount: number): BenchCorpus {
   const ok = ['corpus.jsonl', 'queries.jsonl'].every((f) => fs.existsSync(path.join(dataDir, f)));
