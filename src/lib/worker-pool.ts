@@ -5,7 +5,8 @@
  * A request goes to the least loaded thread; a new thread starts while there is a free slot and
  * every running thread has work. A thread holds at most `perThread` requests (handing it several
  * keeps it busy while the main thread is); the rest wait here, first come first served. Threads
- * start on first use or at `start()`, and hold the process open only while they have work.
+ * start on first use or at `start()`, say when they have loaded (`ready()`), and hold the process
+ * open only while they have work.
  *
  * A thread that stops (crash, `process.exit`, out of memory) fails the requests it held with
  * `WorkerStoppedError`, and its slot starts a new thread no sooner than `restartAfterMs` later, so
@@ -39,6 +40,9 @@ interface Envelope<Req> {
 
 type Reply<Res> = { id: number; ok: true; value: Res } | { id: number; ok: false; known: boolean; message: string; stack?: string | undefined };
 
+/** The id of the message a thread sends once its script has loaded and serves requests (requests count from 1). */
+const READY_ID = 0;
+
 export interface WorkerPoolOptions {
   script: URL;
   workerData?: unknown;
@@ -61,6 +65,8 @@ export interface WorkerPool<Req, Res> {
   run(request: Req, options?: { transfer?: TransferListItem[]; signal?: AbortSignal }): Promise<Res>;
   /** Whether a thread can take a request now (one running, or a slot free to start one). */
   available(): boolean;
+  /** Whether a running thread has loaded its script and serves requests (one sent now is not held up by a start). */
+  ready(): boolean;
   /** Starts every slot's thread now rather than at first use. */
   start(): void;
   /** Threads running. */
@@ -85,6 +91,8 @@ interface Job<Res> {
 interface Thread<Res> {
   worker: Worker;
   jobs: Map<number, Job<Res>>;
+  /** It said READY_ID: its script has loaded. */
+  loaded: boolean;
 }
 
 export function createWorkerPool<Req, Res>(options: WorkerPoolOptions): WorkerPool<Req, Res> {
@@ -110,9 +118,13 @@ export function createWorkerPool<Req, Res>(options: WorkerPoolOptions): WorkerPo
 
   function startThread(slot: number): Thread<Res> {
     const worker = new Worker(options.script, options.workerData === undefined ? {} : { workerData: options.workerData });
-    const thread: Thread<Res> = { worker, jobs: new Map() };
+    const thread: Thread<Res> = { worker, jobs: new Map(), loaded: false };
     worker.unref();
     worker.on('message', (reply: Reply<Res>) => {
+      if (reply.id === READY_ID) {
+        thread.loaded = true;
+        return;
+      }
       const job = thread.jobs.get(reply.id);
       if (!job) return;
       thread.jobs.delete(reply.id);
@@ -192,6 +204,7 @@ export function createWorkerPool<Req, Res>(options: WorkerPoolOptions): WorkerPo
       });
     },
     available: () => !closed && threads.some((t, slot) => (t !== null && t.jobs.size < perThread) || startable(slot)),
+    ready: () => !closed && threads.some((t) => t?.loaded === true),
     start() {
       if (closed) return;
       for (let slot = 0; slot < size; slot++) if (startable(slot)) startThread(slot);
@@ -241,4 +254,5 @@ export function serveRequests<Req, Res>(handle: (request: Req) => Promise<Res>, 
     if (options.oneAtATime) previous = previous.then(() => answer(envelope));
     else void answer(envelope);
   });
+  port.postMessage({ id: READY_ID, ok: true, value: null } satisfies Reply<null>);
 }

@@ -10,6 +10,7 @@ import type { SearchFilter } from '../../src/core/knowledge/search-index.js';
 import { HASHED_DIMENSION } from '../../src/llm/hashed-embedder.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { addSource, createPersona, workspaceOf } from '../helpers/factories.js';
+import { waitFor } from '../helpers/mcp-tools.js';
 
 const ARTICLES = [
   ['Refunds', 'Refunds are paid back to the original card within 14 days of the request.'],
@@ -48,6 +49,8 @@ describe('search threads', () => {
     );
     expect(created).not.toBeNull();
     pool = created!;
+    pool.start();
+    await waitFor(() => pool.ready, 10_000, 'the search thread to load');
   });
 
   afterAll(async () => {
@@ -110,6 +113,7 @@ describe('search threads', () => {
       fresh.start();
       fresh.start();
       expect(fresh.running).toBe(1);
+      await waitFor(() => fresh.ready, 10_000, 'the search thread to load');
       expect((await fresh.search({ workspaceId }, { q: 'refunds', mode: 'keyword', limit: 5 }))?.data.length).toBeGreaterThan(0);
       expect(fresh.running).toBe(1);
     } finally {
@@ -120,12 +124,34 @@ describe('search threads', () => {
     expect(fresh.running).toBe(0);
   });
 
+  it('starts its thread at the first search, which the main thread answers while the thread loads', async () => {
+    const lazy = createSearchPool(
+      1,
+      { filename: path.join(t.dataDir, 'switchboard.db'), durability: 'normal', dimension: HASHED_DIMENSION, index: {}, fusion: fusionFor('hashed') },
+      pino({ level: 'silent' }),
+    )!;
+    try {
+      expect(lazy.running).toBe(0);
+      // Not ready yet: null hands this search to the main thread, and the thread starts.
+      expect(await lazy.search({ workspaceId }, { q: 'refunds', mode: 'keyword', limit: 1 })).toBeNull();
+      expect(lazy.running).toBe(1);
+      await waitFor(() => lazy.ready, 10_000, 'the search thread to load');
+      expect((await lazy.search({ workspaceId }, { q: 'refunds', mode: 'keyword', limit: 1 }))?.data.length).toBe(1);
+      expect(lazy.running).toBe(1);
+    } finally {
+      await lazy.close();
+    }
+    expect(lazy.ready).toBe(false);
+  });
+
   it('hands searches back to the main thread once closed', async () => {
     const closing = createSearchPool(
       1,
       { filename: path.join(t.dataDir, 'switchboard.db'), durability: 'normal', dimension: HASHED_DIMENSION, index: {}, fusion: fusionFor('hashed') },
       pino({ level: 'silent' }),
     )!;
+    closing.start();
+    await waitFor(() => closing.ready, 10_000, 'the search thread to load');
     expect(await closing.search({ workspaceId }, { q: 'refunds', mode: 'keyword', limit: 1 })).not.toBeNull();
     await closing.close();
     expect(await closing.search({ workspaceId }, { q: 'refunds', mode: 'keyword', limit: 1 })).toBeNull();

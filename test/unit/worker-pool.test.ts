@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWorkerPool, type WorkerPool, WorkerRequestError, WorkerStoppedError } from '../../src/lib/worker-pool.js';
 import type { PoolTestRequest } from '../fakes/pool-worker.js';
+import { waitFor } from '../helpers/mcp-tools.js';
 
 /** The compiled test worker (vitest runs the sources; a thread needs JavaScript). */
 const script = new URL('../../dist/test/fakes/pool-worker.js', import.meta.url);
@@ -74,4 +75,20 @@ describe('worker pool', () => {
     await expect(p.run({ op: 'double', value: 1 })).rejects.toThrow(/closed/);
     expect(stopped).toEqual([]); // closing is not a thread stopping
   });
+
+  it('is ready once a thread has loaded its script, not when it is spawned; no longer after it stops or the pool closes', async () => {
+    const p = open(1);
+    expect(p.ready()).toBe(false);
+    p.start();
+    expect(p.running).toBe(1);
+    expect(p.ready()).toBe(false); // spawned, still loading
+    await waitFor(() => p.ready(), 10_000, 'the thread to load');
+    await expect(p.run({ op: 'crash' })).rejects.toBeInstanceOf(WorkerStoppedError);
+    expect(p.ready()).toBe(false);
+    expect(await p.run({ op: 'double', value: 2 })).toBe(4); // its replacement
+    expect(p.ready()).toBe(true);
+    await p.close();
+    expect(p.ready()).toBe(false);
+  });
 });
+

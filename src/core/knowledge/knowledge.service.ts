@@ -280,11 +280,10 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
     /** Resolves once queued processing is done (CLI ingest, tests). */
     idle: () => queue.idle(),
     /**
-     * A server's start: the search threads before the first search needs one (`SearchPool.start`),
-     * and a merge of the keyword index should another process have left it in many segments.
+     * A server's start: a merge of the keyword index should another process have left it in many
+     * segments. (The search threads start at the first search: search-pool.ts.)
      */
     start() {
-      deps.searchPool?.start();
       const index = vectors.index();
       if (index) deps.writer.mergeSoon(index);
     },

@@ -4,6 +4,10 @@
  * (issue 18). Only for the offline `hashed` embedder, which a thread can run itself; a remote
  * embedder is a network call the main thread makes anyway.
  *
+ * The threads start at the first search, not with the server: each costs ~30 MB and a core's
+ * ~0.1 s to load (issue 23). Until one has loaded, searches run on the main thread, so no answer
+ * waits for a thread to start.
+ *
  * Failure is contained: a thread that dies hands the searches it held back (the caller runs them on
  * the main thread instead) and is replaced at the next search, at most once per second
  * (lib/worker-pool.ts).
@@ -33,13 +37,12 @@ export interface SearchRequest {
 export interface SearchPool {
   /** The search's result from a thread, or null when no thread can take it (the caller searches itself). */
   search(filter: SearchFilter, input: ResolvedSearch): Promise<SearchResult | null>;
-  /**
-   * Starts the threads now rather than at the first search (a server about to listen): starting
-   * one takes ~100 ms, which the first question would otherwise wait.
-   */
+  /** Starts the threads now rather than at the first search. */
   start(): void;
   /** Threads running. */
   readonly running: number;
+  /** A thread has loaded: searches go to the threads rather than the main thread. */
+  readonly ready: boolean;
   close(): Promise<void>;
 }
 
@@ -59,6 +62,10 @@ export function createSearchPool(size: number, options: SearchThreadOptions, log
 
   return {
     async search(filter, input) {
+      if (!pool.ready()) {
+        pool.start();
+        return null;
+      }
       if (!pool.available()) return null;
       try {
         return await pool.run({ filter, input });
@@ -71,6 +78,9 @@ export function createSearchPool(size: number, options: SearchThreadOptions, log
     start: () => pool.start(),
     get running() {
       return pool.running;
+    },
+    get ready() {
+      return pool.ready();
     },
     close: () => pool.close(),
   };
