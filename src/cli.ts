@@ -1,14 +1,15 @@
 import fs from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
-import { type Config, ConfigError, loadConfig } from './config.js';
+import { type Config, ConfigError, loadConfig, SECRET_VARIABLES, stdioServerEnv } from './config.js';
 import { createContext, databaseFile } from './context.js';
 import { DEFAULT_WORKSPACE } from './core/auth/auth.service.js';
 import { EmbedderMismatchError } from './core/knowledge/vector-state.js';
-import { type Scope, SCOPES } from './core/auth/keys.js';
+import { hasScope, type Scope, SCOPES } from './core/auth/keys.js';
 import { backupDatabase, migrate, openDatabase } from './db/database.js';
 import { AppError } from './errors.js';
 import { runIngest, runReindex } from './knowledge-cli.js';
+import { CLIENT_FILES, claudeDesktopHttpRefusal, clientConfig, type ClientServer, KEY_PLACEHOLDER, MCP_CLIENTS, type McpClient, mcpUrl } from './mcp/client-config.js';
 import { runMcpStdio } from './mcp/stdio.js';
 import { startServer } from './server.js';
 
@@ -23,6 +24,9 @@ export interface CliIo {
   onServing?: (server: { url: string; stop: () => Promise<void> }) => void;
   /** stderr is a terminal (progress bars redraw in place). */
   isTTY?: boolean;
+  /** The running Node binary and this command's entry script (dist/src/main.js), absolute: what `mcp-config` tells a client to start. */
+  nodePath?: string;
+  mainScript?: string;
 }
 
 const HELP = `Usage: switchboard <command> [options]
@@ -39,6 +43,14 @@ Commands:
   reindex                                 re-embed every chunk after changing SWITCHBOARD_EMBEDDINGS
   backup FILE                             consistent copy of the live database (SQLite online backup)
   migrate                                 apply pending database migrations
+  mcp-config [--client claude-desktop|claude-code|cursor|vscode] [--http]
+             [--new-key [--scope read|write|admin] [--workspace NAME]]
+                                          print the client's config for Switchboard, ready to paste
+                                          (absolute paths; default client claude-desktop, stdio).
+                                          Its key: --new-key creates one (scope write = read and
+                                          write; admin = all three), else SWITCHBOARD_API_KEY, else
+                                          a placeholder. --http: the Streamable HTTP form at
+                                          HOST:PORT/mcp (not for Claude Desktop's config file)
 
 Every command takes --json to print one JSON object. Configuration comes from the environment
 (see README.md); the database lives in SWITCHBOARD_DATA_DIR (default ./data).`;
@@ -60,6 +72,10 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         scopes: { type: 'string' },
         workspace: { type: 'string' },
         persona: { type: 'string' },
+        client: { type: 'string' },
+        http: { type: 'boolean' },
+        'new-key': { type: 'boolean' },
+        scope: { type: 'string' },
       },
     });
   } catch (err) {
@@ -76,6 +92,13 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const [command = 'serve', sub, ...rest] = positionals;
 
   try {
+    if (command === 'mcp-config') {
+      const stray = (['name', 'scopes', 'persona'] as const).find((n) => values[n] !== undefined);
+      if (stray) throw new UsageError(`mcp-config takes no --${stray}${stray === 'scopes' ? ' (the key --new-key creates takes --scope read|write|admin)' : ''}.\n\n${MCP_CONFIG_USAGE}`);
+    } else {
+      const stray = (['client', 'http', 'new-key', 'scope'] as const).find((n) => values[n] !== undefined);
+      if (stray) throw new UsageError(`--${stray} is an option of mcp-config only.\n\n${HELP}`);
+    }
     const config = loadConfig(io.env);
     switch (command) {
       case 'serve':
@@ -148,6 +171,10 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         }
         return 0;
       }
+      case 'mcp-config': {
+        if (sub !== undefined) throw new UsageError(MCP_CONFIG_USAGE);
+        return await mcpConfig(config, values, json, io);
+      }
       default:
         throw new UsageError(`Unknown command "${command}".\n\n${HELP}`);
     }
@@ -164,6 +191,95 @@ function parseScopes(text: string): Scope[] {
   const bad = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
   if (bad.length > 0 || scopes.length === 0) throw new UsageError(`--scopes takes a comma-separated list of ${SCOPES.join(', ')}`);
   return scopes as Scope[];
+}
+
+const MCP_CONFIG_USAGE = 'Usage: switchboard mcp-config [--client claude-desktop|claude-code|cursor|vscode] [--http] [--new-key [--scope read|write|admin] [--workspace NAME]] [--json]';
+
+/**
+ * `mcp-config`: prints the client's config (stdout: that JSON alone, so it can be redirected into
+ * a file unchanged) and, on stderr, where it goes and what the key is. Never invents a key: it
+ * creates one (--new-key), takes SWITCHBOARD_API_KEY after checking it against the database, or
+ * leaves a placeholder and says how to get one.
+ */
+async function mcpConfig(
+  config: Config,
+  values: { client?: string; http?: boolean; 'new-key'?: boolean; scope?: string; workspace?: string },
+  json: boolean,
+  io: CliIo,
+): Promise<number> {
+  const client = values.client ?? 'claude-desktop';
+  if (!(MCP_CLIENTS as readonly string[]).includes(client)) throw new UsageError(`--client takes one of ${MCP_CLIENTS.join(', ')}.\n\n${MCP_CONFIG_USAGE}`);
+  const newKey = values['new-key'] === true;
+  if (!newKey && (values.scope !== undefined || values.workspace !== undefined)) {
+    throw new UsageError(`--scope and --workspace choose the key that --new-key creates; add --new-key, or leave them out to use SWITCHBOARD_API_KEY.\n\n${MCP_CONFIG_USAGE}`);
+  }
+  const scope = values.scope ?? 'write';
+  if (!(SCOPES as readonly string[]).includes(scope)) throw new UsageError(`--scope takes one of ${SCOPES.join(', ')} (each includes the ones before it).`);
+  // admin implies write, which implies read (API.md §2): the key holds every scope its top one includes.
+  const scopes = SCOPES.filter((s) => hasScope([scope as Scope], s));
+  let url: string | null = null;
+  if (values.http) {
+    if (client === 'claude-desktop') throw new UsageError(claudeDesktopHttpRefusal(config));
+    url = mcpUrl(config);
+    if (url === null) throw new UsageError('PORT is 0 (a free port chosen at start), so there is no URL to print: set PORT to the port the server listens on, or SWITCHBOARD_PUBLIC_URL.');
+  } else if (!io.nodePath || !io.mainScript) {
+    throw new Error('mcp-config needs the paths of Node and of the switchboard script.');
+  }
+
+  const notes: string[] = [];
+  let key: string | undefined;
+  if (newKey) {
+    const ctx = await createContext(config);
+    try {
+      const created = await ctx.services.auth.createKeyInWorkspace(values.workspace ?? DEFAULT_WORKSPACE, `MCP client: ${client}`, scopes);
+      key = created.key.key;
+      notes.push(`Created key ${created.key.id} (${created.key.scopes.join(', ')}) in workspace ${created.workspace.name} for this entry; the entry is the only copy of its secret. Revoke it with DELETE /auth/api-keys/${created.key.id}.`);
+    } finally {
+      await ctx.close();
+    }
+  } else if (config.apiKey) {
+    key = config.apiKey;
+    const source = databaseFile(config);
+    if (fs.existsSync(source)) {
+      const ctx = await createContext(config);
+      try {
+        const principal = await ctx.services.auth.authenticateCurrent(key);
+        if (!principal) {
+          throw new ConfigError([{ variable: 'SWITCHBOARD_API_KEY', message: `is not an active key of ${source} (malformed, unknown, revoked, expired or rotated out); run mcp-config with --new-key to create one` }]);
+        }
+        notes.push(`Using SWITCHBOARD_API_KEY: key ${principal.keyId} (${principal.scopes.join(', ')}).`);
+      } finally {
+        await ctx.close();
+      }
+    } else {
+      notes.push(`Using SWITCHBOARD_API_KEY, unchecked: there is no database at ${source} yet.`);
+    }
+  } else {
+    notes.push(
+      `No API key in this entry: replace "${KEY_PLACEHOLDER}" with one, or run again with --new-key [--scope read|write|admin] ` +
+        'to create one (or with SWITCHBOARD_API_KEY set). Other ways to a key: switchboard keys create --name NAME, or POST /auth/api-keys.',
+    );
+  }
+
+  const secret = key ?? KEY_PLACEHOLDER;
+  let holdsSecret = key !== undefined;
+  let server: ClientServer;
+  if (url !== null) {
+    server = { transport: 'http', url, headers: { Authorization: `Bearer ${secret}` } };
+    notes.push(`The server must be running and reachable at ${url}.`);
+  } else {
+    const env = { ...stdioServerEnv(io.env, config), SWITCHBOARD_API_KEY: secret };
+    server = { transport: 'stdio', command: io.nodePath!, args: [io.mainScript!, 'mcp'], env };
+    const carried = SECRET_VARIABLES.filter((name) => name in env);
+    if (carried.length > 0) notes.push(`The entry carries ${carried.join(' and ')} from this environment: switchboard mcp needs the same model and secret as the server.`);
+    holdsSecret ||= carried.length > 0;
+    notes.push(`It starts ${io.mainScript} with the Node at ${io.nodePath}; run mcp-config again after moving either.`);
+  }
+  if (holdsSecret) notes.push('It holds secrets: keep the file it goes into private.');
+  const document = clientConfig(client as McpClient, server);
+  io.stdout(json ? `${JSON.stringify(document)}\n` : `${JSON.stringify(document, null, 2)}\n`);
+  io.stderr(`${[CLIENT_FILES[client as McpClient], ...notes].join('\n')}\n`);
+  return 0;
 }
 
 async function serve(config: Config, io: CliIo): Promise<number> {

@@ -1,4 +1,5 @@
 import os from 'node:os';
+import path from 'node:path';
 import { z } from 'zod';
 
 /** Thrown when the environment holds bad values; the message names every bad variable. */
@@ -213,4 +214,41 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     discordApiUrl: e.SWITCHBOARD_DISCORD_API_URL,
     logLevel: e.LOG_LEVEL,
   };
+}
+
+/**
+ * Variables `switchboard mcp` never takes from the configuration that generates its client entry:
+ * the listener's own (address, rate limit, CORS, `/mcp` hosts, public URL, log level) and the keys,
+ * which `switchboard mcp-config` chooses itself.
+ */
+const NOT_FOR_STDIO = new Set([
+  'PORT',
+  'HOST',
+  'SWITCHBOARD_ADMIN_KEY',
+  'SWITCHBOARD_API_KEY',
+  'SWITCHBOARD_RATE_LIMIT',
+  'SWITCHBOARD_CORS_ORIGINS',
+  'SWITCHBOARD_MCP_ALLOWED_HOSTS',
+  'SWITCHBOARD_PUBLIC_URL',
+  'LOG_LEVEL',
+]);
+
+/** Variables whose values are secrets: a client config that holds them must be kept private. */
+export const SECRET_VARIABLES = ['SWITCHBOARD_SECRET', 'OPENAI_API_KEY'] as const;
+
+/**
+ * The environment an MCP client must give `switchboard mcp` so it acts on the same data, the same
+ * way, as this configuration: every Switchboard variable set in `env` except the listener's and the
+ * keys, with SWITCHBOARD_DATA_DIR (always) and SWITCHBOARD_MCP_CONFIG made absolute, since a client
+ * starts the command from a directory of its own. A different embedder, model or secret would make
+ * the stdio server refuse the index or fail to decrypt credentials, so they are carried too.
+ */
+export function stdioServerEnv(env: NodeJS.ProcessEnv, config: Config): Record<string, string> {
+  const out: Record<string, string> = { SWITCHBOARD_DATA_DIR: path.resolve(config.dataDir) };
+  for (const name of Object.keys(envSchema.shape)) {
+    const value = env[name];
+    if (value === undefined || value.trim() === '' || NOT_FOR_STDIO.has(name) || name in out) continue;
+    out[name] = name === 'SWITCHBOARD_MCP_CONFIG' && config.mcpConfigPath ? path.resolve(config.mcpConfigPath) : value;
+  }
+  return out;
 }

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { fileURLToPath } from 'node:url';
 import { runCli } from './cli.js';
 
 /** The `switchboard` command. Only this file touches the process: argv, signals, exit codes. */
@@ -9,6 +10,8 @@ const code = await runCli(process.argv.slice(2), {
   stdout: (t) => process.stdout.write(t),
   stderr: (t) => process.stderr.write(t),
   isTTY: process.stderr.isTTY === true,
+  nodePath: process.execPath,
+  mainScript: fileURLToPath(import.meta.url),
   onServing: ({ stop }) => {
     let stopping = false;
     const shutdown = (signal: string) => {
