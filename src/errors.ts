@@ -173,15 +173,16 @@ interface ZodIssueShape {
 
 /**
  * Field errors of a failed zod parse, named as API.md §1 names them: dotted paths (under `prefix`
- * when given), each unknown field on its own. The HTTP validator's issues and MCP tool arguments
- * both come through here, so a client reads the same detail either way.
+ * when given), each unknown field on its own, and `root` for the value itself (`arguments`, `body`).
+ * The HTTP validator's issues and MCP tool arguments both come through here, so a client reads the
+ * same detail either way.
  */
-export function zodFieldErrors(issues: readonly ZodIssueShape[], prefix?: string): FieldError[] {
+export function zodFieldErrors(issues: readonly ZodIssueShape[], prefix?: string, root = prefix ?? 'arguments'): FieldError[] {
   const join = (path: PropertyKey[]) => [...(prefix ? [prefix] : []), ...path.map(String)].join('.');
   return issues.flatMap((issue) =>
     issue.code === 'unrecognized_keys' && issue.keys
       ? issue.keys.map((key) => ({ path: join([...issue.path, key]), message: 'unknown field' }))
-      : [{ path: join(issue.path) || (prefix ?? 'arguments'), message: issue.message }],
+      : [{ path: join(issue.path) || root, message: issue.message }],
   );
 }
 

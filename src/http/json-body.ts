@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { InvalidJsonError } from '../errors.js';
+import { InvalidJsonError, validationErrorOf } from '../errors.js';
+import { jsonDepthIssue } from '../lib/json-depth.js';
 import { onRoutesWhere } from './route-hooks.js';
 
 const ESCAPED_SURROGATE = /\\u[dD][89a-fA-F]/;
@@ -26,7 +27,9 @@ function hasLoneSurrogate(root: unknown): boolean {
 
 /**
  * JSON is the only body type (API.md §1): an empty body reads as `{}`, anything else falls through to 415.
- * Fastify's own parser still guards against prototype poisoning.
+ * Fastify's own parser still guards against prototype poisoning. A body nested deeper than 64 levels
+ * is refused here, once for every JSON route (`/mcp` included), before any validator, size check or
+ * idempotency hash walks it recursively.
  */
 export function registerJsonBodyParser(app: FastifyInstance) {
   app.removeAllContentTypeParsers();
@@ -36,6 +39,8 @@ export function registerJsonBodyParser(app: FastifyInstance) {
     if (text.trim() === '') return done(null, {});
     return parseJson(req, text, (err, value) => {
       if (err) return done(err);
+      const tooDeep = jsonDepthIssue(value);
+      if (tooDeep) return done(validationErrorOf('body', [tooDeep]));
       // JSON can escape half a surrogate pair ("\ud800"): not Unicode, and stored as something else.
       if (ESCAPED_SURROGATE.test(text) && hasLoneSurrogate(value)) {
         return done(new InvalidJsonError('The request body holds an unpaired UTF-16 surrogate (\\uD800–\\uDFFF).'));

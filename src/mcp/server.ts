@@ -19,6 +19,7 @@ import type { AppContext } from '../context.js';
 import { VERSION } from '../context.js';
 import { hasScope } from '../core/auth/keys.js';
 import { AppError, ForbiddenError, InternalError, NotFoundError, toToolErrorResult, validationErrorOf, zodFieldErrors } from '../errors.js';
+import { jsonDepthIssue } from '../lib/json-depth.js';
 import { MCP_FEATURES } from './catalog.js';
 import type { McpCaller, McpFeature, McpToolDefinition, ToolInvocation } from './tool-definition.js';
 
@@ -86,6 +87,9 @@ async function callTool(
 ): Promise<CallToolResult> {
   try {
     if (!hasScope(caller.scopes, tool.scope)) throw new ForbiddenError(`${tool.name} needs the "${tool.scope}" scope.`);
+    // Over stdio nothing parsed the arguments with a depth limit yet (over /mcp the JSON body parser did).
+    const tooDeep = jsonDepthIssue(args);
+    if (tooDeep) throw validationErrorOf('arguments', [tooDeep]);
     const parsed = tool.input.safeParse(args ?? {});
     if (!parsed.success) throw validationErrorOf('arguments', zodFieldErrors(parsed.error.issues));
     const result = tool.output.parse(await tool.run({ ctx, caller, ...invocation }, parsed.data)) as Record<string, unknown>;

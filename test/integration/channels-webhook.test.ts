@@ -128,6 +128,8 @@ describe('webhook channels', { timeout: 20_000 }, () => {
     expectProblem(await t.app.inject({ method: 'POST', url: `/business/channels/${channel.id}/slack/events`, headers: { 'content-type': 'application/json' }, payload: '{}' }), 404, 'not_found');
     expectProblem(await inbound(channel.id, '{"conversationId":'), 400, 'invalid_json');
     expectProblem(await inbound(channel.id, { conversationId: 'c' }), 400, 'validation_failed', 'message');
+    // A body that is no object is named as the body, as on every JSON route.
+    for (const notAnObject of ['[]', 'null', '"text"']) expectProblem(await inbound(channel.id, notAnObject), 400, 'validation_failed', 'body');
     expect((await inbound(channel.id, body, SECRET, { 'x-switchboard-delivery': 'd-1' })).statusCode).toBe(200);
     expectProblem(await inbound(channel.id, body, SECRET, { 'x-switchboard-delivery': 'd-1' }), 409, 'conflict');
 

@@ -156,16 +156,27 @@ describe('errors as problem+json (API.md §1)', () => {
       expect(expectProblem(res, 400, 'validation_failed').requestId).toBe('bad-url-1');
     });
 
-    it('refuses deeply nested JSON with a 400, not a 500', async () => {
+    it('refuses JSON nested deeper than 64 levels as validation_failed naming the field, not a 500', async () => {
       const depth = 150_000; // the bodies stay under 1 MiB
-      for (const body of [
-        '['.repeat(depth) + ']'.repeat(depth),
-        `{"name":"a","instructions":"b","tools":${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}}`,
-        `{"name":"\\ud800","instructions":"b","traits":${'['.repeat(depth)}${']'.repeat(depth)}}`,
-      ]) {
+      for (const [body, field] of [
+        ['['.repeat(depth) + ']'.repeat(depth), '0'],
+        [`{"name":"a","instructions":"b","tools":${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}}`, 'tools'],
+        [`{"name":"\\ud800","instructions":"b","traits":${'['.repeat(depth)}${']'.repeat(depth)}}`, 'traits'],
+        // __proto__ deep inside: the prototype-poisoning scan does not recurse either.
+        [`{"tools":${'{"a":'.repeat(depth)}{"__proto__":1}${'}'.repeat(depth)}}`, null],
+      ] as const) {
         const res = await t.request({ method: 'POST', url: '/personas', body });
-        expect(res.statusCode, res.body).toBe(400);
-        expect(['validation_failed', 'invalid_json']).toContain(res.json().code);
+        if (field === null) {
+          expectProblem(res, 400, 'invalid_json');
+          continue;
+        }
+        const problem = expectProblem(res, 400, 'validation_failed');
+        expect(problem.errors).toHaveLength(1);
+        const path = problem.errors![0]!.path.split('.');
+        // The path leads to the first value past level 64: the body is level 1.
+        expect(path[0]).toBe(field);
+        expect(path).toHaveLength(64);
+        expect(problem.errors![0]!.message).toBe('nests deeper than 64 levels');
       }
     });
 

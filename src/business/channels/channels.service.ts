@@ -10,11 +10,12 @@ import type { Logger } from 'pino';
 import type { BridgeFactory, ChannelBridge, DiscordCredentials, RawHttpRequest, RawHttpResponse, SlackCredentials } from '../../../bridges/bridge.js';
 import { createWebhookBridge, SIGNATURE_HEADER, verifySignature, type WebhookCredentials } from '../../../bridges/webhook/webhook-bridge.js';
 import type { ChannelRow } from '../../db/schema.js';
-import { ConflictError, InvalidJsonError, NotFoundError, UnauthorizedError, UpstreamError, ValidationError, validationErrorOf, zodFieldErrors } from '../../errors.js';
+import { ConflictError, NotFoundError, UnauthorizedError, UpstreamError, ValidationError, validationErrorOf, zodFieldErrors } from '../../errors.js';
 import { type AddressGuardOptions, assertPublicUrl } from '../../lib/address-guard.js';
 import type { Cipher } from '../../lib/cipher.js';
 import type { Clock } from '../../lib/clock.js';
 import type { IdGenerator } from '../../lib/ids.js';
+import { parseJsonBody } from '../../lib/json-depth.js';
 import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
 import type { AbTestService } from '../ab-tests/ab-tests.service.js';
 import type { PersonaService } from '../../core/personas/personas.service.js';
@@ -280,14 +281,8 @@ export function createChannelService(deps: ChannelServiceDeps) {
         throw new UnauthorizedError('The X-Switchboard-Signature header is missing or does not match the body.');
       }
       if (!state.settings.enabled) throw new ConflictError(`Channel ${id} is disabled.`);
-      let json: unknown;
-      try {
-        json = JSON.parse(request.rawBody.toString('utf8') || '{}');
-      } catch {
-        throw new InvalidJsonError();
-      }
-      const parsed = webhookInboundSchema.safeParse(json);
-      if (!parsed.success) throw validationErrorOf('body', zodFieldErrors(parsed.error.issues));
+      const parsed = webhookInboundSchema.safeParse(parseJsonBody(request.rawBody.toString('utf8')));
+      if (!parsed.success) throw validationErrorOf('body', zodFieldErrors(parsed.error.issues, undefined, 'body'));
       const { conversationId, userId, message } = parsed.data;
       const delivery = request.headers['x-switchboard-delivery'];
       const externalId = typeof delivery === 'string' && delivery.length <= 200 ? delivery : crypto.randomUUID();

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { pathTooDeep, TOO_DEEP } from '../../lib/json-depth.js';
 import { pageQuerySchema } from '../../lib/pagination.js';
 
 const name = z.string().trim().min(1).max(200);
@@ -9,18 +10,28 @@ const metadata = z
   .refine((m) => JSON.stringify(m).length <= 16_384, 'at most 16 KiB as JSON')
   .describe('Free-form JSON object returned with search results and matched by `filter`.');
 
-/** JSON object sent as text (a query parameter, a multipart part), parsed and then checked by `schema`. */
+/**
+ * JSON object sent as text (a query parameter, a multipart part), parsed and then checked by
+ * `schema`; held to the JSON body's depth limit before `schema` (whose size check stringifies) sees it.
+ */
 function jsonObjectText<T extends z.ZodType>(schema: T, maxLength = 16_384) {
   return z
     .string()
     .max(maxLength)
     .transform((text, ctx) => {
+      let value: unknown;
       try {
-        return JSON.parse(text) as unknown;
+        value = JSON.parse(text);
       } catch {
         ctx.addIssue({ code: 'custom', message: 'must be a JSON object, e.g. {"team":"support"}' });
         return z.NEVER;
       }
+      const tooDeep = pathTooDeep(value);
+      if (tooDeep) {
+        ctx.addIssue({ code: 'custom', path: tooDeep, message: TOO_DEEP });
+        return z.NEVER;
+      }
+      return value;
     })
     .pipe(schema);
 }
