@@ -107,7 +107,9 @@ export interface ChannelBridge {
   /**
    * Slack Events API only: a delivery to `POST /business/channels/:id/slack/events`. Verifies the
    * signature and timestamp (throws UnauthorizedError from src/errors.ts when either is wrong),
-   * answers `url_verification`, and acknowledges at once — the answer is produced afterwards.
+   * refuses a signed body that is no Slack delivery (throws the ValidationError or InvalidJsonError
+   * to answer), answers `url_verification`, and acknowledges at once — the answer is produced
+   * afterwards. Every failure is thrown as an AppError, so the route answers it as problem+json.
    */
   handleHttp?(request: RawHttpRequest): Promise<RawHttpResponse>;
 }

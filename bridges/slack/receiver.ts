@@ -1,13 +1,15 @@
 /**
  * A Bolt Receiver for the Events API that listens on no port: the channels service's route hands
- * each delivery to `handle()`, which verifies it with Bolt's own `verifySlackRequest`, answers
- * `url_verification`, and passes the rest to `app.processEvent`, answering as soon as Bolt acks
+ * each delivery to `handle()`, which verifies it with Bolt's own `verifySlackRequest`, refuses a
+ * body that is no Slack delivery (events-body.ts), answers `url_verification`, and passes event
+ * callbacks to `app.processEvent`, answering as soon as Bolt acks
  * (Bolt acks events before running the listeners, so the answer leaves well within Slack's 3 s).
  */
 import { verifySlackRequest, type App, type Receiver, type ReceiverEvent } from '@slack/bolt';
 import type { Logger } from 'pino';
-import { UnauthorizedError } from '../../src/errors.js';
+import { InternalError, UnauthorizedError, UnavailableError } from '../../src/errors.js';
 import type { RawHttpRequest, RawHttpResponse } from '../bridge.js';
+import { readSlackDelivery } from './events-body.js';
 
 /** A delivery Bolt has not acknowledged by then is answered 200 anyway, so Slack does not retry it. */
 const ACK_DEADLINE_MS = 2500;
@@ -30,29 +32,33 @@ export class EventsApiReceiver implements Receiver {
 
   async stop(): Promise<void> {}
 
-  /** Throws UnauthorizedError for a missing or wrong signature or a timestamp over 5 minutes off. */
+  /**
+   * Throws UnauthorizedError for a missing or wrong signature or a timestamp over 5 minutes off, and
+   * the 400 of `readSlackDelivery` for a signed body that is not a Slack delivery (it never reaches Bolt).
+   */
   async handle(request: RawHttpRequest): Promise<RawHttpResponse> {
     const rawBody = request.rawBody.toString('utf8');
     this.verify(rawBody, request.headers);
-    const body = parseBody(rawBody, header(request.headers, 'content-type') ?? '');
-    if (body === null) return { status: 400, headers: { 'content-type': 'text/plain' }, body: 'Unreadable Slack payload.' };
-    if (body.type === 'url_verification') {
-      return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ challenge: body.challenge }) };
+    const delivery = readSlackDelivery(rawBody, header(request.headers, 'content-type') ?? '');
+    if (delivery.kind === 'url_verification') {
+      return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ challenge: delivery.challenge }) };
     }
-    if (body.ssl_check !== undefined) return { status: 200, body: '' };
+    if (delivery.kind !== 'event') return { status: 200, body: '' };
     const app = this.app;
-    if (!app) return { status: 503, headers: { 'content-type': 'text/plain' }, body: 'The Slack bridge is not started.' };
+    if (!app) throw new UnavailableError('The Slack bridge is not started.');
+    const body = delivery.body;
 
     const retryNum = Number(header(request.headers, 'x-slack-retry-num'));
     const retryReason = header(request.headers, 'x-slack-retry-reason');
-    return new Promise<RawHttpResponse>((resolve) => {
-      let answered = false;
-      const answer = (response: RawHttpResponse): void => {
-        if (answered) return;
-        answered = true;
+    return new Promise<RawHttpResponse>((resolve, reject) => {
+      let settled = false;
+      const settle = (outcome: () => void): void => {
+        if (settled) return;
+        settled = true;
         clearTimeout(deadline);
-        resolve(response);
+        outcome();
       };
+      const answer = (response: RawHttpResponse): void => settle(() => resolve(response));
       const deadline = setTimeout(() => answer({ status: 200, body: '' }), ACK_DEADLINE_MS);
       const event: ReceiverEvent = {
         body,
@@ -68,7 +74,7 @@ export class EventsApiReceiver implements Receiver {
         () => answer({ status: 200, body: '' }),
         (err: unknown) => {
           this.logger.error({ err }, 'slack: processing an Events API delivery failed');
-          answer({ status: 500, body: '' });
+          settle(() => reject(new InternalError()));
         },
       );
     });
@@ -102,23 +108,4 @@ function header(headers: RawHttpRequest['headers'], name: string): string | unde
 function findHeader(headers: RawHttpRequest['headers'], name: string): string | string[] | undefined {
   const key = Object.keys(headers).find((k) => k.toLowerCase() === name);
   return key === undefined ? undefined : headers[key];
-}
-
-/** JSON (Events API), or a form with a JSON `payload` (interactivity) or plain fields (ssl_check). */
-function parseBody(raw: string, contentType: string): Record<string, unknown> | null {
-  try {
-    if (contentType.includes('application/x-www-form-urlencoded')) {
-      const form = new URLSearchParams(raw);
-      const payload = form.get('payload');
-      if (payload !== null) return asObject(JSON.parse(payload));
-      return Object.fromEntries(form);
-    }
-    return asObject(JSON.parse(raw));
-  } catch {
-    return null;
-  }
-}
-
-function asObject(value: unknown): Record<string, unknown> | null {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
 }

@@ -9,6 +9,7 @@
  */
 import { App, LogLevel, SocketModeReceiver, webApi, type Logger as BoltLogger } from '@slack/bolt';
 import type { Logger } from 'pino';
+import { UnavailableError } from '../../src/errors.js';
 import type { BridgeFactory, BridgeOptions, ChannelBridge, OutboundMessage, RawHttpRequest, RawHttpResponse, ReplyTarget, ReplyWriter, SlackCredentials } from '../bridge.js';
 import { InboundMapper, toReaction, type BotIdentity, type SlackMessageEvent, type SlackReactionEvent } from './inbound.js';
 import { SlackOutbound } from './outbound.js';
@@ -69,7 +70,7 @@ class SlackBridge implements ChannelBridge {
       const receiver = new EventsApiReceiver(signingSecret, this.logger);
       this.app = new App({ ...common, receiver });
       this.handleHttp = async (request) => {
-        if (this.stopped) return { status: 503, headers: { 'content-type': 'text/plain' }, body: 'This Slack channel is stopped.' };
+        if (this.stopped) throw new UnavailableError('This Slack channel is stopped.');
         return receiver.handle(request);
       };
     } else {

@@ -24,9 +24,9 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
   let channelId: string;
   const logs = captureLogs();
 
-  /** A signed Events API delivery to the channel's route. */
-  const deliver = (body: Record<string, unknown>, headers: Record<string, string> = {}, id = channelId) => {
-    const raw = JSON.stringify(body);
+  /** A signed Events API delivery to the channel's route; a string is sent as the raw body. */
+  const deliver = (body: Record<string, unknown> | string, headers: Record<string, string> = {}, id = channelId) => {
+    const raw = typeof body === 'string' ? body : JSON.stringify(body);
     return t.app.inject({ method: 'POST', url: `/business/channels/${id}/slack/events`, headers: { ...signSlackRequest(raw, SIGNING_SECRET), ...headers }, payload: raw });
   };
   /** Whether the thread's latest message is answered and settled (reply parts recorded, session stored). */
@@ -99,6 +99,27 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
     const challenge = await deliver({ type: 'url_verification', challenge: 'c-123', token: 'x' });
     expect(challenge.statusCode).toBe(200);
     expect(challenge.body).toContain('c-123');
+  });
+
+  it('answers a signed body that is no Slack delivery with a problem+json 400, and acknowledges unknown event types', async () => {
+    const callback = eventCallback(messageEvent({ text: `<@${fake.botUserId}> hi` }), { botUserId: fake.botUserId });
+    for (const [body, code, path] of [
+      [{ ...callback, event: null }, 'validation_failed', 'event'],
+      [{ ...callback, event: 'a string' }, 'validation_failed', 'event'],
+      [{ ...callback, event: 42 }, 'validation_failed', 'event'],
+      ['null', 'validation_failed', 'body'],
+      ['[]', 'validation_failed', 'body'],
+      ['\0', 'invalid_json', undefined],
+      ['', 'validation_failed', 'type'],
+    ] as const) {
+      expectProblem(await deliver(body), 400, code, path);
+    }
+    const before = fake.ok('chat.postMessage').length;
+    const unknown = await deliver(eventCallback({ type: 'team_rename', name: 'Renamed' }));
+    expect(unknown.statusCode, unknown.body).toBe(200);
+    expect(unknown.body).toBe('');
+    // Nothing refused was answered: the channel posted nothing.
+    expect(fake.ok('chat.postMessage').length).toBe(before);
   });
 
   it('refuses a bad or stale signature (401) and a disabled channel (409)', async () => {

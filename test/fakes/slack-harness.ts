@@ -74,10 +74,10 @@ export interface DeliverOptions {
   headers?: Record<string, string>;
 }
 
-/** Signs and hands one Events API delivery to the bridge, as the lead's route does. */
+/** Signs and hands one Events API delivery to the bridge, as the lead's route does; a string is sent as the raw body. */
 export function deliver(bridge: ChannelBridge, body: unknown, options: DeliverOptions = {}): Promise<RawHttpResponse> {
   if (!bridge.handleHttp) throw new Error('This bridge has no Events API endpoint.');
-  const raw = JSON.stringify(body);
+  const raw = typeof body === 'string' ? body : JSON.stringify(body);
   const headers = { ...signSlackRequest(raw, options.secret ?? SIGNING_SECRET, options.timestampSec), ...options.headers };
   return bridge.handleHttp({ rawBody: Buffer.from(raw), headers });
 }

@@ -3,7 +3,7 @@
  * fake Slack, deliveries signed as Slack signs them.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { UnauthorizedError } from '../../src/errors.js';
+import { AppError, UnauthorizedError } from '../../src/errors.js';
 import { startFakeSlack, type FakeSlack } from '../fakes/slack-api.js';
 import { appMentionEvent, eventCallback, messageEvent, nextTs, reactionEvent, signSlackRequest } from '../fakes/slack-events.js';
 import { BOT_TOKEN, deliver, makeBridge, sleep, until, type Harness } from '../fakes/slack-harness.js';
@@ -50,7 +50,7 @@ describe('Slack bridge, Events API', () => {
     expect(h.rec.statuses).toEqual([{ status: 'connected', detail: null }]);
     await h.bridge.stop();
     await h.bridge.stop();
-    expect((await deliver(h.bridge, eventCallback(messageEvent({ text: '<@UBOT> late' })))).status).toBe(503);
+    await expect(deliver(h.bridge, eventCallback(messageEvent({ text: '<@UBOT> late' })))).rejects.toMatchObject({ code: 'unavailable', status: 503 });
     expect(h.rec.messages).toEqual([]);
   });
 
@@ -126,6 +126,59 @@ describe('Slack bridge, Events API', () => {
     const raw = JSON.stringify(body);
     const headers = signSlackRequest(raw, 'test-signing-secret');
     await expect(h.bridge.handleHttp!({ rawBody: Buffer.from(`${raw} `), headers })).rejects.toBeInstanceOf(UnauthorizedError);
+    await barrier(h);
+    expect(h.rec.messages).toEqual([]);
+  });
+
+  it('refuses a signed body that is no Slack delivery with a 400 naming the field, before Bolt', async () => {
+    const h = await startBridge();
+    h.settings.respondTo = 'all';
+    const callback = eventCallback(messageEvent({ text: 'hello' }));
+    const cases: Array<[body: unknown, code: string, path?: string]> = [
+      [{ ...callback, event: null }, 'validation_failed', 'event'],
+      [{ ...callback, event: 'a string' }, 'validation_failed', 'event'],
+      [{ ...callback, event: 42 }, 'validation_failed', 'event'],
+      [{ ...callback, event: { text: 'no type' } }, 'validation_failed', 'event.type'],
+      [{ ...callback, event: { ...messageEvent({ text: 'x' }), channel: null } }, 'validation_failed', 'event.channel'],
+      [{ ...callback, event: { ...messageEvent({ text: 'x' }), user: null } }, 'validation_failed', 'event.user'],
+      [{ ...callback, event: { ...messageEvent({ text: 'x' }), text: 7 } }, 'validation_failed', 'event.text'],
+      [{ ...callback, event: { type: 'reaction_added', user: 'U1', reaction: '+1', item: 'a string' } }, 'validation_failed', 'event.item'],
+      [{ ...callback, authorizations: [null] }, 'validation_failed', 'authorizations.0'],
+      [{ type: 'url_verification' }, 'validation_failed', 'challenge'],
+      ['null', 'validation_failed', 'body'],
+      ['[]', 'validation_failed', 'body'],
+      ['"text"', 'validation_failed', 'body'],
+      ['', 'validation_failed', 'type'],
+      ['\0', 'invalid_json'],
+      [`{"type":"event_callback","event":${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}}`, 'validation_failed'],
+    ];
+    for (const [body, code, path] of cases) {
+      const refusal = await deliver(h.bridge, body).then(
+        (answer) => answer,
+        (err: unknown) => err,
+      );
+      expect(refusal, JSON.stringify(body).slice(0, 200)).toBeInstanceOf(AppError);
+      expect(refusal).toMatchObject({ code, status: 400 });
+      if (path !== undefined) expect((refusal as AppError).errors?.[0]?.path).toBe(path);
+    }
+    // None reached a listener, and the bridge still answers the next well-formed delivery.
+    await barrier(h);
+    expect(h.rec.messages).toEqual([]);
+    expect(h.rec.reactions).toEqual([]);
+  });
+
+  it('acknowledges well-formed deliveries it does not listen to, without Bolt', async () => {
+    const h = await startBridge();
+    const unknownEvent = await deliver(h.bridge, eventCallback({ type: 'team_rename', name: 'New name' }));
+    expect(unknownEvent).toEqual({ status: 200, body: '' });
+    const rateLimited = await deliver(h.bridge, { token: 't', team_id: 'T1', minute_rate_limited: 1518467820, api_app_id: 'AFAKE', type: 'app_rate_limited' });
+    expect(rateLimited).toEqual({ status: 200, body: '' });
+    // An interactivity payload (a form with JSON `payload`): nothing in the bridge listens to it.
+    const payload = `payload=${encodeURIComponent(JSON.stringify({ type: 'block_actions', actions: [] }))}`;
+    const action = await deliver(h.bridge, payload, { headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    expect(action).toEqual({ status: 200, body: '' });
+    const sslCheck = await deliver(h.bridge, 'ssl_check=1&token=t', { headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    expect(sslCheck).toEqual({ status: 200, body: '' });
     await barrier(h);
     expect(h.rec.messages).toEqual([]);
   });

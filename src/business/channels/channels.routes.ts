@@ -101,10 +101,13 @@ export function channelRoutes(ctx: AppContext): FastifyPluginAsyncZod {
             tags,
             summary: 'Slack Events API deliveries (signed by Slack)',
             security: [],
-            description: '`X-Slack-Signature` and `X-Slack-Request-Timestamp` are verified (bad or older than 5 minutes → 401); `url_verification` is answered with its challenge; every delivery is acknowledged at once and answered after.',
+            description:
+              '`X-Slack-Signature` and `X-Slack-Request-Timestamp` are verified (bad or older than 5 minutes → 401); `url_verification` is answered with its challenge; every delivery is acknowledged at once and answered after. ' +
+              'A signed body that is no Slack delivery (not JSON → `invalid_json`; not an object with a `type`, an `event_callback` whose `event` is not an object with a `type`, nested deeper than 64 levels → `validation_failed` naming the field) is a 400; a well-formed delivery the channel does not listen to is acknowledged (200). ' +
+              'A channel whose bridge is stopped → 503.',
             params: idParams,
             body: rawBody,
-            response: withErrors({ 200: z.unknown() }, [400, 401, 404, 409], { public: true }),
+            response: withErrors({ 200: z.unknown() }, [400, 401, 404, 409, 503], { public: true }),
           },
         },
         async (request, reply) => {
