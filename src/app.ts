@@ -4,12 +4,7 @@ import cors from '@fastify/cors';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import {
-  jsonSchemaTransform,
-  jsonSchemaTransformObject,
-  serializerCompiler,
-  validatorCompiler,
-} from 'fastify-type-provider-zod';
+import { jsonSchemaTransformObject, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from './context.js';
 import { VERSION } from './context.js';
@@ -33,6 +28,7 @@ import { consoleRoutes } from './http/console.routes.js';
 import { healthRoutes } from './http/health.routes.js';
 import { registerIdempotencyHooks } from './http/idempotency-hooks.js';
 import { registerJsonBodyParser } from './http/json-body.js';
+import { openApiTransform } from './http/openapi.js';
 import { registerRateLimit } from './http/rate-limit.js';
 import { requestLogger } from './http/request-logger.js';
 import { registerResponseCache } from './http/response-cache.js';
@@ -127,12 +123,14 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
         title: 'Switchboard API',
         version: VERSION,
         description:
-          'Every path is also served under `/api` (e.g. `/api/personas`). Errors are `application/problem+json`.',
+          'Every path is also served under `/api` (e.g. `/api/personas`). Errors are `application/problem+json`, except under `/v1` ' +
+          "(OpenAI's error shape) and the MCP transport's own refusals at `/mcp` (JSON-RPC error objects). " +
+          'A JSON body nested deeper than 64 levels is a 400 `validation_failed`.',
       },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'sb_… API key' } } },
       security: [{ bearer: [] }],
     },
-    transform: jsonSchemaTransform,
+    transform: openApiTransform,
     transformObject: jsonSchemaTransformObject,
   });
 

@@ -1,3 +1,4 @@
+import { jsonSchemaTransform } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 
 /** The problem+json body of every error (API.md §1). */
@@ -14,7 +15,7 @@ export const problemSchema = z
   .meta({ id: 'Problem' });
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
-  400: 'Invalid JSON (`invalid_json`) or a field failed validation (`validation_failed`, `errors[]` names it).',
+  400: 'Invalid JSON (`invalid_json`) or a field failed validation (`validation_failed`, `errors[]` names it; a body nested deeper than 64 levels is refused so too).',
   401: 'Missing, malformed, unknown, revoked or expired API key.',
   403: 'The key lacks the scope this operation needs.',
   404: 'No such object in this workspace.',
@@ -32,6 +33,29 @@ const problemResponse = (status: number) => ({
   description: ERROR_DESCRIPTIONS[status] ?? 'Error',
   content: { 'application/problem+json': { schema: problemSchema } },
 });
+
+/** The error object of JSON-RPC 2.0, as the MCP transport answers its own refusals (API.md §1, §10). */
+export const jsonRpcErrorSchema = z
+  .object({
+    jsonrpc: z.literal('2.0'),
+    error: z.object({ code: z.number().int(), message: z.string(), data: z.unknown().optional() }),
+    id: z.union([z.string(), z.number(), z.null()]),
+  })
+  .meta({ id: 'JsonRpcError' });
+
+/**
+ * An error response of `/mcp`, whose body is problem+json when Switchboard refuses and a JSON-RPC
+ * error when the MCP transport does (`bodies` lists which this status can carry).
+ */
+export function mcpErrorResponse(description: string, bodies: Array<'problem' | 'jsonRpc'>) {
+  return {
+    description,
+    content: {
+      ...(bodies.includes('jsonRpc') ? { 'application/json': { schema: jsonRpcErrorSchema } } : {}),
+      ...(bodies.includes('problem') ? { 'application/problem+json': { schema: problemSchema } } : {}),
+    },
+  };
+}
 
 /** Errors any authenticated route can answer. */
 const COMMON_ERRORS = [400, 401, 403, 429, 500] as const;
@@ -59,3 +83,23 @@ export function pageOf<T extends z.ZodType>(item: T) {
 
 /** `:id` path parameter. Length is not validated here: an over-long id is simply not found (404). */
 export const idParams = z.object({ id: z.string() });
+
+const PARAMETER_PARTS = ['querystring', 'headers', 'params'] as const;
+
+/**
+ * The route schema → OpenAPI conversion: fastify-type-provider-zod's, except that a query, header or
+ * path schema without `properties` (a record: any name goes) documents no parameters, where
+ * @fastify/swagger would list its JSON Schema keywords (`type`, `propertyNames`,
+ * `additionalProperties`) as parameters of those names. A route taking free-form parameters lists
+ * the ones it reads with a loose object instead (GET /oauth/authorize).
+ */
+export const openApiTransform: typeof jsonSchemaTransform = (document) => {
+  const transformed = jsonSchemaTransform(document);
+  const schema = transformed.schema as Record<string, unknown> | undefined;
+  for (const part of PARAMETER_PARTS) {
+    const json = schema?.[part] as Record<string, unknown> | undefined;
+    if (json === undefined || 'properties' in json || 'anyOf' in json || 'oneOf' in json || 'allOf' in json || '$ref' in json) continue;
+    schema![part] = { type: 'object', properties: {} };
+  }
+  return transformed;
+};

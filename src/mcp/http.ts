@@ -15,7 +15,7 @@ import type { Principal } from '../core/auth/auth.service.js';
 import { hasScope } from '../core/auth/keys.js';
 import { AppError, ForbiddenError, NotFoundError, UnavailableError, ValidationError } from '../errors.js';
 import { principalOf } from '../http/auth-hooks.js';
-import { withErrors } from '../http/openapi.js';
+import { mcpErrorResponse, withErrors } from '../http/openapi.js';
 import { createMcpServer, toolScope } from './server.js';
 
 export interface McpHttpOptions {
@@ -170,12 +170,36 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
     'The MCP Streamable HTTP endpoint (protocol up to 2025-11-25): POST JSON-RPC messages, GET the server-to-client event stream, DELETE to end the session. ' +
     'Initialize first; send the `Mcp-Session-Id` it answers with on every later request. Needs a bearer API key or an OAuth access token issued for `<base>/mcp` (`read` to connect; a tool that changes data needs `write`, else 403). ' +
     'Without one: 401 with `WWW-Authenticate: Bearer resource_metadata="<base>/.well-known/oauth-protected-resource/mcp"`.';
-  const schema = (summary: string, body = false) => ({
+  // The transport's own refusals are JSON-RPC error objects, as MCP clients expect (API.md §1); the
+  // rest (key, scope, session, body) are the API's problem+json.
+  const errors =
+    ' Errors are problem+json, except where the MCP transport itself refuses: those are JSON-RPC error objects (`application/json`, `id: null`).';
+  const bad = mcpErrorResponse(
+    'problem+json: no `Mcp-Session-Id` after initialization, malformed JSON (`invalid_json`), a body nested deeper than 64 levels (`validation_failed`). ' +
+      'JSON-RPC error: a body that is not a JSON-RPC message (-32700), an unsupported `MCP-Protocol-Version` (-32000).',
+    ['problem', 'jsonRpc'],
+  );
+  const schema = (method: 'POST' | 'GET' | 'DELETE', summary: string) => ({
     tags,
     summary,
-    description,
-    ...(body ? { body: z.unknown().describe('One JSON-RPC message.') } : {}),
-    response: withErrors({ 200: z.unknown().describe('JSON, or an event stream of JSON-RPC messages') }, [404, 406, 503]),
+    description: description + errors,
+    ...(method === 'POST' ? { body: z.unknown().describe('One JSON-RPC message.') } : {}),
+    response: {
+      ...withErrors({ 200: z.unknown().describe('JSON, or an event stream of JSON-RPC messages') }, [404, 503]),
+      400: bad,
+      ...(method === 'DELETE'
+        ? {}
+        : {
+            406: mcpErrorResponse(
+              method === 'POST' ? 'JSON-RPC error: `Accept` must name both application/json and text/event-stream.' : 'JSON-RPC error: `Accept` must name text/event-stream.',
+              ['jsonRpc'],
+            ),
+          }),
+      ...(method === 'GET' ? { 409: mcpErrorResponse('JSON-RPC error: the session already has its GET event stream open.', ['jsonRpc']) } : {}),
+      ...(method === 'POST'
+        ? { 415: mcpErrorResponse('problem+json: a content type other than JSON. JSON-RPC error: no `Content-Type` at all (the transport wants application/json).', ['problem', 'jsonRpc']) }
+        : {}),
+    },
   });
 
   return async (app) => {
@@ -185,8 +209,8 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
       await Promise.all([...sessions.keys()].map(closeSession));
     });
     const config = { scope: 'read' as const, oauth: true };
-    app.post('/mcp', { config, bodyLimit: ctx.config.uploadLimitBytes, schema: schema('Send MCP messages', true) }, handle);
-    app.get('/mcp', { config, schema: schema('Open the MCP server-to-client event stream') }, handle);
-    app.delete('/mcp', { config, schema: schema('End an MCP session') }, handle);
+    app.post('/mcp', { config, bodyLimit: ctx.config.uploadLimitBytes, schema: schema('POST', 'Send MCP messages') }, handle);
+    app.get('/mcp', { config, schema: schema('GET', 'Open the MCP server-to-client event stream') }, handle);
+    app.delete('/mcp', { config, schema: schema('DELETE', 'End an MCP session') }, handle);
   };
 }

@@ -1,7 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { listen } from './chat-helpers.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -104,6 +107,93 @@ describe('health, OpenAPI and docs (API.md §11)', () => {
     expect(doc.paths['/personas/{id}'].delete.responses).toHaveProperty('409');
     expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
     expect(JSON.stringify(doc)).toContain('Persona');
+  });
+
+  it('lists only the query parameters a route reads (none invented from a record schema)', async () => {
+    const doc = (await t.request({ method: 'GET', url: '/openapi.json', as: null })).json();
+    type Parameter = { in: string; name: string; schema: unknown };
+    const authorize = doc.paths['/oauth/authorize'].get.parameters as Parameter[];
+    expect(authorize.map((p) => p.name).sort()).toEqual(
+      ['client_id', 'code_challenge', 'code_challenge_method', 'redirect_uri', 'resource', 'response_type', 'scope', 'state'].sort(),
+    );
+    for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, { parameters?: Parameter[] }>>)) {
+      for (const [method, op] of Object.entries(ops)) {
+        const query = (op.parameters ?? []).filter((p) => p.in === 'query');
+        for (const p of query) {
+          expect(typeof p.schema, `${method} ${path} ?${p.name}`).toBe('object');
+          expect(['propertyNames', 'additionalProperties', 'patternProperties'], `${method} ${path}`).not.toContain(p.name);
+        }
+        // Every documented parameter is one the route takes: none is refused as unknown (API.md §1).
+        if (method !== 'get' || query.length === 0 || path === '/oauth/authorize') continue;
+        const url = `${path.replace(/\{[^}]+\}/g, 'x')}?${query.map((p) => `${p.name}=1`).join('&')}`;
+        const res = await t.request({ method: 'GET', url, headers: { accept: 'application/json' } });
+        const unknown = res.statusCode === 400 ? (res.json().errors ?? []).filter((e: { message: string }) => /unknown query parameter/.test(e.message)) : [];
+        expect(unknown, `GET ${url}`).toEqual([]);
+      }
+    }
+  });
+
+  it('documents a record query schema as no parameters rather than its JSON Schema keywords', async () => {
+    const extra = await createTestApp({
+      extend: (app) => {
+        app.get('/free-form', { schema: { summary: 'Any query', querystring: z.record(z.string(), z.string()), response: { 200: z.object({}) } } }, async () => ({}));
+      },
+    });
+    try {
+      const doc = (await extra.request({ method: 'GET', url: '/openapi.json', as: null })).json();
+      expect(doc.paths['/free-form'].get.parameters ?? []).toEqual([]);
+    } finally {
+      await extra.close();
+    }
+  });
+
+  it("documents /mcp's transport errors as the JSON-RPC bodies they are, and its other errors as problem+json", async () => {
+    const doc = (await t.request({ method: 'GET', url: '/openapi.json', as: null })).json();
+    const responses = (method: string) => doc.paths['/mcp'][method].responses as Record<string, { content: Record<string, { schema: { $ref?: string } }> }>;
+    const mediaOf = (method: string, status: number) => Object.keys(responses(method)[status]?.content ?? {}).sort();
+    expect(doc.components.schemas.JsonRpcError.required).toEqual(['jsonrpc', 'error', 'id']);
+    expect(responses('post')['406']!.content['application/json']!.schema.$ref).toBe('#/components/schemas/JsonRpcError');
+    expect(mediaOf('post', 400)).toEqual(['application/json', 'application/problem+json']);
+    expect(mediaOf('post', 406)).toEqual(['application/json']);
+    expect(mediaOf('post', 415)).toEqual(['application/json', 'application/problem+json']);
+    expect(mediaOf('get', 406)).toEqual(['application/json']);
+    expect(mediaOf('get', 409)).toEqual(['application/json']);
+    for (const method of ['post', 'get', 'delete']) {
+      for (const status of [401, 403, 404, 429, 500, 503]) expect(mediaOf(method, status), `${method} ${status}`).toEqual(['application/problem+json']);
+    }
+
+    // And the answers are what the document says, status by status.
+    const origin = await listen(t);
+    const auth = { authorization: `Bearer ${t.adminKey}` };
+    const json = { ...auth, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const post = (headers: Record<string, string>, body?: string) => fetch(`${origin}/mcp`, { method: 'POST', headers, ...(body === undefined ? {} : { body }) });
+    const documented = async (res: Response, method: string, status: number, jsonRpc: boolean) => {
+      expect(res.status).toBe(status);
+      const type = (res.headers.get('content-type') ?? '').split(';')[0]!;
+      expect(mediaOf(method, status)).toContain(type);
+      const body = (await res.json()) as Record<string, unknown>;
+      if (jsonRpc) expect(body).toMatchObject({ jsonrpc: '2.0', error: { code: expect.any(Number), message: expect.any(String) }, id: null });
+      else expect(body).toMatchObject({ status, code: expect.any(String), requestId: expect.any(String) });
+    };
+    const init = await post(json, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'docs', version: '1' } } }));
+    expect(init.status).toBe(200);
+    await init.body?.cancel();
+    const session = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION };
+    await documented(await post({ ...json, ...session, accept: '*/*' }, '{"jsonrpc":"2.0","id":2,"method":"tools/list"}'), 'post', 406, true);
+    await documented(await post({ ...json, ...session }, '{"not":"json-rpc"}'), 'post', 400, true);
+    await documented(await post({ ...auth, ...session, accept: json.accept }), 'post', 415, true);
+    await documented(await post({ ...json, ...session }, '{"jsonrpc":'), 'post', 400, false);
+    await documented(await post({ ...json, ...session, 'content-type': 'text/plain' }, 'hello'), 'post', 415, false);
+    await documented(await post(json, '{"jsonrpc":"2.0","id":3,"method":"tools/list"}'), 'post', 400, false);
+    await documented(await fetch(`${origin}/mcp`, { headers: { ...auth, ...session, accept: 'application/json' } }), 'get', 406, true);
+    const stream = new AbortController();
+    const first = await fetch(`${origin}/mcp`, { headers: { ...auth, ...session, accept: 'text/event-stream' }, signal: stream.signal });
+    expect(first.status).toBe(200);
+    try {
+      await documented(await fetch(`${origin}/mcp`, { headers: { ...auth, ...session, accept: 'text/event-stream' } }), 'get', 409, true);
+    } finally {
+      stream.abort();
+    }
   });
 
   it('GET /docs serves the UI from local assets', async () => {

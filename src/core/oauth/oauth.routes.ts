@@ -17,7 +17,7 @@ import { idParams, pageOf, withErrors } from '../../http/openapi.js';
 import { ClientMetadataError, type ClientInfo, redirectUriMatches } from './client-metadata.js';
 import { consentPage, errorPage, formTargetOf, pageHeaders } from './consent-page.js';
 import { isCodeChallenge, OAUTH_SCOPES, type OAuthScope, parseScope, type PendingAuthorization, PENDING_TTL_MS } from './oauth.service.js';
-import { formBodySchema, grantSchema, listGrantsQuerySchema, oauthErrorSchema, tokenResponseSchema } from './oauth.schemas.js';
+import { authorizeQuerySchema, formBodySchema, grantSchema, listGrantsQuerySchema, oauthErrorSchema, tokenResponseSchema } from './oauth.schemas.js';
 
 const FORM_LIMIT = 64 * 1024;
 const STATE_MAX = 2_048;
@@ -167,7 +167,7 @@ export function oauthRoutes(ctx: AppContext, base: () => string): FastifyPluginA
             summary: 'OAuth authorization endpoint: shows the consent page',
             description:
               'Authorization code flow with PKCE (S256 only) and a `resource` of `<base>/mcp`. An unknown client or an unregistered `redirect_uri` → an HTML error page (400), never a redirect; other errors redirect back with `error`, `state` and `iss`.',
-            querystring: z.record(z.string(), z.union([z.string(), z.array(z.string())])),
+            querystring: authorizeQuerySchema,
             response: withErrors({ 200: z.string().describe('The consent page (HTML)') }, [400], { public: true }),
           },
         },

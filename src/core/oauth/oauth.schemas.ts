@@ -31,3 +31,21 @@ export const tokenResponseSchema = z
 
 /** The form fields of the OAuth endpoints: strings, each at most once (a repeat is refused by the parser). */
 export const formBodySchema = z.record(z.string(), z.string()).describe('application/x-www-form-urlencoded');
+
+/** One authorization request parameter: a repeated one arrives as a list, which the endpoint refuses (RFC 6749 §3.1). */
+const authorizeParam = (description: string) => z.union([z.string(), z.array(z.string())]).optional().describe(description);
+
+/**
+ * The query of `GET /oauth/authorize`: the parameters it reads, named so the OpenAPI document lists
+ * them; any other is ignored, as RFC 6749 §3.1 asks of an authorization endpoint.
+ */
+export const authorizeQuerySchema = z.looseObject({
+  response_type: authorizeParam('`code`.'),
+  client_id: authorizeParam('A registered client id, or the https URL of a Client ID Metadata Document.'),
+  redirect_uri: authorizeParam('One of the redirect URIs the client registered.'),
+  scope: authorizeParam("`read` or `read write`; absent: the client's registered scope, else `read write`."),
+  state: authorizeParam('Sent back unchanged with the answer (at most 2,048 characters).'),
+  code_challenge: authorizeParam('PKCE: the S256 challenge, 43 base64url characters.'),
+  code_challenge_method: authorizeParam('`S256`.'),
+  resource: authorizeParam('`<base>/mcp` (RFC 8707).'),
+});
