@@ -3,9 +3,11 @@
 // variant is imported by the tests and listens on 127.0.0.1.
 //   node test/fakes/mcp-test-server.mjs          → serves stdio
 // Tools: whoami (SHA-256 of the credential it received, never the value), echo, fail (isError),
-// hang (answers only once cancelled), progress (progress + log notifications), add_tool (a new
-// tool at run time → notifications/tools/list_changed), stats.
+// hang (answers only once cancelled), hold (whoami once the test releases it), progress (progress +
+// log notifications), add_tool (a new tool at run time → notifications/tools/list_changed), stats.
 import { createHash, randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import { createServer } from 'node:http';
 import { pathToFileURL } from 'node:url';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -16,11 +18,13 @@ import { z } from 'zod';
 export const sha256 = (text) => createHash('sha256').update(text).digest('hex');
 const hashOf = (value) => (typeof value === 'string' && value !== '' ? sha256(value) : null);
 const text = (t) => ({ content: [{ type: 'text', text: t }] });
+/** `hold` calls started in this process (every session of the http variant shares it). */
+let held = 0;
 
 /** One McpServer; `state` counts cancelled hangs (shared by every session of the http variant). */
 export function createTestMcpServer(transport, state = { cancelled: 0 }) {
   const server = new McpServer({ name: 'switchboard-test-server', version: '1.0.0' }, { capabilities: { logging: {} } });
-  server.registerTool('whoami', { description: 'Reports which credential arrived, as SHA-256 hashes.', inputSchema: {} }, async (_args, extra) => {
+  const whoami = (extra) => {
     const headers = extra.requestInfo?.headers ?? {};
     return text(
       JSON.stringify({
@@ -31,7 +35,24 @@ export function createTestMcpServer(transport, state = { cancelled: 0 }) {
         authorization: hashOf(headers.authorization),
       }),
     );
-  });
+  };
+  server.registerTool('whoami', { description: 'Reports which credential arrived, as SHA-256 hashes.', inputSchema: {} }, async (_args, extra) => whoami(extra));
+  server.registerTool(
+    'hold',
+    {
+      description: 'Writes a marker file `started-<pid>-<n>` into `dir`, then answers like whoami once `dir/release` exists (or says "cancelled").',
+      inputSchema: { dir: z.string() },
+    },
+    async ({ dir }, extra) => {
+      fs.writeFileSync(path.join(dir, `started-${process.pid}-${++held}`), '');
+      // The test process decides when the call ends: poll for its release file, stop when cancelled.
+      while (!fs.existsSync(path.join(dir, 'release'))) {
+        if (extra.signal.aborted) return text('cancelled');
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      return whoami(extra);
+    },
+  );
   server.registerTool(
     'echo',
     { description: 'Echoes its text.', inputSchema: { text: z.string(), times: z.number().int().min(1).optional() } },

@@ -1,10 +1,13 @@
 // MCP tool hub tests (API.md §7): the fake server's paths, the server factory, log capture, polling.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import pino, { type Logger } from 'pino';
 import { expect } from 'vitest';
 import { REDACT_PATHS } from '../../src/context.js';
-import type { TestApp } from './app.js';
+import { tempDir, type TestApp } from './app.js';
 
 /** The fake MCP server as a stdio command: plain JavaScript, run by this very node binary. */
 export const FAKE_MCP_SERVER = fileURLToPath(new URL('../fakes/mcp-test-server.mjs', import.meta.url));
@@ -62,3 +65,38 @@ export function captureLogs(): { logger: Logger; text(): string } {
 
 /** An address policy for the guard that allows exactly loopback 127.0.0.1 (every other private address stays refused). */
 export const LOOPBACK_ONLY = { isAllowedAddress: (address: string) => address === '127.0.0.1' };
+
+/**
+ * The fake stdio servers this test process runs now: pids of its direct children started from
+ * FAKE_MCP_SERVER (each vitest fork runs one test file, so none belong to another file).
+ */
+export function fakeServerPids(): number[] {
+  let out: string;
+  try {
+    out = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(process.pid)], { encoding: 'utf8' });
+  } catch {
+    return []; // ps exits 1 when there is no child at all
+  }
+  return out
+    .split('\n')
+    .filter((line) => line.includes(FAKE_MCP_SERVER))
+    .map((line) => Number.parseInt(line.trim(), 10))
+    .sort((a, b) => a - b);
+}
+
+/**
+ * A folder for the fake's `hold` tool (`parameters: { dir }`): each call it starts leaves a marker
+ * `started-<pid>-<n>`, and every held call answers (like whoami) once `release()` ran.
+ */
+export function holdFolder() {
+  const dir = tempDir('switchboard-hold-');
+  const started = () => fs.readdirSync(dir).filter((f) => f.startsWith('started-'));
+  return {
+    dir,
+    started,
+    /** The pids of the processes that started `hold` calls. */
+    pids: () => [...new Set(started().map((f) => Number(f.split('-')[1])))],
+    release: () => fs.writeFileSync(path.join(dir, 'release'), ''),
+    remove: () => fs.rmSync(dir, { recursive: true, force: true }),
+  };
+}
