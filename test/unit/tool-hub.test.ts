@@ -1,5 +1,5 @@
 // The tool hub's pieces on their own: the vault's header and redaction rules, parameter checking
-// against JSON Schema, the guarded fetch, the config file, and one connection's caps.
+// against JSON Schema, the guarded fetch, the config file, and one connection's caps and retirement.
 import fs from 'node:fs';
 import path from 'node:path';
 import pino from 'pino';
@@ -7,10 +7,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkParameters } from '../../src/core/tools/json-schema.js';
 import { guardedFetch } from '../../src/lib/guarded-fetch.js';
 import { readMcpConfig } from '../../src/core/tools/mcp-config.js';
-import { DEFAULT_HUB_LIMITS, ServerConnection } from '../../src/core/tools/mcp-clients.js';
+import { ConnectionSuperseded, DEFAULT_HUB_LIMITS, type ServerSpec, ServerConnection } from '../../src/core/tools/mcp-clients.js';
 import { redactParameters, resolveHeaders, scrub, secretValues } from '../../src/core/tools/vault.js';
 import { tempDir } from '../helpers/app.js';
-import { FAKE_MCP_SERVER } from '../helpers/mcp-tools.js';
+import { FAKE_MCP_SERVER, fakeServerPids, holdFolder, waitFor } from '../helpers/mcp-tools.js';
 import { type HttpTestServer, startHttpTestServer } from '../fakes/mcp-test-server.mjs';
 
 describe('vault rules', () => {
@@ -149,6 +149,8 @@ describe('ServerConnection caps', { timeout: 20_000 }, () => {
       await expect(first).rejects.toMatchObject({ code: 'upstream_timeout', status: 504 });
       // The queued call's deadline includes its wait in the queue: it times out too.
       await expect(queued).rejects.toMatchObject({ code: 'upstream_timeout' });
+      // The child may still be starting on a loaded machine (its start is not bounded by 0.8 s).
+      await connection.settle(DEFAULT_HUB_LIMITS.connectTimeoutMs);
       expect(await connection.call('echo', { text: 'free' })).toMatchObject({ content: [{ type: 'text', text: 'free' }] });
     } finally {
       await connection.close();
@@ -166,5 +168,33 @@ describe('ServerConnection caps', { timeout: 20_000 }, () => {
     expect(connection).toMatchObject({ status: 'error', error: 'needs SWITCHBOARD_MCP_STDIO=1' });
     await expect(connection.call('echo', {})).rejects.toMatchObject({ code: 'upstream_error' });
     await connection.close();
+  });
+});
+
+describe('ServerConnection.retire', { timeout: 20_000 }, () => {
+  const spec: ServerSpec = { id: 'mcs_r', name: 'fake', transport: 'stdio', command: process.execPath, args: [FAKE_MCP_SERVER], url: null, secrets: { credentials: {}, headers: {} }, refused: null };
+
+  it('lets the call in flight finish, moves the queued and later calls on, then ends the child', async () => {
+    const connection = new ServerConnection(spec, { ...DEFAULT_HUB_LIMITS, maxConcurrent: 1 }, { allowPrivate: false }, pino({ level: 'silent' }));
+    const hold = holdFolder();
+    try {
+      const running = connection.call('hold', { dir: hold.dir });
+      await waitFor(() => hold.started().length === 1, 10_000, 'the held call');
+      const queued = connection.call('echo', { text: 'queued' });
+      const ended = connection.retire();
+      await expect(queued).rejects.toBeInstanceOf(ConnectionSuperseded);
+      await expect(connection.call('echo', { text: 'late' })).rejects.toBeInstanceOf(ConnectionSuperseded);
+      const [pid] = hold.pids();
+      expect(fakeServerPids()).toContain(pid);
+      hold.release();
+      const answer = (await running) as { content: Array<{ text: string }> };
+      expect(JSON.parse(answer.content[0]!.text)).toMatchObject({ pid });
+      await ended;
+      await waitFor(() => !fakeServerPids().includes(pid!), 10_000, 'the child to end');
+    } finally {
+      hold.release();
+      hold.remove();
+      await connection.close();
+    }
   });
 });

@@ -2,6 +2,8 @@
  * One MCP `Client` per registered tool server (DESIGN.md "MCP"): connected lazily, its tool list
  * cached and refreshed on `notifications/tools/list_changed`, reconnected with capped exponential
  * back-off after a crash or a dropped session, a time-out per call and a cap on calls in flight.
+ * A connection ends one of two ways: `retire()` when new settings replace it (calls already sent
+ * finish on it, the others move on), `close()` when its server is removed (everything fails).
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
@@ -68,6 +70,31 @@ export interface CallOptions {
   signal?: AbortSignal | undefined;
   /** Progress and log notifications of this call (secrets already scrubbed). */
   onEvent?: ((event: ToolEvent) => void) | undefined;
+  /**
+   * The call's time-out when the caller started it already (`callDeadline`): a call the hub moves
+   * to a replacing connection keeps one budget. Without it the call starts its own.
+   */
+  deadline?: AbortSignal | undefined;
+}
+
+/** A call's time-out: aborts with a 504 after `limits.callTimeoutMs`. `clear()` when the call is over. */
+export function callDeadline(server: string, action: string, limits: HubLimits): { signal: AbortSignal; clear(): void } {
+  const controller = new AbortController();
+  const timer = setTimeout(
+    () => controller.abort(new UpstreamTimeoutError(`${server}.${action} did not answer within ${limits.callTimeoutMs / 1000} s.`)),
+    limits.callTimeoutMs,
+  );
+  return { signal: controller.signal, clear: () => clearTimeout(timer) };
+}
+
+/**
+ * Thrown by a retired connection to a call it never sent: the caller (the hub) runs it on the
+ * connection that replaced this one. A 502 should it ever escape.
+ */
+export class ConnectionSuperseded extends UpstreamError {
+  constructor(server: string) {
+    super(`${server}'s connection was replaced by one with new settings before the call was sent; retry.`);
+  }
 }
 
 const STDERR_TAIL = 600;
@@ -88,7 +115,13 @@ export class ServerConnection {
   private starting: Client | undefined;
   private pending: Promise<void> | undefined;
   private begun = false;
-  private closed = false;
+  /** Why this connection is over: replaced by new settings, or its server removed (or the hub closed). */
+  private ending: 'superseded' | 'removed' | null = null;
+  /** Calls sent to the server and not answered yet: a retired connection closes once this is 0. */
+  private inFlight = 0;
+  /** Set by retire() while calls are in flight: resolves its wait for the last one. */
+  private afterLastCall: (() => void) | undefined;
+  private ended: Promise<void> | undefined;
   private generation = 0;
   private failures = 0;
   private retryTimer: NodeJS.Timeout | undefined;
@@ -107,6 +140,10 @@ export class ServerConnection {
   ) {
     this.secrets = secretValues(spec.secrets);
     this.gate = new CallGate(spec.name, limits.maxConcurrent, limits.maxQueued);
+  }
+
+  private get closed(): boolean {
+    return this.ending !== null;
   }
 
   /** Starts connecting unless connected or already trying; resolves when that attempt settles. */
@@ -139,21 +176,30 @@ export class ServerConnection {
     return this.tools;
   }
 
-  /** Calls one tool. Throws 503 over the queue bound, 504 after the time-out, 502 when unreachable. */
+  /**
+   * Calls one tool. Throws 503 over the queue bound, 504 after the time-out, 502 when unreachable or
+   * removed, and ConnectionSuperseded when this connection was retired before the call was sent.
+   */
   async call(action: string, args: Record<string, unknown>, options: CallOptions = {}): Promise<CallToolResult> {
-    const name = this.spec.name;
-    const timeout = new AbortController();
-    const timer = setTimeout(() => timeout.abort(new UpstreamTimeoutError(`${name}.${action} did not answer within ${this.limits.callTimeoutMs / 1000} s.`)), this.limits.callTimeoutMs);
-    const signal = options.signal ? AbortSignal.any([options.signal, timeout.signal]) : timeout.signal;
+    const own = options.deadline ? undefined : callDeadline(this.spec.name, action, this.limits);
+    const deadline = options.deadline ?? own!.signal;
+    const signal = options.signal ? AbortSignal.any([options.signal, deadline]) : deadline;
     const progressToken = `p${++this.progressTokens}`;
     const onLog = options.onEvent
       ? (p: { level: string; logger?: string | undefined; data?: unknown }) =>
           options.onEvent!(scrub({ type: 'log', at: new Date().toISOString(), level: p.level, ...(p.logger ? { logger: p.logger } : {}), data: p.data ?? null }, this.secrets))
       : undefined;
     try {
+      // Before queueing: a retired gate only lets waiters through when a call in flight ends.
+      this.assertOpen();
       await this.gate.acquire(signal);
+      let sent = false;
       try {
         const client = await this.ready(signal);
+        // Retired while `ready` resumed: this call was not sent, it belongs on the replacing connection.
+        this.assertOpen();
+        this.inFlight++;
+        sent = true;
         if (onLog) this.logListeners.add(onLog);
         if (options.onEvent) {
           const onEvent = options.onEvent;
@@ -174,27 +220,63 @@ export class ServerConnection {
         if (onLog) this.logListeners.delete(onLog);
         this.progressListeners.delete(progressToken);
         this.gate.release();
+        if (sent && --this.inFlight === 0) this.afterLastCall?.();
       }
     } catch (err) {
-      throw this.callError(err, action, options.signal, timeout.signal);
+      throw this.callError(err, action, options.signal, deadline);
     } finally {
-      clearTimeout(timer);
+      own?.clear();
     }
   }
 
-  /** Stops for good: closes the client, which ends (then kills) a stdio child. */
+  /**
+   * Replaced by a connection with new settings: calls not sent yet (queued, or waiting for the
+   * connection) fail with ConnectionSuperseded so the hub moves them to the new connection; calls
+   * already sent finish here, and then the client closes (ending a stdio child). Resolves once closed.
+   */
+  retire(): Promise<void> {
+    if (this.ending) return this.ended ?? Promise.resolve();
+    this.ending = 'superseded';
+    this.error = 'Replaced by a connection with new settings.';
+    this.stopTrying();
+    this.gate.drain();
+    const ended = this.inFlight === 0 ? this.shutDown() : new Promise<void>((resolve) => (this.afterLastCall = resolve)).then(() => this.shutDown());
+    this.ended = ended;
+    return ended;
+  }
+
+  /** Stops for good, failing every call, sent or not (the server was removed, or the hub closes). */
   async close(): Promise<void> {
-    this.closed = true;
+    this.ending = 'removed';
+    this.error = 'The server was removed.';
+    this.stopTrying();
+    this.gate.drain();
+    this.afterLastCall?.();
+    await this.shutDown();
+  }
+
+  /** No reconnect from now on; an attempt under way is abandoned. */
+  private stopTrying(): void {
     this.generation++;
     clearTimeout(this.retryTimer);
+    this.nextAttemptAt = Number.POSITIVE_INFINITY;
+  }
+
+  /** Closes the clients, which ends (then kills) a stdio child. */
+  private async shutDown(): Promise<void> {
     const client = this.client;
     const starting = this.starting;
     this.client = undefined;
     this.starting = undefined;
     this.status = 'error';
-    this.error = 'The server was removed.';
-    this.gate.drain();
+    this.tools = [];
     await Promise.all([client?.close().catch(() => {}), starting?.close().catch(() => {})]);
+  }
+
+  /** Throws for a call that has not been sent when this connection has ended. */
+  private assertOpen(): void {
+    if (this.ending === 'superseded') throw new ConnectionSuperseded(this.spec.name);
+    if (this.ending === 'removed') throw new UpstreamError(`${this.spec.name} was removed.`);
   }
 
   private callError(err: unknown, action: string, callerSignal: AbortSignal | undefined, timeoutSignal: AbortSignal): unknown {
@@ -202,6 +284,8 @@ export class ServerConnection {
     if (timeoutSignal.aborted) return timeoutSignal.reason;
     if (err instanceof UnavailableError || err instanceof UpstreamError || err instanceof UpstreamTimeoutError) return err;
     const name = this.spec.name;
+    // close() ended the transport under a call that was sent: the server was removed, not lost.
+    if (this.ending === 'removed') return new UpstreamError(`${name} was removed.`);
     const text = scrubText(message(err), this.secrets);
     if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) return new UpstreamTimeoutError(`${name}.${action} timed out: ${text}`);
     if (err instanceof McpError && err.code !== ErrorCode.ConnectionClosed) return new UpstreamError(`${name} refused the call to ${action}: ${text}`);
@@ -212,7 +296,7 @@ export class ServerConnection {
 
   private async ready(signal: AbortSignal): Promise<Client> {
     const unreachable = () => new UpstreamError(`${this.spec.name} is unreachable: ${this.error ?? 'not connected'}`);
-    if (this.closed) throw new UpstreamError(`${this.spec.name} was removed.`);
+    this.assertOpen();
     if (this.status === 'connected' && this.client) return this.client;
     if (!this.pending && this.status === 'error' && this.begun && Date.now() < this.nextAttemptAt) throw unreachable();
     const attempt = this.connect();
@@ -225,6 +309,7 @@ export class ServerConnection {
         resolve();
       });
     });
+    this.assertOpen();
     if (this.status !== 'connected' || !this.client) throw unreachable();
     return this.client;
   }

@@ -2,17 +2,23 @@
  * The tool port (DESIGN.md "ToolHub"): what the agent loop and `POST /api/mcp/tools/execute` call.
  * It merges the built-in tools with every registered MCP server of the workspace, one
  * `ServerConnection` per server, created on first use and replaced when the server changes.
+ *
+ * The registry installs only rows it read from the store itself, one read at a time per server: a
+ * row a request read earlier may be older than the connection in use, so a difference sends the
+ * hub back to the store rather than to that row, and concurrent changes settle to the last one
+ * written. A replaced connection is retired (its calls in flight finish on it, the rest move to the
+ * new one); only a removed server's connections are closed under their calls.
  */
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Logger } from 'pino';
 import type { McpServerRow } from '../../db/schema.js';
-import { NotFoundError, validationErrorOf, zodFieldErrors } from '../../errors.js';
+import { NotFoundError, UpstreamError, validationErrorOf, zodFieldErrors } from '../../errors.js';
 import type { AddressGuardOptions } from '../../lib/address-guard.js';
 import type { KnowledgeService } from '../knowledge/knowledge.service.js';
 import { type BuiltinTool, builtinTools } from './builtin-tools.js';
 import { checkParameters } from './json-schema.js';
-import { type HubLimits, ServerConnection, type ServerStatus, type ToolEvent } from './mcp-clients.js';
+import { callDeadline, ConnectionSuperseded, type HubLimits, ServerConnection, type ServerStatus, type ToolEvent } from './mcp-clients.js';
 import type { ToolsStore } from './tools.store.js';
 import type { Vault } from './vault.js';
 
@@ -58,9 +64,12 @@ export interface ServerState {
 export interface McpToolHub extends ToolHub {
   /** The server's live state; starts its connection when it has none yet (without waiting). */
   state(row: McpServerRow): ServerState;
-  /** (Re)connects a new or changed server and waits up to `initialWaitMs` for its first status. */
+  /**
+   * (Re)connects a new or changed server with what the store holds now, retiring the connection it
+   * replaces, and waits up to `initialWaitMs` for the first status.
+   */
   restart(row: McpServerRow): Promise<ServerState>;
-  /** Closes a removed server's client (and its child process). */
+  /** Closes a removed server's connections (and child processes), failing their calls in flight. */
   drop(serverId: string): Promise<void>;
   /** Secret values of a tool's server (for redacting records); empty for built-ins and unknown names. */
   secretsFor(workspaceId: string, toolName: string): Promise<string[]>;
@@ -104,17 +113,33 @@ export function createToolHub(deps: ToolHubDeps): McpToolHub {
   /** The built-ins this workspace has now (a channel tool only while a channel of its type exists). */
   const availableBuiltins = async (workspaceId: string) =>
     (await Promise.all(builtins.map(async (t) => ((await t.available?.(workspaceId)) ?? true ? [t] : [])))).flat();
-  /** By server id; `version` changes with every update (the sealed secrets too), so a changed server gets a new connection. */
-  const connections = new Map<string, { version: string; connection: ServerConnection }>();
+  /**
+   * By server id: the connection new calls use, built from the row of `version` (which changes with
+   * every update, the sealed secrets too), and the connections it replaced that still finish calls.
+   */
+  const entries = new Map<string, { version: string; connection: ServerConnection; retiring: Set<ServerConnection> }>();
+  /** By server id: the registry's last change under way; the next one starts after it. */
+  const queues = new Map<string, Promise<unknown>>();
   let closed = false;
 
-  function connectionFor(row: McpServerRow): ServerConnection {
-    const current = connections.get(row.id);
-    const version = `${row.updated_at}|${row.secrets}`;
-    if (current && current.version === version) return current.connection;
-    if (current) void current.connection.close();
-    const secrets = deps.vault.open(row.id, row.secrets);
-    const connection = new ServerConnection(
+  const versionOf = (row: McpServerRow) => `${row.updated_at}|${row.secrets}`;
+
+  /** Runs registry changes of one server one after another, so a later store read is installed later. */
+  function serially<T>(serverId: string, change: () => Promise<T>): Promise<T> {
+    const run = (queues.get(serverId) ?? Promise.resolve()).then(change);
+    const tail = run.then(
+      () => {},
+      () => {},
+    );
+    queues.set(serverId, tail);
+    void tail.then(() => {
+      if (queues.get(serverId) === tail) queues.delete(serverId);
+    });
+    return run;
+  }
+
+  function build(row: McpServerRow): ServerConnection {
+    return new ServerConnection(
       {
         id: row.id,
         name: row.name,
@@ -122,7 +147,7 @@ export function createToolHub(deps: ToolHubDeps): McpToolHub {
         command: row.command,
         args: JSON.parse(row.args) as string[],
         url: row.url,
-        secrets,
+        secrets: deps.vault.open(row.id, row.secrets),
         refused: row.transport === 'stdio' && row.origin === 'api' && !deps.allowStdio ? STDIO_REFUSED : null,
       },
       deps.limits,
@@ -130,8 +155,44 @@ export function createToolHub(deps: ToolHubDeps): McpToolHub {
       row.origin === 'config' ? { ...deps.guard, allowPrivate: true } : deps.guard,
       deps.logger,
     );
-    connections.set(row.id, { version, connection });
+  }
+
+  /** Closes every connection of a server that is gone; calls on them fail as removed. */
+  async function forget(serverId: string): Promise<void> {
+    const entry = entries.get(serverId);
+    entries.delete(serverId);
+    if (entry) await Promise.all([entry.connection, ...entry.retiring].map((c) => c.close()));
+  }
+
+  /**
+   * Reads the server from the store and makes that row's connection the one new calls use (the
+   * connection it replaces is retired); forgets a server the store no longer has. Run `serially`.
+   */
+  async function reload(workspaceId: string, serverId: string): Promise<ServerConnection | undefined> {
+    const row = await deps.store.findServer(workspaceId, serverId);
+    if (!row || closed) {
+      await forget(serverId);
+      return undefined;
+    }
+    const current = entries.get(serverId);
+    const version = versionOf(row);
+    if (current?.version === version) return current.connection;
+    const retiring = current?.retiring ?? new Set<ServerConnection>();
+    const connection = build(row);
+    entries.set(serverId, { version, connection, retiring });
+    if (current) {
+      const old = current.connection;
+      retiring.add(old);
+      void old.retire().finally(() => retiring.delete(old));
+    }
     return connection;
+  }
+
+  /** The connection for a row a request read: the installed one when it matches, else what the store holds now. */
+  async function connectionFor(row: McpServerRow): Promise<ServerConnection | undefined> {
+    const current = entries.get(row.id);
+    if (current?.version === versionOf(row)) return current.connection;
+    return serially(row.id, () => reload(row.workspace_id, row.id));
   }
 
   const stateOf = (c: ServerConnection): ServerState => ({
@@ -143,11 +204,11 @@ export function createToolHub(deps: ToolHubDeps): McpToolHub {
   return {
     async list(workspaceId) {
       const rows = await deps.store.allServers(workspaceId);
-      const live = rows.map((row) => ({ row, connection: connectionFor(row) }));
+      const live = await Promise.all(rows.map(async (row) => ({ row, connection: await connectionFor(row) })));
       // A server never tried yet (after a restart) gets the registration's short wait; others answer at once.
-      await Promise.all(live.map(({ connection }) => connection.settle(closed || connection.started ? 0 : deps.limits.initialWaitMs)));
+      await Promise.all(live.map(({ connection }) => connection?.settle(closed || connection.started ? 0 : deps.limits.initialWaitMs)));
       const external = live.flatMap(({ row, connection }) =>
-        connection.status === 'connected' ? connection.tools.map((t) => describeTool(row.name, t)) : [],
+        connection?.status === 'connected' ? connection.tools.map((t) => describeTool(row.name, t)) : [],
       );
       return [...(await availableBuiltins(workspaceId)).map((t) => builtinDescriptors.get(t)!), ...external];
     },
@@ -163,38 +224,67 @@ export function createToolHub(deps: ToolHubDeps): McpToolHub {
       }
       const row = await deps.store.findServerByName(workspaceId, toolName);
       if (!row) throw new NotFoundError('Tool', toolName);
-      const connection = connectionFor(row);
-      const tools = await connection.toolList(options.signal);
-      const tool = tools.find((t) => t.name === action);
-      if (!tool) throw new NotFoundError('Tool', `${toolName}.${action}`);
-      const errors = checkParameters(tool.inputSchema as Record<string, unknown>, parameters);
-      if (errors.length > 0) throw validationErrorOf(`parameters for ${toolName}.${action}`, errors);
-      const { isError, _meta: _ignored, ...result } = await connection.call(action, parameters, { signal: options.signal, onEvent: options.onEvent });
-      return { result, isError: isError === true };
+      const removed = () => new UpstreamError(`${toolName} was removed.`);
+      // One time-out for the whole call, however many connections it waits for.
+      const deadline = callDeadline(toolName, action, deps.limits);
+      const signal = options.signal ? AbortSignal.any([options.signal, deadline.signal]) : deadline.signal;
+      try {
+        let connection = await connectionFor(row);
+        for (;;) {
+          if (!connection) throw removed();
+          try {
+            const tools = await connection.toolList(signal);
+            const tool = tools.find((t) => t.name === action);
+            if (!tool) throw new NotFoundError('Tool', `${toolName}.${action}`);
+            const errors = checkParameters(tool.inputSchema as Record<string, unknown>, parameters);
+            if (errors.length > 0) throw validationErrorOf(`parameters for ${toolName}.${action}`, errors);
+            const answer = await connection.call(action, parameters, { signal: options.signal, deadline: deadline.signal, onEvent: options.onEvent });
+            const { isError, _meta: _ignored, ...result } = answer;
+            return { result, isError: isError === true };
+          } catch (err) {
+            // Replaced before this call was sent: it runs on the connection that replaced it.
+            if (!(err instanceof ConnectionSuperseded)) throw err;
+            const next = entries.get(row.id)?.connection;
+            if (next === connection) throw err;
+            connection = next;
+          }
+        }
+      } finally {
+        deadline.clear();
+      }
     },
 
     state(row) {
-      const connection = connectionFor(row);
-      if (!closed) void connection.settle(0);
-      return stateOf(connection);
+      const current = entries.get(row.id);
+      if (!closed) {
+        if (current?.version === versionOf(row)) void current.connection.settle(0);
+        else void connectionFor(row).then((c) => c?.settle(0), (err: unknown) => deps.logger.warn({ server: row.name, err }, 'tool server reload failed'));
+      }
+      return current ? stateOf(current.connection) : { status: 'connecting', error: null, tools: [] };
     },
 
     async restart(row) {
-      const connection = connectionFor(row);
-      await connection.settle(deps.limits.initialWaitMs);
-      return stateOf(connection);
+      // What the store holds now, not `row`: a change written after it must not be undone by it.
+      const deadline = Date.now() + deps.limits.initialWaitMs;
+      let connection = await serially(row.id, () => reload(row.workspace_id, row.id));
+      for (;;) {
+        if (!connection) return { status: 'error', error: 'The server was removed.', tools: [] };
+        await connection.settle(Math.max(0, deadline - Date.now()));
+        // A newer change replaced it meanwhile: answer with the state of the one in use.
+        const next = entries.get(row.id)?.connection;
+        if (next === connection || Date.now() >= deadline) return stateOf(next ?? connection);
+        connection = next;
+      }
     },
 
     async drop(serverId) {
-      const current = connections.get(serverId);
-      connections.delete(serverId);
-      await current?.connection.close();
+      await serially(serverId, () => forget(serverId));
     },
 
     async secretsFor(workspaceId, toolName) {
       if (builtins.some((t) => t.toolName === toolName)) return [];
       const row = await deps.store.findServerByName(workspaceId, toolName);
-      return row ? connectionFor(row).secrets : [];
+      return row ? ((await connectionFor(row))?.secrets ?? []) : [];
     },
 
     addBuiltin(tool) {
@@ -204,9 +294,7 @@ export function createToolHub(deps: ToolHubDeps): McpToolHub {
 
     async close() {
       closed = true;
-      const all = [...connections.values()];
-      connections.clear();
-      await Promise.all(all.map(({ connection }) => connection.close()));
+      await Promise.all([...entries.keys()].map((id) => forget(id)));
     },
   };
 }
