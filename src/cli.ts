@@ -10,7 +10,6 @@ import { backupDatabase, migrate, openDatabase } from './db/database.js';
 import { AppError } from './errors.js';
 import { runIngest, runReindex } from './knowledge-cli.js';
 import { CLIENT_FILES, claudeDesktopHttpRefusal, clientConfig, type ClientServer, KEY_PLACEHOLDER, MCP_CLIENTS, type McpClient, mcpUrl } from './mcp/client-config.js';
-import { runMcpStdio } from './mcp/stdio.js';
 import { startServer } from './server.js';
 
 export interface CliIo {
@@ -106,6 +105,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       case 'mcp': {
         if (sub !== undefined) throw new UsageError('Usage: switchboard mcp (the key comes from SWITCHBOARD_API_KEY)');
         if (!io.stdin || !io.stdoutStream) throw new UsageError('switchboard mcp needs standard input and output.');
+        // The MCP server and SDK load only for this command (serve loads them at the first /mcp request).
+        const { runMcpStdio } = await import('./mcp/stdio.js');
         return await runMcpStdio(config, { stdin: io.stdin, stdout: io.stdoutStream, stderr: io.stderr, onServing: io.onServing });
       }
       case 'keys': {

@@ -5,18 +5,16 @@
  * the key lacks, and sessions that end on DELETE, when idle, and at shutdown.
  */
 import { randomUUID } from 'node:crypto';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import type { Principal } from '../core/auth/auth.service.js';
-import { hasScope } from '../core/auth/keys.js';
+import { hasScope, type Scope } from '../core/auth/keys.js';
 import { AppError, ForbiddenError, NotFoundError, UnavailableError, ValidationError } from '../errors.js';
 import { principalOf } from '../http/auth-hooks.js';
 import { mcpErrorResponse, withErrors } from '../http/openapi.js';
-import { createMcpServer, toolScope } from './server.js';
 
 export interface McpHttpOptions {
   /** Sessions unused this long are closed (default 30 min). */
@@ -79,7 +77,7 @@ function messagesOf(body: unknown): Array<{ method?: unknown; params?: { name?: 
 }
 
 /** A tools/call the key may not make: 403 with the scope it needs (RFC 6750 `insufficient_scope`, as MCP's scope challenge). */
-function checkToolScopes(principal: Principal, body: unknown) {
+function checkToolScopes(principal: Principal, body: unknown, toolScope: (name: string) => Scope | undefined) {
   for (const message of messagesOf(body)) {
     if (message.method !== 'tools/call' || typeof message.params?.name !== 'string') continue;
     const needed = toolScope(message.params.name);
@@ -89,6 +87,24 @@ function checkToolScopes(principal: Principal, body: unknown) {
       });
     }
   }
+}
+
+interface McpModules {
+  server: typeof import('./server.js');
+  sdk: typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js');
+  types: typeof import('@modelcontextprotocol/sdk/types.js');
+}
+let mcpModules: Promise<McpModules> | undefined;
+
+/**
+ * The MCP server (every feature's tools and their JSON Schemas) and the SDK's transport: ~20 MB and
+ * a core's ~0.3 s of imports, loaded at the first /mcp request rather than at every start (issue 23).
+ */
+function loadMcp(): Promise<McpModules> {
+  mcpModules ??= Promise.all([import('./server.js'), import('@modelcontextprotocol/sdk/server/streamableHttp.js'), import('@modelcontextprotocol/sdk/types.js')]).then(
+    ([server, sdk, types]) => ({ server, sdk, types }),
+  );
+  return mcpModules;
 }
 
 const ownerOf = (principal: Principal) => (principal.grantId ? `${principal.keyId}/${principal.grantId}` : principal.keyId);
@@ -113,7 +129,8 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
     const own = [...sessions].filter(([, s]) => s.keyId === owner).sort(([, a], [, b]) => a.lastSeen - b.lastSeen);
     if (own.length >= maxPerKey) await closeSession(own[0]![0]);
     if (sessions.size >= maxSessions) throw new UnavailableError(`Too many open MCP sessions (${maxSessions}); retry later.`);
-    const transport = new StreamableHTTPServerTransport({
+    const { server, sdk } = await loadMcp();
+    const transport = new sdk.StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => void sessions.set(id, { keyId: owner, transport, lastSeen: Date.now() }),
       onsessionclosed: (id) => void sessions.delete(id),
@@ -121,7 +138,7 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
     transport.onclose = () => {
       if (transport.sessionId) sessions.delete(transport.sessionId);
     };
-    await createMcpServer(ctx, principal).connect(transport);
+    await server.createMcpServer(ctx, principal).connect(transport);
     return transport;
   }
 
@@ -135,7 +152,8 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
       session.lastSeen = Date.now();
       return session.transport;
     }
-    if (request.method === 'POST' && messagesOf(request.body).some((m) => isInitializeRequest(m))) return openSession(principal);
+    const { types } = await loadMcp();
+    if (request.method === 'POST' && messagesOf(request.body).some((m) => types.isInitializeRequest(m))) return openSession(principal);
     throw new ValidationError('Send an initialize request first, then the Mcp-Session-Id header it answers with.', [
       { path: 'mcp-session-id', message: 'is required after initialization' },
     ]);
@@ -143,7 +161,8 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
 
   async function handle(request: FastifyRequest, reply: FastifyReply) {
     const principal = principalOf(request);
-    if (request.method === 'POST') checkToolScopes(principal, request.body);
+    const { server } = await loadMcp();
+    if (request.method === 'POST') checkToolScopes(principal, request.body, server.toolScope);
     const transport = await transportFor(request, principal);
     // The response leaves through the SDK: keep the headers the hooks set (request id, rate limit, CORS).
     for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value);
