@@ -5,21 +5,33 @@
  * A connection ends one of two ways: `retire()` when new settings replace it (calls already sent
  * finish on it, the others move on), `close()` when its server is removed (everything fails).
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import {
-  type CallToolResult,
-  ErrorCode,
-  LoggingMessageNotificationSchema,
-  McpError,
-  ProgressNotificationSchema,
-  type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import { UnavailableError, UpstreamError, UpstreamTimeoutError } from '../../errors.js';
 import { CallGate } from '../../lib/call-gate.js';
 import type { AddressGuardOptions } from '../../lib/address-guard.js';
-import { createTransport, listAllTools } from './transports.js';
 import { scrub, scrubText, secretValues, type ServerSecrets } from './vault.js';
+
+interface ClientSdk {
+  client: typeof import('@modelcontextprotocol/sdk/client/index.js');
+  types: typeof import('@modelcontextprotocol/sdk/types.js');
+  transports: typeof import('./transports.js');
+}
+let clientSdk: Promise<ClientSdk> | undefined;
+/** Set once `loadClientSdk` resolved: every client and every error of one came after that. */
+let loadedSdk: ClientSdk | undefined;
+
+/**
+ * The SDK's client side with our transports (with ajv, zod 3 and zod-to-json-schema: several MB and
+ * a core's ~0.2 s of imports), imported at the first connection rather than at every start (issue 23).
+ */
+function loadClientSdk(): Promise<ClientSdk> {
+  clientSdk ??= Promise.all([import('@modelcontextprotocol/sdk/client/index.js'), import('@modelcontextprotocol/sdk/types.js'), import('./transports.js')]).then(
+    ([client, types, transports]) => (loadedSdk = { client, types, transports }),
+  );
+  return clientSdk;
+}
 
 export type ServerStatus = 'connecting' | 'connected' | 'error';
 
@@ -287,8 +299,10 @@ export class ServerConnection {
     // close() ended the transport under a call that was sent: the server was removed, not lost.
     if (this.ending === 'removed') return new UpstreamError(`${name} was removed.`);
     const text = scrubText(message(err), this.secrets);
-    if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) return new UpstreamTimeoutError(`${name}.${action} timed out: ${text}`);
-    if (err instanceof McpError && err.code !== ErrorCode.ConnectionClosed) return new UpstreamError(`${name} refused the call to ${action}: ${text}`);
+    // An McpError comes from a client, so the SDK is loaded by then.
+    const types = loadedSdk?.types;
+    if (types && err instanceof types.McpError && err.code === types.ErrorCode.RequestTimeout) return new UpstreamTimeoutError(`${name}.${action} timed out: ${text}`);
+    if (types && err instanceof types.McpError && err.code !== types.ErrorCode.ConnectionClosed) return new UpstreamError(`${name} refused the call to ${action}: ${text}`);
     // The transport failed: the child died or the http session is gone. Start over.
     this.dropped(this.client, `lost the connection (${text})`);
     return new UpstreamError(`${name} is unreachable: ${text}`);
@@ -322,7 +336,16 @@ export class ServerConnection {
       this.fail(this.spec.refused, false);
       return;
     }
-    const client = new Client(
+    let sdk: ClientSdk;
+    try {
+      sdk = await loadClientSdk();
+    } catch (err) {
+      if (generation === this.generation && !this.closed) this.fail(`Could not connect: ${message(err)}`, true);
+      return;
+    }
+    if (generation !== this.generation || this.closed) return;
+    const { LoggingMessageNotificationSchema, ProgressNotificationSchema } = sdk.types;
+    const client = new sdk.client.Client(
       { name: 'switchboard', version: '0.1.0' },
       {
         capabilities: {},
@@ -347,12 +370,12 @@ export class ServerConnection {
     this.starting = client;
     try {
       await client.connect(
-        createTransport(this.spec, this.guard, (chunk) => {
+        sdk.transports.createTransport(this.spec, this.guard, (chunk) => {
           this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL * 2);
         }),
         { timeout: this.limits.connectTimeoutMs },
       );
-      const tools = await listAllTools(client, this.limits.connectTimeoutMs);
+      const tools = await sdk.transports.listAllTools(client, this.limits.connectTimeoutMs);
       if (generation !== this.generation || this.closed) {
         await client.close().catch(() => {});
         return;
