@@ -2,6 +2,7 @@ import fc from '../helpers/property.js';
 import { describe, expect, it } from 'vitest';
 import { embedderId } from '../../src/llm/embedder.js';
 import { createHashedEmbedder, HASHED_DIMENSION, hashedVector } from '../../src/llm/hashed-embedder.js';
+import { STOPWORDS, wordsOf } from '../../src/lib/text.js';
 
 const dot = (a: Float32Array, b: Float32Array): number => a.reduce((s, x, i) => s + x * b[i]!, 0);
 const norm = (v: Float32Array): number => Math.sqrt(dot(v, v));
@@ -90,6 +91,87 @@ describe('hashedVector', () => {
     const c = cos('dog bites man', 'man bites dog');
     expect(c).toBeGreaterThan(0.7);
     expect(c).toBeLessThan(0.999);
+  });
+});
+
+/**
+ * The embedder as specified, one string per word from `wordsOf` (the definition of a word that
+ * keyword search uses too), with the float32 roundings of the stored vector: an oracle for the fast
+ * paths, which never build those strings.
+ */
+function referenceVector(text: string, dim: number): Float32Array {
+  const PRIME = 16777619;
+  const fnv = (s: string, seed: number) => {
+    let h = seed;
+    for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), PRIME);
+    return h;
+  };
+  const families = [new Uint16Array(dim * 2), new Uint16Array(dim * 2), new Uint16Array(dim * 2)] as const;
+  const add = (counts: Uint16Array, hash: number) => {
+    const slot = ((hash >>> 0) % dim) * 2 + (hash < 0 ? 1 : 0);
+    if (counts[slot]! < 65535) counts[slot]!++;
+  };
+  let previous: number | null = null;
+  for (const word of wordsOf(text)) {
+    if (STOPWORDS.has(word)) {
+      previous = null;
+      continue;
+    }
+    const hash = fnv(word, 2166136261 | 0);
+    add(families[0], hash);
+    if (previous !== null) add(families[1], Math.imul(previous ^ hash, PRIME));
+    const framed = `<${word}>`;
+    for (let i = 0; i < framed.length; i++) {
+      for (let n = 3; n <= 5 && i + n <= framed.length; n++) add(families[2], Math.imul(fnv(framed.slice(i, i + n), 0x85ebca6b | 0) ^ n, PRIME));
+    }
+    previous = fnv(word, 0x9e3779b9 | 0) >>> 0;
+  }
+  const sublinear = (c: number) => (c === 0 ? 0 : c < 256 ? Math.fround(1 + Math.log(c)) : 1 + Math.log(c));
+  const out = new Float32Array(dim);
+  families.forEach((counts, family) => {
+    const values = new Float32Array(dim);
+    let sum = 0;
+    for (let b = 0; b < dim; b++) {
+      values[b] = sublinear(counts[2 * b]!) - sublinear(counts[2 * b + 1]!);
+      sum += values[b]! * values[b]!;
+    }
+    if (sum === 0) return;
+    const scale = [1, 0.5, 0.6][family]! / Math.sqrt(sum);
+    for (let b = 0; b < dim; b++) out[b]! += values[b]! * scale;
+  });
+  let sum = 0;
+  for (let i = 0; i < dim; i++) sum += out[i]! * out[i]!;
+  if (sum > 0) for (let i = 0; i < dim; i++) out[i]! *= 1 / Math.sqrt(sum);
+  return out;
+}
+
+describe('hashedVector against the word-by-word reference', () => {
+  /** Characters whose handling differs between the ASCII path and NFKD + mark removal + lower-casing, or that sit at its edges. */
+  const TRICKY = [
+    'é', 'e\u0301', '\u0301', 'ﬁ', 'Ａ', '²', '½', 'µ', '±', '–', '›', 'ß', 'İ', 'Σ', 'ς', 'ΟΔΟΣ', "'", '.', ':', '\u00a0', '\u200b', '細胞',
+    '🙂', '𝔘', '\ud800', '\udc00', 'Ǆ', 'Ⅻ', '①', 'K', '\u0345', 'ᾳ',
+  ];
+  const piece = fc.oneof(
+    fc.constantFrom('Stem', 'cells', 'the', 'of', 'IL-6', 'p53', 'x', 'COVID-19', '3.14', 'and', 'a'),
+    fc.constantFrom(' ', '  ', '\n', '\t', '\r\n', ', ', '. ', '-', '/', '\v', '\f'),
+    fc.constantFrom(...TRICKY),
+    fc.string({ unit: 'binary', maxLength: 4 }),
+  );
+  const text = fc.array(piece, { maxLength: 120 }).map((parts) => parts.join(''));
+
+  it('matches it on edge cases and on mixes of ASCII words, blanks and non-ASCII characters', () => {
+    for (const t of ['', 'the', 'Σ ΟΔΟΣ. Α ΟΔΟΣ', 'ΟΔΟΣ.Α ΣΑΣ:Α', 'x\u0301 y', 'a \u0301b', 'SciFact abstracts 1-100 › Title\nText with ± and µg/ml.']) {
+      expect(Array.from(hashedVector(t, 64))).toEqual(Array.from(referenceVector(t, 64)));
+    }
+    fc.assert(
+      fc.property(text, fc.constantFrom(8, 64, 384), (t, dim) => {
+        expect(Array.from(hashedVector(t, dim))).toEqual(Array.from(referenceVector(t, dim)));
+      }),
+      { numRuns: 400 },
+    );
+    // Long ASCII stretches between non-ASCII words, so the ASCII path resumes in between.
+    const long = `${'word '.repeat(20)}é${' stem cell'.repeat(10)}ΟΔΟΣ.${'x '.repeat(40)}ΣΑΣ ${'y'.repeat(50)}`;
+    expect(Array.from(hashedVector(long, 384))).toEqual(Array.from(referenceVector(long, 384)));
   });
 });
 
