@@ -3,6 +3,7 @@ import JSZip from 'jszip';
 import { describe, expect, it } from 'vitest';
 import { UnsupportedMediaTypeError } from '../../src/errors.js';
 import { detectKind, extract, ExtractionError, FILE_KINDS, type FileKind } from '../../src/core/knowledge/extract.js';
+import { cleanInline } from '../../src/core/knowledge/extractors/common.js';
 
 const fixture = (name: string): Buffer => fs.readFileSync(new URL(`../fixtures/knowledge/${name}`, import.meta.url));
 const texts = (blocks: { text: string }[]): string[] => blocks.map((block) => block.text);
@@ -93,6 +94,20 @@ describe('extract: common rules', () => {
     const soup = Buffer.concat([Buffer.from('\u0000\u0001 hello\u0007 \u001b[31mworld\n\n'), Buffer.from([0xc3, 0x28, 0xff, 0x00])]);
     const { blocks } = await extract('text', soup);
     expect(texts(blocks)).toEqual(['hello [31mworld', '\uFFFD(\uFFFD']);
+  });
+
+  it('cleans prose exactly as replacing every control and whitespace run and normalising everything would (every BMP code unit)', () => {
+    const reference = (text: string) =>
+      text.replace(/[\u0000-\u0008\u000B-\u001F\u007F]/g, ' ').replace(/\s+/g, ' ').trim().normalize('NFC');
+    const mismatches: string[] = [];
+    for (let c = 0; c <= 0xffff; c++) {
+      const char = String.fromCharCode(c);
+      // Alone between letters, doubled, at the edges, and after a base letter it may compose with.
+      for (const text of [`a${char}b`, `a ${char}${char} b`, `${char}x${char}`, `e${char}`, `${char}\u0301 z`]) {
+        if (cleanInline(text) !== reference(text)) mismatches.push(`U+${c.toString(16).padStart(4, '0')} in ${JSON.stringify(text)}`);
+      }
+    }
+    expect(mismatches).toEqual([]);
   });
 
   it('normalises Unicode to NFC', async () => {

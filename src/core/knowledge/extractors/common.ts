@@ -39,12 +39,24 @@ export function decodeText(data: Uint8Array): string {
   const encoding = data[0] === 0xff && data[1] === 0xfe ? 'utf-16le' : data[0] === 0xfe && data[1] === 0xff ? 'utf-16be' : 'utf-8';
   // TextDecoder drops a leading BOM and never throws on bad bytes (fatal: false).
   const text = new TextDecoder(encoding).decode(data);
-  return text.replace(/\r\n?/g, '\n').replace(CONTROLS, '');
+  return (text.includes('\r') ? text.replace(/\r\n?/g, '\n') : text).replace(CONTROLS, '');
 }
 
-/** Prose: every run of whitespace (newlines too) becomes one space; trimmed; NFC. */
+/** What `cleanInline` turns into a space or merges with its neighbours: controls, and every whitespace (JS `\s`) but the plain space. */
+const UNUSUAL_SPACE = /[\u0000-\u001F\u007F\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000\uFEFF]/;
+/** NFC changes nothing below U+0300, where the combining marks begin (every character there is a starter that composes with nothing before it). */
+const BEYOND_NFC_STABLE = /[^\u0000-\u02FF]/;
+
+/**
+ * Prose: every run of whitespace (newlines too) becomes one space; trimmed; NFC. The replacements
+ * and the normalisation run only when they can change something: prose is mostly single spaces
+ * and characters NFC leaves alone, and replacing every space by itself cost a third of extracting
+ * Markdown (SciFact abstracts: ~14 µs of ~50 per chunk).
+ */
 export function cleanInline(text: string): string {
-  return text.replace(CONTROLS, ' ').replace(/\s+/g, ' ').trim().normalize('NFC');
+  const spaced = UNUSUAL_SPACE.test(text) || text.includes('  ') ? text.replace(CONTROLS, ' ').replace(/\s+/g, ' ') : text;
+  const trimmed = spaced.trim();
+  return BEYOND_NFC_STABLE.test(trimmed) ? trimmed.normalize('NFC') : trimmed;
 }
 
 /** Code and other line-oriented text: lines and indentation kept, trailing blanks and blank edges removed; NFC. */

@@ -5,12 +5,18 @@
 const ESCAPE_BASE = 0xe000;
 const ESCAPED = /\\([!-/:-@[-`{-~])/g;
 const PARKED = /[\uE000-\uE07F]/g;
+const ANY_PARKED = /[\uE000-\uE07F]/;
 
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' };
 const ENTITY = /&(#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|amp|lt|gt|quot|apos|nbsp);/g;
 
-/** Strips inline markdown: `[text](url)` → text, `![alt](src)` → alt, emphasis and code markers, HTML tags. */
+/**
+ * Strips inline markdown: `[text](url)` → text, `![alt](src)` → alt, emphasis and code markers, HTML
+ * tags. Each pass runs only when its marker character is there (a fast `includes`), so plain prose
+ * is not scanned once per kind of markup.
+ */
 export function stripInline(text: string): string {
+  if (!text.includes('`')) return stripProse(text);
   let out = '';
   let cursor = 0;
   for (const span of codeSpans(text)) {
@@ -58,13 +64,14 @@ function trimCode(code: string): string {
 
 function stripProse(text: string): string {
   if (!text) return text;
-  let out = text.replace(ESCAPED, (_, char: string) => String.fromCharCode(ESCAPE_BASE + char.charCodeAt(0)));
+  let out = text.includes('\\') ? text.replace(ESCAPED, (_, char: string) => String.fromCharCode(ESCAPE_BASE + char.charCodeAt(0))) : text;
   out = stripTags(out);
   // Two passes unwrap one level of nesting, the common `[![badge](img)](link)`.
   out = stripLinks(stripLinks(out));
-  out = stripEmphasis(out);
-  out = out.replace(ENTITY, decodeEntity);
-  return out.replace(PARKED, (char) => String.fromCharCode(char.charCodeAt(0) - ESCAPE_BASE));
+  if (out.includes('*') || out.includes('_') || out.includes('~~')) out = stripEmphasis(out);
+  if (out.includes('&')) out = out.replace(ENTITY, decodeEntity);
+  // Parked escapes, and any character of that range the text held (it is restored the same way).
+  return ANY_PARKED.test(out) ? out.replace(PARKED, (char) => String.fromCharCode(char.charCodeAt(0) - ESCAPE_BASE)) : out;
 }
 
 /** `text.indexOf(char, from)`, remembering the last answer so that repeated calls with growing `from` stay linear. */
