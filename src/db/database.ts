@@ -16,6 +16,7 @@ import * as m009 from './migrations/009-analytics.js';
 import * as m010 from './migrations/010-channels.js';
 import * as m011 from './migrations/011-oauth.js';
 import * as m012 from './migrations/012-openai-threads.js';
+import * as m013 from './migrations/013-message-times.js';
 import type { Database } from './schema.js';
 
 /** Every migration, in order. A new one is imported and added here. */
@@ -32,6 +33,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '010-channels': m010,
   '011-oauth': m011,
   '012-openai-threads': m012,
+  '013-message-times': m013,
 };
 
 export interface Db {
