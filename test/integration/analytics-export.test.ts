@@ -1,8 +1,9 @@
-// POST /business/analytics/export: the three datasets in CSV (read back by a real CSV parser), JSON
+// POST /business/analytics/export: the answers, conversations and metrics datasets in CSV (read back by a real CSV parser), JSON
 // and NDJSON; formula neutralising, quoting, file names, batches beyond one read, validation.
+// The messages dataset (the text): analytics-export-messages.test.ts.
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CONVERSATION_COLUMNS, MESSAGE_COLUMNS } from '../../src/business/analytics/analytics.service.js';
+import { ANSWER_COLUMNS, CONVERSATION_COLUMNS } from '../../src/business/analytics/analytics.service.js';
 import { manualClock } from '../../src/lib/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createPersona, recordInteraction, workspaceOf } from '../helpers/factories.js';
@@ -31,12 +32,12 @@ describe('analytics export', () => {
   afterAll(async () => t.close());
 
   it('exports answers as CSV with a header, neutralised formulas and quoted cells that round-trip', async () => {
-    const res = await exportFile({ timeframe: '7d', dataset: 'messages', format: 'csv' });
+    const res = await exportFile({ timeframe: '7d', dataset: 'answers', format: 'csv' });
     expect(res.statusCode, res.body).toBe(200);
     expect(res.headers['content-type']).toBe('text/csv; charset=utf-8');
-    expect(res.headers['content-disposition']).toBe('attachment; filename="switchboard-messages-2026-03-10.csv"');
+    expect(res.headers['content-disposition']).toBe('attachment; filename="switchboard-answers-2026-03-10.csv"');
     expect(res.headers['x-request-id']).toBeTruthy();
-    expect(res.body.split('\r\n', 1)[0]).toBe(MESSAGE_COLUMNS.join(','));
+    expect(res.body.split('\r\n', 1)[0]).toBe(ANSWER_COLUMNS.join(','));
     const rows = parse(res.body, { columns: true }) as Array<Record<string, string>>;
     expect(rows).toHaveLength(3);
     expect(rows.map((r) => r.userId)).toEqual([TRICKY_USER, 'bob', 'carl']);
@@ -61,12 +62,12 @@ describe('analytics export', () => {
   });
 
   it('exports NDJSON one object a line, and the metric series', async () => {
-    const res = await exportFile({ timeframe: '7d', dataset: 'messages', format: 'ndjson' });
+    const res = await exportFile({ timeframe: '7d', dataset: 'answers', format: 'ndjson' });
     expect(res.headers['content-type']).toBe('application/x-ndjson; charset=utf-8');
-    expect(res.headers['content-disposition']).toBe('attachment; filename="switchboard-messages-2026-03-10.ndjson"');
+    expect(res.headers['content-disposition']).toBe('attachment; filename="switchboard-answers-2026-03-10.ndjson"');
     const lines = res.body.trimEnd().split('\n').map((l) => JSON.parse(l));
     expect(lines).toHaveLength(3);
-    expect(Object.keys(lines[0])).toEqual(MESSAGE_COLUMNS);
+    expect(Object.keys(lines[0])).toEqual(ANSWER_COLUMNS);
 
     const metrics = (await exportFile({ timeframe: '24h', dataset: 'metrics', format: 'json' })).json() as Array<Record<string, unknown>>;
     expect(metrics).toHaveLength(25);
@@ -89,13 +90,20 @@ describe('analytics export', () => {
       // Runs of 7 rows share a started_at, so batch edges fall inside runs.
       await recordInteraction(t, { workspace_id: workspace.id, persona_id: 'per_bulk', started_at: new Date(Date.parse('2026-03-09T00:00:00.000Z') + Math.floor(i / 7)).toISOString(), latency_ms: i });
     }
-    const bulk = await t.ctx.services.analytics.export(workspace.id, { timeframe: { label: '7d', ms: 7 * 86_400_000 }, metrics: [], dataset: 'messages', format: 'json' });
+    const bulk = await t.ctx.services.analytics.export(workspace.id, { timeframe: { label: '7d', ms: 7 * 86_400_000 }, metrics: [], dataset: 'answers', format: 'json' });
     const latencies: number[] = [];
     for await (const batch of bulk.batches) latencies.push(...batch.map((r) => r.latencyMs as number));
     expect(latencies).toEqual(Array.from({ length: 2_345 }, (_, i) => i));
     // The admin workspace's export is untouched by the other workspace's rows.
     expect(ws).not.toBe(workspace.id);
-    expect((await exportFile({ timeframe: '7d', dataset: 'messages', format: 'json' })).json()).toHaveLength(3);
+    expect((await exportFile({ timeframe: '7d', dataset: 'answers', format: 'json' })).json()).toHaveLength(3);
+  });
+
+  it('documents the four datasets in the OpenAPI document', async () => {
+    const doc = (await t.request({ method: 'GET', url: '/openapi.json' })).json();
+    const dataset = doc.paths['/business/analytics/export'].post.requestBody.content['application/json'].schema.properties.dataset;
+    expect(dataset.enum).toEqual(['conversations', 'messages', 'answers', 'metrics']);
+    expect(dataset.description).toMatch(/messages: the conversations’ text.*answers: one row per answer/s);
   });
 
   it('refuses bad bodies naming the field', async () => {

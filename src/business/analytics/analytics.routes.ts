@@ -16,7 +16,7 @@ import {
 
 const exportFile = {
   description:
-    'The file, streamed, with `Content-Disposition: attachment; filename="switchboard-<dataset>-<YYYY-MM-DD>.<ext>"`: CSV (RFC 4180, header row first, formula-like text cells prefixed with `\'`), one JSON array, or NDJSON (one object a line). Rows oldest first.',
+    'The file, streamed, with `Content-Disposition: attachment; filename="switchboard-<dataset>-<YYYY-MM-DD>.<ext>"`: CSV (RFC 4180, header row first; a text cell starting with `=`, `+`, `-`, `@`, tab or CR is prefixed with `\'` so no spreadsheet runs it as a formula; null is an empty cell), one JSON array, or NDJSON (one object a line); every record has every column of its dataset. Rows oldest first (messages: by `createdAt`, ties in the order written).',
   content: {
     'text/csv': { schema: z.string() },
     'application/json': { schema: z.array(z.record(z.string(), z.unknown())) },
@@ -73,7 +73,7 @@ export function analyticsRoutes(ctx: AppContext): FastifyPluginAsyncZod {
       {
         // Only reads: the read scope is enough, and nothing is created, so no Idempotency-Key handling.
         config: { scope: 'read' },
-        schema: { tags, summary: 'Export conversations, answers or the metric series as CSV, JSON or NDJSON', body: exportBodySchema, response: withErrors({ 200: exportFile }) },
+        schema: { tags, summary: 'Export conversations, their messages, answers or the metric series as CSV, JSON or NDJSON', body: exportBodySchema, response: withErrors({ 200: exportFile }) },
       },
       async (request, reply) => {
         const file = await analytics.export(principalOf(request).workspaceId, request.body);

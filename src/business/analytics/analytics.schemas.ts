@@ -108,7 +108,7 @@ export const performanceReportSchema = z
   })
   .meta({ id: 'AnalyticsPerformance' });
 
-export const EXPORT_DATASETS = ['conversations', 'messages', 'metrics'] as const;
+export const EXPORT_DATASETS = ['conversations', 'messages', 'answers', 'metrics'] as const;
 export const EXPORT_FORMATS = ['csv', 'json', 'ndjson'] as const;
 export type ExportDataset = (typeof EXPORT_DATASETS)[number];
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -116,7 +116,17 @@ export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 export const exportBodySchema = z.strictObject({
   timeframe: timeframeSchema,
   metrics: metricsSchema.describe('For the `metrics` dataset: its columns (default all). Other datasets ignore it.'),
-  dataset: z.enum(EXPORT_DATASETS).describe('conversations: one row per session opened; messages: one per answer; metrics: the bucketed series.'),
+  dataset: z
+    .enum(EXPORT_DATASETS)
+    .describe(
+      'conversations: one row per session opened in the window that still exists, with its numbers. ' +
+        'messages: the conversations’ text, one row per user message and answer written in the window (tool rounds left out): ' +
+        '`createdAt, sessionId, messageId, role, content, personaId, abTestId, variant, channelId, userId`, and on answers ' +
+        '`latencyMs, promptTokens, completionTokens, rating` (null, or an empty CSV cell, on user messages; `rating` is the latest feedback on that answer, ' +
+        'and feedback sent without a messageId rates the session’s latest answer at that time); userId is the exchange’s; deleted sessions have no messages. ' +
+        'answers: one row per answer started in the window, failed ones and those of deleted sessions included, with its figures and no text. ' +
+        'metrics: the bucketed series.',
+    ),
   format: z.enum(EXPORT_FORMATS),
 });
 export type ExportBody = z.output<typeof exportBodySchema>;

@@ -143,6 +143,9 @@ export function createAnalyticsService({ store, personas, channelExists, clock }
       if (body.dataset === 'messages') {
         return { columns: MESSAGE_COLUMNS, batches: store.messageRows(workspaceId, w) as ExportFile['batches'], filename };
       }
+      if (body.dataset === 'answers') {
+        return { columns: ANSWER_COLUMNS, batches: store.answerRows(workspaceId, w) as ExportFile['batches'], filename };
+      }
       if (body.dataset === 'conversations') {
         return { columns: CONVERSATION_COLUMNS, batches: store.conversationRows(workspaceId, w) as ExportFile['batches'], filename };
       }
@@ -157,7 +160,13 @@ export function createAnalyticsService({ store, personas, channelExists, clock }
   };
 }
 
+/** `messages`: the text of the conversations; the last four columns are the answer's, empty on user messages. */
 export const MESSAGE_COLUMNS = [
+  'createdAt', 'sessionId', 'messageId', 'role', 'content', 'personaId', 'abTestId', 'variant', 'channelId', 'userId',
+  'latencyMs', 'promptTokens', 'completionTokens', 'rating',
+];
+/** `answers`: one row per answer (interaction), its figures and no text. */
+export const ANSWER_COLUMNS = [
   'startedAt', 'sessionId', 'personaId', 'abTestId', 'variant', 'channelId', 'userId', 'model',
   'latencyMs', 'ttftMs', 'promptTokens', 'completionTokens', 'toolCalls', 'error', 'rating',
 ];

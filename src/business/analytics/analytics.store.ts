@@ -10,12 +10,11 @@
  * times in one scan 98 ms, where a separate totals scan and a plucked column of the times took
  * 46 + 113 ms; the overview's 31 daily sums and latencies 65 ms instead of 44 + 73 ms. Plucking
  * returns one JS value per row through the driver; the list is one string. Tool calls grouped by
- * name: 38 ms, most of it SQLite's sort. Exports read in keyset batches, never holding a statement
- * open across an await (better-sqlite3 refuses other statements on the connection while an iterator
- * is open).
+ * name: 38 ms, most of it SQLite's sort. The exports' rows: analytics.export-store.ts.
  */
 import type { Db } from '../../db/database.js';
 import type { SessionRow } from '../../db/schema.js';
+import { createAnalyticsExportStore } from './analytics.export-store.js';
 
 export interface Filter {
   workspaceId: string;
@@ -48,47 +47,7 @@ export interface AnswerTotals {
   latencySum: number;
 }
 
-export interface MessageExportRow {
-  startedAt: string;
-  sessionId: string | null;
-  personaId: string;
-  abTestId: string | null;
-  variant: string | null;
-  channelId: string | null;
-  userId: string | null;
-  model: string;
-  latencyMs: number;
-  ttftMs: number | null;
-  promptTokens: number;
-  completionTokens: number;
-  toolCalls: number;
-  error: string | null;
-  rating: number | null;
-}
-
-export interface ConversationExportRow {
-  sessionId: string;
-  personaId: string;
-  abTestId: string | null;
-  variant: string | null;
-  channelId: string | null;
-  userId: string | null;
-  title: string;
-  messageCount: number;
-  createdAt: string;
-  lastMessageAt: string;
-  answers: number;
-  errors: number;
-  avgLatencyMs: number | null;
-  promptTokens: number;
-  completionTokens: number;
-  averageRating: number | null;
-}
-
-type NumberColumn = 'answers' | 'errors' | 'avgLatencyMs' | 'promptTokens' | 'completionTokens';
-
 const FILTER = '(@personaId IS NULL OR persona_id = @personaId) AND (@channelId IS NULL OR channel_id = @channelId)';
-const EXPORT_BATCH = 1_000;
 
 /**
  * Parses a `group_concat` of integers ("12,-3,40"; null for none) into `out` from `at`, and returns
@@ -146,26 +105,6 @@ export function createAnalyticsStore(db: Db) {
   const recent = sqlite.prepare(
     `SELECT * FROM sessions WHERE workspace_id = @ws AND created_at >= @lo AND created_at < @hi AND ${FILTER} ORDER BY created_at DESC, id DESC LIMIT @limit`,
   );
-  const messageBatch = sqlite.prepare(
-    `SELECT seq, started_at AS startedAt, session_id AS sessionId, persona_id AS personaId, ab_test_id AS abTestId, variant,
-            channel_id AS channelId, user_id AS userId, model, latency_ms AS latencyMs, ttft_ms AS ttftMs, prompt_tokens AS promptTokens,
-            completion_tokens AS completionTokens, tool_calls AS toolCalls, error, rating
-     FROM interactions
-     WHERE workspace_id = @ws AND started_at >= @at AND (started_at > @at OR seq > @seq) AND started_at < @hi
-     ORDER BY started_at, seq LIMIT ${EXPORT_BATCH}`,
-  );
-  // Per session, through the session indexes of interactions and feedback (a few rows each).
-  const conversationBatch = sqlite.prepare(
-    `SELECT s.id AS sessionId, s.persona_id AS personaId, s.ab_test_id AS abTestId, s.variant, s.channel_id AS channelId, s.user_id AS userId,
-            s.title, s.message_count AS messageCount, s.created_at AS createdAt, s.last_message_at AS lastMessageAt,
-            (SELECT json_array(COALESCE(SUM(error IS NULL), 0), COALESCE(SUM(error IS NOT NULL), 0), ROUND(AVG(CASE WHEN error IS NULL THEN latency_ms END)),
-                               COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0))
-             FROM interactions i WHERE i.session_id = s.id) AS numbers,
-            (SELECT ROUND(AVG(rating), 2) FROM feedback f WHERE f.session_id = s.id) AS averageRating
-     FROM sessions s
-     WHERE s.workspace_id = @ws AND s.created_at >= @at AND (s.created_at > @at OR s.id > @id) AND s.created_at < @hi
-     ORDER BY s.created_at, s.id LIMIT ${EXPORT_BATCH}`,
-  );
 
   return {
     /**
@@ -209,40 +148,7 @@ export function createAnalyticsStore(db: Db) {
 
     recentSessions: async (f: Filter, r: Range, limit: number): Promise<SessionRow[]> => recent.all({ ...params(f, r), limit }) as SessionRow[],
 
-    /** Every interaction started in the range, oldest first, in batches. */
-    async *messageRows(workspaceId: string, r: Range): AsyncGenerator<MessageExportRow[]> {
-      let at = r.lo;
-      let seq = -1;
-      for (;;) {
-        const rows = messageBatch.all({ ws: workspaceId, at, seq, hi: r.hi }) as Array<MessageExportRow & { seq?: number }>;
-        if (rows.length === 0) return;
-        const last = rows[rows.length - 1]!;
-        at = last.startedAt;
-        seq = last.seq!;
-        for (const row of rows) delete row.seq;
-        yield rows;
-        if (rows.length < EXPORT_BATCH) return;
-      }
-    },
-
-    /** Every session opened in the range that still exists, with its numbers, oldest first, in batches. */
-    async *conversationRows(workspaceId: string, r: Range): AsyncGenerator<ConversationExportRow[]> {
-      let at = r.lo;
-      let id = '';
-      for (;;) {
-        const raw = conversationBatch.all({ ws: workspaceId, at, id, hi: r.hi }) as Array<Omit<ConversationExportRow, NumberColumn> & { numbers: string }>;
-        if (raw.length === 0) return;
-        const rows = raw.map(({ numbers, averageRating, ...session }): ConversationExportRow => {
-          const [answers, errors, avgLatencyMs, promptTokens, completionTokens] = JSON.parse(numbers) as [number, number, number | null, number, number];
-          return { ...session, answers, errors, avgLatencyMs, promptTokens, completionTokens, averageRating };
-        });
-        const last = rows[rows.length - 1]!;
-        at = last.createdAt;
-        id = last.sessionId;
-        yield rows;
-        if (rows.length < EXPORT_BATCH) return;
-      }
-    },
+    ...createAnalyticsExportStore(db),
   };
 }
 
