@@ -27,6 +27,14 @@ interface Channel {
   name: string;
 }
 
+/** The export datasets (API.md §8) and what a row of each is. */
+const EXPORTS = [
+  ['metrics', 'the series, one row per bucket'],
+  ['conversations', 'one row per session'],
+  ['messages', 'the text: one row per question and answer'],
+  ['answers', 'one row per answer: its figures, no text'],
+] as const;
+
 const ms = (v: number | null | undefined) => (v === null || v === undefined ? '—' : `${Math.round(v)} ms`);
 
 export function AnalyticsPage() {
@@ -147,7 +155,7 @@ export function AnalyticsPage() {
       )}
       <h2>Export</h2>
       <p>Download this timeframe's data (all personas and channels).</p>
-      {(['metrics', 'conversations', 'messages'] as const).map((dataset) => (
+      {EXPORTS.map(([dataset, what]) => (
         <div className="row" key={dataset}>
           <span className="label-like">{dataset}:</span>
           {(['csv', 'json', 'ndjson'] as const).map((format) => (
@@ -155,6 +163,7 @@ export function AnalyticsPage() {
               {format.toUpperCase()}
             </ScopedButton>
           ))}
+          <span className="muted">{what}</span>
         </div>
       ))}
       <ProblemView error={exp.error} />
