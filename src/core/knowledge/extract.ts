@@ -117,7 +117,7 @@ export async function extract(kind: FileKind, data: Buffer): Promise<Extracted> 
       case 'docx':
         return await extractDocx(data);
       case 'csv':
-        return extractCsv(data);
+        return await extractCsv(data);
       case 'json':
         return extractJson(data);
     }

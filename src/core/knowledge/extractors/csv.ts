@@ -1,4 +1,3 @@
-import { parse } from 'csv-parse/sync';
 import { BlockList, cleanInline, decodeText, describeError, type Extracted, ExtractionError } from './common.js';
 
 /** Data rows beyond this make the file a database export, not knowledge; the user should split it. */
@@ -7,8 +6,10 @@ export const MAX_CSV_ROWS = 100_000;
 /**
  * CSV: the first row is the header; each data row is one block, "header: value; header: value"
  * (empty values left out). The delimiter (comma, semicolon or tab) is read off the first line.
+ * csv-parse is imported at the first CSV, like the other extractors' libraries, not at start-up.
  */
-export function extractCsv(data: Uint8Array): Extracted {
+export async function extractCsv(data: Uint8Array): Promise<Extracted> {
+  const { parse } = await import('csv-parse/sync');
   const text = decodeText(data);
   let rows: string[][];
   try {
