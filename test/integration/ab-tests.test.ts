@@ -208,18 +208,33 @@ describe('A/B tests', () => {
     await put(test.id, 'stop');
   });
 
-  it('keeps every route to its workspace', async () => {
+  it('keeps every route to its workspace: a foreign start or stop changes nothing', async () => {
     const test = await createAbTest(t, { personaA: a, personaB: b });
     const other = await t.ctx.services.auth.createWorkspace('ab-other');
     const key = other.key.key;
+    const ownersView = async () => {
+      const res = await t.request({ method: 'GET', url: `/business/ab-tests/${test.id}` });
+      expect(res.statusCode, res.body).toBe(200);
+      return res.json();
+    };
     expectProblem(await t.request({ method: 'GET', url: `/business/ab-tests/${test.id}`, as: key }), 404, 'not_found');
     expectProblem(await t.request({ method: 'GET', url: `/business/ab-tests/${test.id}/results`, as: key }), 404, 'not_found');
     expectProblem(await put(test.id, 'start', key), 404, 'not_found');
+    // Re-read as the owner: still the draft it was, so the owner's own start succeeds.
+    expect(await ownersView()).toEqual(test);
     expect((await t.request({ method: 'GET', url: '/business/ab-tests', as: key })).json().data).toEqual([]);
     expectProblem(await t.request({ method: 'POST', url: '/business/ab-tests', as: key, body: { name: 'Steal', personaA: a, personaB: b } }), 404, 'not_found');
-    await put(test.id, 'start');
+    const started = await put(test.id, 'start');
+    expect(started.statusCode, started.body).toBe(200);
+    expect(started.json()).toMatchObject({ id: test.id, status: 'running', endedAt: null });
+    const running = await ownersView();
+    expect(running).toEqual(started.json());
     expectProblem(await ask({ abTestId: test.id }, key), 404, 'not_found');
-    await put(test.id, 'stop');
+    expectProblem(await put(test.id, 'stop', key), 404, 'not_found');
+    expect(await ownersView()).toEqual(running);
+    const stopped = await put(test.id, 'stop');
+    expect(stopped.statusCode, stopped.body).toBe(200);
+    expect(stopped.json().status).toBe('completed');
   });
 
   it('is reached over MCP: create, start, ask, results (tool and resource), stop', async () => {

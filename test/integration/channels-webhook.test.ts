@@ -208,13 +208,22 @@ describe('webhook channels', { timeout: 20_000 }, () => {
     expectProblem(await t.request({ method: 'POST', url: `/business/channels/${noUrl.id}/send`, body: { to: 'x', message: 'y' } }), 409, 'conflict');
   });
 
-  it('keeps every route to its workspace', async () => {
-    const channel = await createChannel(t, { type: 'webhook', personaId: persona, credentials: { secret: SECRET } });
+  it('keeps every route to its workspace: a foreign settings change or send does nothing', async () => {
+    const channel = await createChannel(t, { type: 'webhook', personaId: persona, credentials: { secret: SECRET, outboundUrl: receiver.url } });
     const other = await t.ctx.services.auth.createWorkspace('channels-other');
     const key = other.key.key;
+    const delivered = receiver.deliveries.length;
     expectProblem(await t.request({ method: 'GET', url: `/business/channels/${channel.id}`, as: key }), 404, 'not_found');
-    expectProblem(await t.request({ method: 'PUT', url: `/business/channels/${channel.id}/settings`, as: key, body: { enabled: false } }), 404, 'not_found');
+    const foreignPersona = (await createPersona(t, { name: 'Intruder' }, key)).id;
+    for (const body of [{ enabled: false }, { respondTo: 'all', allowedConversations: ['theirs'] }, { personaId: foreignPersona }]) {
+      expectProblem(await t.request({ method: 'PUT', url: `/business/channels/${channel.id}/settings`, as: key, body }), 404, 'not_found');
+    }
+    // Re-read as the owner: unchanged, still enabled, still answering, nothing sent.
+    expect((await t.request({ method: 'GET', url: `/business/channels/${channel.id}` })).json()).toEqual(channel);
+    const answered = await inbound(channel.id, { conversationId: 'after-intruder', message: 'still there?' });
+    expect(answered.statusCode, answered.body).toBe(200);
     expectProblem(await t.request({ method: 'POST', url: `/business/channels/${channel.id}/send`, as: key, body: { to: 'x', message: 'y' } }), 404, 'not_found');
+    expect(receiver.deliveries.length).toBe(delivered);
     expect((await t.request({ method: 'GET', url: '/business/channels', as: key })).json().data).toEqual([]);
     expectProblem(await t.request({ method: 'POST', url: '/business/channels', as: key, body: { type: 'webhook', name: 'x', personaId: persona, credentials: { secret: SECRET } } }), 404, 'not_found');
     expectProblem(await t.request({ method: 'GET', url: `/sessions?channelId=${channel.id}`, as: key }), 404, 'not_found');

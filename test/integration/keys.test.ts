@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { expectProblem } from '../helpers/problem.js';
 
 describe('API keys (API.md §2)', () => {
   let t: TestApp;
@@ -160,13 +161,20 @@ describe('API keys (API.md §2)', () => {
     expect(after.last_used_at).toBe('2026-03-01T12:00:05.000Z');
   });
 
-  it('treats keys of another workspace as missing (404)', async () => {
+  it('treats keys of another workspace as missing (404), and a foreign rotate or revoke changes nothing', async () => {
     const other = await t.ctx.services.auth.createWorkspace('other');
     const key = await createKey({ name: 'mine' });
-    for (const [method, body] of [['PUT', {}], ['DELETE', undefined]] as const) {
-      const res = await t.request({ method, url: `/auth/api-keys/${key.id}`, body, as: other.key.key });
-      expect(res.statusCode).toBe(404);
+    const ownersView = async () => (await t.request({ method: 'GET', url: '/auth/api-keys' })).json().data.find((k: { id: string }) => k.id === key.id);
+    const before = await ownersView();
+    expect(before).toMatchObject({ status: 'active', rotatedAt: null });
+    for (const [method, body] of [['PUT', {}], ['PUT', { gracePeriodSeconds: 60 }], ['DELETE', undefined]] as const) {
+      expectProblem(await t.request({ method, url: `/auth/api-keys/${key.id}`, body, as: other.key.key }), 404, 'not_found');
     }
+    // Re-read as the owner: neither rotated nor revoked, and the owner's secret still works.
+    expect(await ownersView()).toEqual(before);
+    const stillMine = await me(key.key);
+    expect(stillMine.statusCode, stillMine.body).toBe(200);
+    expect(stillMine.json().key.id).toBe(key.id);
     const list = (await t.request({ method: 'GET', url: '/auth/api-keys', as: other.key.key })).json();
     expect(list.data.map((k: { id: string }) => k.id)).toEqual([other.key.id]);
   });
