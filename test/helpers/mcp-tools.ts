@@ -1,9 +1,9 @@
 // MCP tool hub tests (API.md §7): the fake server's paths, the server factory, log capture, polling.
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
 import { expect } from 'vitest';
-import { REDACT_PATHS } from '../../src/context.js';
+import { createLogger } from '../../src/lib/logger.js';
 import type { TestApp } from './app.js';
 
 /** The fake MCP server as a stdio command: plain JavaScript, run by this very node binary. */
@@ -47,7 +47,7 @@ export async function waitFor<T>(check: () => Promise<T> | T, timeoutMs = 8_000,
   }
 }
 
-/** A pino logger at `trace` with the product's redaction, writing into memory. */
+/** The product's own logger (src/lib/logger.ts) at `trace`, writing into memory. */
 export function captureLogs(): { logger: Logger; text(): string } {
   const chunks: string[] = [];
   const stream = new Writable({
@@ -56,7 +56,7 @@ export function captureLogs(): { logger: Logger; text(): string } {
       done();
     },
   });
-  const logger = pino({ level: 'trace', redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, stream);
+  const logger = createLogger('trace', stream);
   return { logger, text: () => chunks.join('') };
 }
 
