@@ -184,8 +184,20 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
     expect(text).toContain(channelId);
     expect(text.length).toBeGreaterThan(1000);
     for (const secret of [BOT_TOKEN, SIGNING_SECRET]) expect(text.includes(secret), `a log line holds ${secret}`).toBe(false);
-    const listed = await t.request({ method: 'GET', url: '/business/channels?limit=100' });
-    for (const secret of [BOT_TOKEN, SIGNING_SECRET]) expect(listed.body.includes(secret)).toBe(false);
+    // Every route that answers with a channel: create, read, list, settings.
+    const created = await t.request({ method: 'POST', url: '/business/channels', body: { type: 'slack', name: 'Secrets check', personaId: persona, credentials: { botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET } } });
+    expect(created.statusCode, created.body).toBe(201);
+    const answers = [
+      created,
+      await t.request({ method: 'GET', url: `/business/channels/${created.json().id}` }),
+      await t.request({ method: 'GET', url: '/business/channels?limit=100' }),
+      await t.request({ method: 'PUT', url: `/business/channels/${created.json().id}/settings`, body: { respondTo: 'all' } }),
+    ];
+    for (const res of answers) {
+      expect(res.statusCode, res.body).toBeLessThan(300);
+      expect(res.body).toContain(created.json().id);
+      for (const secret of [BOT_TOKEN, SIGNING_SECRET]) expect(res.body.includes(secret), `${res.body} holds ${secret}`).toBe(false);
+    }
   });
 });
 
