@@ -1,10 +1,9 @@
 // API.md §9 through webhook channels: connecting, signed inbound messages answered synchronously
 // (sessions per conversationId, A/B variants, analytics), settings applied live, signed outbound
 // deliveries through the address guard, the channel tools, and the refusals.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signature } from '../../bridges/webhook/webhook-bridge.js';
+import { startReceiver, type WebhookReceiver } from '../fakes/webhook-receiver.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createAbTest, createChannel, createPersona } from '../helpers/factories.js';
 import { callOk, connectInMemory } from '../helpers/mcp.js';
@@ -13,41 +12,10 @@ import { expectProblem } from '../helpers/problem.js';
 
 const SECRET = 'webhook-secret-0123456789abcdef';
 
-interface Delivery {
-  body: string;
-  signature: string | undefined;
-}
-
-/** A webhook receiver on 127.0.0.1 that answers 429 (Retry-After: 0) to the first `throttle` deliveries. */
-async function startReceiver(throttle = 0): Promise<{ url: string; deliveries: Delivery[]; refused(): number; close(): Promise<void> }> {
-  const deliveries: Delivery[] = [];
-  let refused = 0;
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      if (refused < throttle) {
-        refused++;
-        res.writeHead(429, { 'retry-after': '0' }).end();
-        return;
-      }
-      deliveries.push({ body: Buffer.concat(chunks).toString('utf8'), signature: req.headers['x-switchboard-signature'] as string | undefined });
-      res.writeHead(204).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
-    deliveries,
-    refused: () => refused,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
-  };
-}
-
 describe('webhook channels', { timeout: 20_000 }, () => {
   let t: TestApp;
   let persona: string;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let receiver: WebhookReceiver;
 
   /** POST /business/channels/:id/inbound, signed with `secret` unless `sign` says otherwise. */
   const inbound = (channelId: string, body: unknown, sign: string | null = SECRET, headers: Record<string, string> = {}) => {

@@ -4,8 +4,11 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { createPersona } from '../helpers/factories.js';
+import { startReceiver, type WebhookReceiver } from '../fakes/webhook-receiver.js';
+import { databaseSnapshot } from '../helpers/db-snapshot.js';
+import { addSource, createAbTest, createChannel, createPersona } from '../helpers/factories.js';
 import { callError, callOk, connectInMemory } from '../helpers/mcp.js';
+import { LOOPBACK_ONLY } from '../helpers/mcp-tools.js';
 import { OFFLINE_ANSWER, REFUND_TEXT, seedSupport } from './chat-helpers.js';
 
 const TOOLS = [
@@ -189,21 +192,62 @@ describe('MCP server (in memory)', () => {
 
 describe('MCP server scopes and workspaces', () => {
   let t: TestApp;
+  let receiver: WebhookReceiver;
 
   beforeAll(async () => {
-    t = await createTestApp();
+    receiver = await startReceiver();
+    t = await createTestApp({ overrides: { fetch: LOOPBACK_ONLY } });
   });
-  afterAll(async () => t?.close());
+  afterAll(async () => {
+    await t?.close();
+    await receiver?.close();
+  });
 
-  it('lets a read key look but not change anything', async () => {
+  it('lets a read key look but not change anything: every tool that is not read-only refuses it and writes nothing', async () => {
+    const persona = await createPersona(t, { name: 'Visible' });
+    const other = await createPersona(t, { name: 'Other' });
+    const doomed = await createPersona(t, { name: 'Doomed' });
+    const source = await addSource(t, { kind: 'text', name: 'Kept', content: 'Parcels leave the warehouse every Tuesday.' });
+    const draft = await createAbTest(t, { personaA: persona.id, personaB: other.id });
+    const running = await createAbTest(t, { personaA: persona.id, personaB: other.id });
+    expect((await t.request({ method: 'PUT', url: `/business/ab-tests/${running.id}/start` })).statusCode).toBe(200);
+    const channel = await createChannel(t, { type: 'webhook', personaId: persona.id, credentials: { secret: 'webhook-secret-0123456789abcdef', outboundUrl: receiver.url } });
+    /** A call each tool would carry out for a key that may write (checked below). */
+    const calls: Record<string, Record<string, unknown>> = {
+      add_knowledge: { kind: 'text', name: 'New', content: 'Fresh text.' },
+      ask_persona: { personaId: persona.id, message: 'When do parcels leave?' },
+      create_ab_test: { name: 'New test', personaA: persona.id, personaB: other.id },
+      create_persona: { name: 'X', instructions: 'Y' },
+      delete_knowledge: { id: source.id },
+      delete_persona: { id: doomed.id },
+      send_channel_message: { channelId: channel.id, to: 'conv-1', message: 'Hello' },
+      start_ab_test: { id: draft.id },
+      stop_ab_test: { id: running.id },
+      update_persona: { id: persona.id, name: 'Renamed' },
+    };
+
     const { key } = await t.ctx.services.auth.createKeyInWorkspace('default', 'reader', ['read']);
     const reader = await connectInMemory(t, key.key);
-    const persona = await createPersona(t, { name: 'Visible' });
+    const writers = (await reader.listTools()).tools.filter((x) => x.annotations?.readOnlyHint !== true).map((x) => x.name).sort();
+    // A new tool that changes data must be added to `calls`, so it is tried here too.
+    expect(writers).toEqual(Object.keys(calls).sort());
     expect((await callOk(reader, 'get_persona', { id: persona.id })).name).toBe('Visible');
-    expect(await callError(reader, 'create_persona', { name: 'X', instructions: 'Y' })).toBe('Forbidden: create_persona needs the "write" scope.');
-    expect(await callError(reader, 'delete_persona', { id: persona.id })).toContain('"write" scope');
-    expect((await t.request({ method: 'GET', url: `/personas/${persona.id}` })).statusCode).toBe(200);
+
+    await t.ctx.services.auth.flushUsage();
+    const before = databaseSnapshot(t);
+    for (const name of writers) {
+      expect(await callError(reader, name, calls[name]), name).toBe(`Forbidden: ${name} needs the "write" scope.`);
+    }
+    expect(databaseSnapshot(t)).toEqual(before);
+    expect(receiver.deliveries).toEqual([]);
     await reader.close();
+
+    // The same calls with a key that may write go through: only the scope stopped them.
+    const writer = await connectInMemory(t);
+    for (const name of writers) await callOk(writer, name, calls[name]);
+    expect(receiver.deliveries).toHaveLength(1);
+    expect((await t.request({ method: 'GET', url: `/personas/${persona.id}` })).json().name).toBe('Renamed');
+    await writer.close();
   });
 
   it('never shows one workspace’s objects to another', async () => {
