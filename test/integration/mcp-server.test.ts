@@ -57,6 +57,9 @@ describe('MCP server (in memory)', () => {
       expect(typeof tool.annotations?.readOnlyHint, tool.name).toBe('boolean');
       expect(typeof tool.annotations?.destructiveHint, tool.name).toBe('boolean');
       expect(typeof tool.annotations?.idempotentHint, tool.name).toBe('boolean');
+      // The SDK client checks results with Ajv's draft-07 dialect: a 2020-12 tuple (`prefixItems`
+      // beside `items: false`) there refuses every element, so the tool fails in every such client.
+      expect(JSON.stringify([tool.inputSchema, tool.outputSchema]), tool.name).not.toContain('prefixItems');
     }
     const byName = Object.fromEntries(tools.map((x) => [x.name, x]));
     expect(byName.list_personas!.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false });
