@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { startReceiver, type WebhookReceiver } from '../fakes/webhook-receiver.js';
 import { databaseSnapshot } from '../helpers/db-snapshot.js';
-import { addSource, createAbTest, createChannel, createPersona } from '../helpers/factories.js';
+import { addSource, createAbTest, createChannel, createPersona, createTeam } from '../helpers/factories.js';
 import { callError, callOk, connectInMemory } from '../helpers/mcp.js';
 import { LOOPBACK_ONLY } from '../helpers/mcp-tools.js';
 import { OFFLINE_ANSWER, REFUND_TEXT, seedSupport } from './chat-helpers.js';
@@ -253,16 +253,105 @@ describe('MCP server scopes and workspaces', () => {
     await writer.close();
   });
 
-  it('never shows one workspace’s objects to another', async () => {
-    const other = await t.ctx.services.auth.createWorkspace('other');
-    const stranger = await connectInMemory(t, other.key.key);
-    const mine = await createPersona(t, { name: 'Private' });
-    expect(await callError(stranger, 'get_persona', { id: mine.id })).toBe(`Not found: Persona ${mine.id} not found.`);
-    expect(await callError(stranger, 'ask_persona', { personaId: mine.id, message: 'hi' })).toContain('not found');
-    expect((await callOk(stranger, 'list_personas')).data).toEqual([]);
-    expect((await stranger.listResources()).resources).toEqual([]);
-    await expect(stranger.readResource({ uri: `switchboard://personas/${mine.id}` })).rejects.toThrow(/not found/);
-    expect((await stranger.listPrompts()).prompts).toEqual([]);
-    await stranger.close();
+  it('never shows one workspace’s objects to another: tools, resources, completion and prompts', async () => {
+    /** One of each object in a fresh workspace; `word` is in its knowledge only. */
+    const seed = async (name: string, word: string) => {
+      const key = (await t.ctx.services.auth.createWorkspace(name)).key.key;
+      const persona = await createPersona(t, { name: `Persona ${word}` }, key);
+      const second = await createPersona(t, { name: `Second ${word}` }, key);
+      const source = await addSource(t, { kind: 'text', name: `Notes ${word}`, content: `The ${word} crossing opens at dawn.` }, key);
+      expect(source.status).toBe('ready');
+      const asked = await t.request({ method: 'POST', url: '/query', body: { personaId: persona.id, message: 'Hello', userId: `user-${word}` }, as: key });
+      expect(asked.statusCode, asked.body).toBe(200);
+      const abTest = await createAbTest(t, { personaA: persona.id, personaB: second.id }, key);
+      const channel = await createChannel(t, { type: 'webhook', personaId: persona.id, credentials: { secret: 'webhook-secret-0123456789abcdef' } }, key);
+      const team = await createTeam(t, { name: `Team ${word}` }, key);
+      return { key, word, personas: [persona.id, second.id].sort(), persona: persona.id, source: source.id as string, session: asked.json().sessionId as string, abTest: abTest.id, channel: channel.id, team: team.id };
+    };
+    const north = await seed('north', 'zebra');
+    const south = await seed('south', 'walrus');
+    const ids = (page: { data: Array<{ id: string }> }) => page.data.map((x) => x.id).sort();
+    const expectNotFound = (text: string, id: string) => {
+      expect(text).toMatch(/^Not found: /);
+      expect(text).toContain(id);
+    };
+
+    for (const [own, foreign] of [[north, south], [south, north]] as const) {
+      const client = await connectInMemory(t, own.key);
+      // Every read-only tool, probed for the other workspace's objects (a new one must be added here).
+      const probes: Record<string, () => Promise<void>> = {
+        list_personas: async () => expect(ids(await callOk(client, 'list_personas'))).toEqual(own.personas),
+        get_persona: async () => {
+          expectNotFound(await callError(client, 'get_persona', { id: foreign.persona }), foreign.persona);
+          expect((await callOk(client, 'get_persona', { id: own.persona })).id).toBe(own.persona);
+        },
+        list_knowledge: async () => expect(ids(await callOk(client, 'list_knowledge'))).toEqual([own.source]),
+        search_knowledge: async () => {
+          expect((await callOk(client, 'search_knowledge', { query: `${foreign.word} crossing` })).data.map((h: { sourceId: string }) => h.sourceId)).not.toContain(foreign.source);
+          expect((await callOk(client, 'search_knowledge', { query: foreign.word, mode: 'keyword' })).data).toEqual([]);
+          expect((await callOk(client, 'search_knowledge', { query: own.word, mode: 'keyword' })).data.map((h: { sourceId: string }) => h.sourceId)).toEqual([own.source]);
+        },
+        list_sessions: async () => {
+          expect(ids(await callOk(client, 'list_sessions'))).toEqual([own.session]);
+          expectNotFound(await callError(client, 'list_sessions', { personaId: foreign.persona }), foreign.persona);
+          expectNotFound(await callError(client, 'list_sessions', { channelId: foreign.channel }), foreign.channel);
+        },
+        get_session: async () => {
+          expectNotFound(await callError(client, 'get_session', { id: foreign.session }), foreign.session);
+          expect((await callOk(client, 'get_session', { id: own.session })).id).toBe(own.session);
+        },
+        get_ab_test_results: async () => {
+          expectNotFound(await callError(client, 'get_ab_test_results', { id: foreign.abTest }), foreign.abTest);
+          expect((await callOk(client, 'get_ab_test_results', { id: own.abTest })).testId).toBe(own.abTest);
+        },
+        get_analytics: async () => {
+          expect((await callOk(client, 'get_analytics', { timeframe: '1h' })).metrics.conversations.total).toBe(1);
+          expectNotFound(await callError(client, 'get_analytics', { personaId: foreign.persona }), foreign.persona);
+          expectNotFound(await callError(client, 'get_analytics', { channelId: foreign.channel }), foreign.channel);
+        },
+        list_teams: async () => expect(ids(await callOk(client, 'list_teams'))).toEqual([own.team]),
+        list_channels: async () => expect(ids(await callOk(client, 'list_channels'))).toEqual([own.channel]),
+      };
+      const readOnly = (await client.listTools()).tools.filter((x) => x.annotations?.readOnlyHint === true).map((x) => x.name).sort();
+      expect(Object.keys(probes).sort()).toEqual(readOnly);
+      for (const name of readOnly) await probes[name]!();
+
+      // Tools that change data find nothing of the other workspace to act on, and change nothing.
+      await t.ctx.services.auth.flushUsage();
+      const before = databaseSnapshot(t);
+      const writes: Array<[string, Record<string, unknown>, string]> = [
+        ['ask_persona', { personaId: foreign.persona, message: 'hi' }, foreign.persona],
+        ['update_persona', { id: foreign.persona, name: 'hijack' }, foreign.persona],
+        ['delete_persona', { id: foreign.persona }, foreign.persona],
+        ['create_ab_test', { name: 'Steal', personaA: foreign.personas[0], personaB: foreign.personas[1] }, foreign.personas[0]!],
+        ['start_ab_test', { id: foreign.abTest }, foreign.abTest],
+        ['delete_knowledge', { id: foreign.source }, foreign.source],
+        ['send_channel_message', { channelId: foreign.channel, to: 'x', message: 'y' }, foreign.channel],
+      ];
+      for (const [name, args, id] of writes) expectNotFound(await callError(client, name, args), id);
+      expect(databaseSnapshot(t)).toEqual(before);
+
+      // Resources: listed, read and completed for this workspace only.
+      const uris = [...own.personas.map((id) => `switchboard://personas/${id}`), `switchboard://knowledge/${own.source}`, `switchboard://ab-tests/${own.abTest}/results`];
+      expect((await client.listResources()).resources.map((r) => r.uri).sort()).toEqual(uris.sort());
+      for (const uri of [`switchboard://personas/${foreign.persona}`, `switchboard://knowledge/${foreign.source}`, `switchboard://ab-tests/${foreign.abTest}/results`]) {
+        await expect(client.readResource({ uri }), uri).rejects.toThrow(/not found/);
+      }
+      expect(JSON.parse((((await client.readResource({ uri: `switchboard://knowledge/${own.source}` })).contents[0]) as { text: string }).text).id).toBe(own.source);
+      const complete = async (uri: string, value: string) => (await client.complete({ ref: { type: 'ref/resource', uri }, argument: { name: 'id', value } })).completion.values.sort();
+      for (const [uri, mine, theirs] of [
+        ['switchboard://personas/{id}', own.personas, foreign.persona],
+        ['switchboard://knowledge/{id}', [own.source], foreign.source],
+        ['switchboard://ab-tests/{id}/results', [own.abTest], foreign.abTest],
+      ] as const) {
+        expect(await complete(uri, ''), uri).toEqual([...mine].sort());
+        expect(await complete(uri, theirs), uri).toEqual([]);
+      }
+
+      // Prompts: one per persona of this workspace.
+      expect((await client.listPrompts()).prompts.map((p) => p.name).sort()).toEqual(own.personas);
+      await expect(client.getPrompt({ name: foreign.persona })).rejects.toThrow(/Unknown prompt/);
+      await client.close();
+    }
   });
 });
