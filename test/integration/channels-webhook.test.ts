@@ -9,6 +9,7 @@ import { createAbTest, createChannel, createPersona } from '../helpers/factories
 import { callOk, connectInMemory } from '../helpers/mcp.js';
 import { LOOPBACK_ONLY } from '../helpers/mcp-tools.js';
 import { expectProblem } from '../helpers/problem.js';
+import { expectSealed } from '../helpers/sealed.js';
 
 const SECRET = 'webhook-secret-0123456789abcdef';
 
@@ -47,6 +48,7 @@ describe('webhook channels', { timeout: 20_000 }, () => {
     for (const res of [listed, await t.request({ method: 'GET', url: `/business/channels/${channel.id}` })]) expect(res.body).not.toContain(SECRET);
     const stored = t.ctx.db.sqlite.prepare('SELECT secrets FROM channels WHERE id = ?').pluck().get(channel.id) as string;
     expect(stored).not.toContain(SECRET);
+    expect(JSON.parse(expectSealed(t, stored, `channel:${channel.id}`))).toEqual({ secret: SECRET });
 
     const post = (body: Record<string, unknown>, as?: string) => t.request({ method: 'POST', url: '/business/channels', body: { type: 'webhook', name: 'X', ...body }, ...(as ? { as } : {}) });
     expectProblem(await post({ credentials: { secret: SECRET } }), 400, 'validation_failed', 'personaId');

@@ -2,6 +2,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { manualClock } from '../../src/lib/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { workspaceOf } from '../helpers/factories.js';
+import { expectSealed } from '../helpers/sealed.js';
 
 describe('Idempotency-Key (API.md §1)', () => {
   let t: TestApp;
@@ -70,6 +72,8 @@ describe('Idempotency-Key (API.md §1)', () => {
     const rows = await t.ctx.db.kysely.selectFrom('idempotency_keys').selectAll().execute();
     expect(rows).toHaveLength(1);
     expect(JSON.stringify(rows)).not.toContain(secret);
+    const sealed = expectSealed(t, rows[0]!.response!, `idempotency:${await workspaceOf(t)}:POST:/auth/api-keys:key-create`);
+    expect(JSON.parse(JSON.parse(sealed).body).key).toBe(secret);
     expect((await post('/auth/api-keys', { name: 'ci' }, 'key-create')).json().key).toBe(secret);
 
     clock.advance(24 * 3600 * 1000 + 1);

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseFile } from '../../src/context.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createPersona } from '../helpers/factories.js';
+import { expectSealed } from '../helpers/sealed.js';
 import { callOk, connectInMemory } from '../helpers/mcp.js';
 import { captureLogs, execute, LOOPBACK_ONLY, registerServer, SECRET, stdioServer, toolText } from '../helpers/mcp-tools.js';
 import { type HttpTestServer, sha256, startHttpTestServer } from '../fakes/mcp-test-server.mjs';
@@ -91,8 +92,8 @@ describe('credentials never leave the vault', { timeout: 30_000 }, () => {
       for (const b of bytes) expect(b.includes(Buffer.from(secret)), `database holds ${secret}`).toBe(false);
     }
     // What is stored is ciphertext, and only the names are readable.
-    const row = t.ctx.db.sqlite.prepare("SELECT secrets, credential_names FROM mcp_servers WHERE name = 'remote'").get() as { secrets: string; credential_names: string };
-    expect(row.secrets).toMatch(/^v1\./);
+    const row = t.ctx.db.sqlite.prepare("SELECT id, secrets, credential_names FROM mcp_servers WHERE name = 'remote'").get() as { id: string; secrets: string; credential_names: string };
+    expect(JSON.parse(expectSealed(t, row.secrets, `mcp-server:${row.id}`))).toEqual({ credentials: { API_TOKEN: SECRET }, headers: { Authorization: 'Bearer ${API_TOKEN}', 'X-Literal': LITERAL_HEADER } });
     expect(JSON.parse(row.credential_names)).toEqual(['API_TOKEN']);
   });
 });
