@@ -53,12 +53,27 @@ describe('API keys (API.md §2)', () => {
   it('enforces scopes: admin implies write implies read', async () => {
     const reader = await createKey({ name: 'r', scopes: ['read'] });
     const writer = await createKey({ name: 'w', scopes: ['write'] });
-    expect((await t.request({ method: 'GET', url: '/personas', as: reader.key })).statusCode).toBe(200);
-    expect((await t.request({ method: 'POST', url: '/personas', as: reader.key, body: { name: 'a', instructions: 'b' } })).statusCode).toBe(403);
-    expect((await t.request({ method: 'GET', url: '/personas', as: writer.key })).statusCode).toBe(200);
-    expect((await t.request({ method: 'POST', url: '/personas', as: writer.key, body: { name: 'a', instructions: 'b' } })).statusCode).toBe(201);
-    expect((await t.request({ method: 'GET', url: '/auth/api-keys', as: writer.key })).statusCode).toBe(403);
-    expect((await t.request({ method: 'POST', url: '/auth/api-keys', as: writer.key, body: { name: 'x', scopes: ['read'] } })).statusCode).toBe(403);
+    const admin = await createKey({ name: 'a', scopes: ['admin'] });
+    expect([reader.scopes, writer.scopes, admin.scopes]).toEqual([['read'], ['write'], ['admin']]); // each holds only what it was given
+    const read = (key: string) => t.request({ method: 'GET', url: '/personas', as: key });
+    const write = (key: string, name: string) => t.request({ method: 'POST', url: '/personas', as: key, body: { name, instructions: 'b' } });
+    const manage = (key: string) => t.request({ method: 'GET', url: '/auth/api-keys', as: key });
+
+    expect((await read(reader.key)).statusCode).toBe(200);
+    expectProblem(await write(reader.key, 'by reader'), 403, 'forbidden');
+    expectProblem(await manage(reader.key), 403, 'forbidden');
+
+    expect((await read(writer.key)).statusCode).toBe(200);
+    expect((await write(writer.key, 'by writer')).statusCode).toBe(201);
+    expectProblem(await manage(writer.key), 403, 'forbidden');
+    expectProblem(await t.request({ method: 'POST', url: '/auth/api-keys', as: writer.key, body: { name: 'x', scopes: ['read'] } }), 403, 'forbidden');
+
+    // A key holding `admin` alone reads, writes and manages keys.
+    expect((await read(admin.key)).statusCode).toBe(200);
+    const created = await write(admin.key, 'by admin');
+    expect(created.statusCode, created.body).toBe(201);
+    expect((await manage(admin.key)).statusCode).toBe(200);
+    expect((await read(admin.key)).json().data.map((p: { name: string }) => p.name).sort()).toEqual(['by admin', 'by writer']);
   });
 
   it('lets a key grant only scopes it has', async () => {
