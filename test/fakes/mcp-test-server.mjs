@@ -4,7 +4,7 @@
 //   node test/fakes/mcp-test-server.mjs          → serves stdio
 // Tools: whoami (SHA-256 of the credential it received, never the value), echo, fail (isError),
 // hang (answers only once cancelled), progress (progress + log notifications), add_tool (a new
-// tool at run time → notifications/tools/list_changed), stats.
+// tool at run time → notifications/tools/list_changed), stats (the counters below).
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import { pathToFileURL } from 'node:url';
@@ -17,10 +17,11 @@ export const sha256 = (text) => createHash('sha256').update(text).digest('hex');
 const hashOf = (value) => (typeof value === 'string' && value !== '' ? sha256(value) : null);
 const text = (t) => ({ content: [{ type: 'text', text: t }] });
 
-/** One McpServer; `state` counts cancelled hangs (shared by every session of the http variant). */
-export function createTestMcpServer(transport, state = { cancelled: 0 }) {
+/** One McpServer; `state` counts cancelled hangs and whoami calls (shared by every session of the http variant). */
+export function createTestMcpServer(transport, state = { cancelled: 0, whoami: 0 }) {
   const server = new McpServer({ name: 'switchboard-test-server', version: '1.0.0' }, { capabilities: { logging: {} } });
   server.registerTool('whoami', { description: 'Reports which credential arrived, as SHA-256 hashes.', inputSchema: {} }, async (_args, extra) => {
+    state.whoami++;
     const headers = extra.requestInfo?.headers ?? {};
     return text(
       JSON.stringify({
@@ -61,7 +62,7 @@ export function createTestMcpServer(transport, state = { cancelled: 0 }) {
 
 /** The http variant on 127.0.0.1 (port 0): one session per client, like a real Streamable HTTP server. */
 export async function startHttpTestServer() {
-  const state = { cancelled: 0 };
+  const state = { cancelled: 0, whoami: 0 };
   const sessions = new Map();
   const requests = [];
   const http = createServer(async (req, res) => {

@@ -178,6 +178,14 @@ describe('MCP server (in memory)', () => {
       argument: { name: 'id', value: persona.id.slice(0, 8) },
     });
     expect(completion.completion.values).toContain(persona.id);
+
+    const source = await addSource(t, { kind: 'text', name: 'Resource notes', content: 'Returns are free within 30 days.' });
+    expect((await client.listResources()).resources).toContainEqual(expect.objectContaining({ uri: `switchboard://knowledge/${source.id}`, name: 'Resource notes', mimeType: 'application/json' }));
+    const knowledge = await client.readResource({ uri: `switchboard://knowledge/${source.id}` });
+    expect(JSON.parse((knowledge.contents[0] as { text: string }).text)).toEqual((await t.request({ method: 'GET', url: `/knowledge/${source.id}` })).json());
+    await expect(client.readResource({ uri: 'switchboard://knowledge/src_nope' })).rejects.toThrow(/src_nope not found/);
+    const sources = await client.complete({ ref: { type: 'ref/resource', uri: 'switchboard://knowledge/{id}' }, argument: { name: 'id', value: source.id } });
+    expect(sources.completion.values).toEqual([source.id]);
   });
 
   it('offers each persona as a prompt named by its id and titled by its name', async () => {

@@ -108,8 +108,12 @@ describe('chat calls external tools', { timeout: 30_000 }, () => {
     await t?.close();
   });
 
+  /** How often the fake stdio server has run whoami (its own counter: a run the answer leaves out still counts). */
+  const whoamiRuns = async () => JSON.parse(toolText((await execute(t, { toolName: 'fake', action: 'stats', parameters: {} })).json())).whoami as number;
+
   it('a persona allowed fake.* runs fake.whoami with enableMCPTools; the credential hash comes back', async () => {
     const persona = await createPersona(t, { name: 'Ops', tools: ['fake.*'] });
+    const runs = await whoamiRuns();
     const res = await t.request({ method: 'POST', url: '/query', body: { personaId: persona.id, message: '/tool fake.whoami {}', enableMCPTools: true } });
     expect(res.statusCode, res.body).toBe(200);
     const answer = res.json();
@@ -120,12 +124,17 @@ describe('chat calls external tools', { timeout: 30_000 }, () => {
     expect(answer.response).toContain(sha256(SECRET));
     expect(res.body).not.toContain(SECRET);
 
+    expect(await whoamiRuns()).toBe(runs + 1);
+
     // Without enableMCPTools, or for a persona not allowed the server, nothing runs.
     const off = await t.request({ method: 'POST', url: '/query', body: { personaId: persona.id, message: '/tool fake.whoami {}' } });
+    expect(off.statusCode, off.body).toBe(200);
     expect(off.json().toolCalls).toEqual([]);
     const other = await createPersona(t, { name: 'Other', tools: ['knowledge.*'] });
     const denied = await t.request({ method: 'POST', url: '/query', body: { personaId: other.id, message: '/tool fake.whoami {}', enableMCPTools: true } });
+    expect(denied.statusCode, denied.body).toBe(200);
     expect(denied.json().toolCalls).toEqual([]);
+    expect(await whoamiRuns()).toBe(runs + 1);
   });
 
   it('an MCP client asks a persona through ask_persona, and the persona uses the external tool whose token only the service holds', async () => {
