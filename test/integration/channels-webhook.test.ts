@@ -112,13 +112,20 @@ describe('webhook channels', { timeout: 20_000 }, () => {
   it('applies a new persona live and keeps the persona from being deleted while a channel uses it', async () => {
     const other = (await createPersona(t, { name: 'Night shift' })).id;
     const channel = await createChannel(t, { type: 'webhook', personaId: persona, credentials: { secret: SECRET } });
-    const before = (await inbound(channel.id, { conversationId: 'live', message: 'hi' })).json();
+    const first = await inbound(channel.id, { conversationId: 'live', message: 'hi' });
+    expect(first.statusCode, first.body).toBe(200);
+    const before = first.json();
+    expect((await t.request({ method: 'GET', url: `/sessions/${before.sessionId}` })).json().personaId).toBe(persona);
     expect(expectProblem(await t.request({ method: 'DELETE', url: `/personas/${persona}` }), 409, 'conflict').detail).toContain('answers in channel');
     const moved = await t.request({ method: 'PUT', url: `/business/channels/${channel.id}/settings`, body: { personaId: other, respondTo: 'all' } });
+    expect(moved.statusCode, moved.body).toBe(200);
     expect(moved.json()).toMatchObject({ personaId: other, settings: { respondTo: 'all' } });
-    const after = (await inbound(channel.id, { conversationId: 'live', message: 'hi again' })).json();
+    const second = await inbound(channel.id, { conversationId: 'live', message: 'hi again' });
+    expect(second.statusCode, second.body).toBe(200);
+    const after = second.json();
     const session = (await t.request({ method: 'GET', url: `/sessions/${after.sessionId}` })).json();
     expect(session.personaId).toBe(other);
+    expect(after.sessionId).toMatch(/^ses_/);
     expect(after.sessionId).not.toBe(before.sessionId);
     expectProblem(await t.request({ method: 'PUT', url: `/business/channels/${channel.id}/settings`, body: { respondTo: 'some' } }), 400, 'validation_failed', 'respondTo');
     expectProblem(await t.request({ method: 'PUT', url: `/business/channels/${channel.id}/settings`, body: { personaId: 'per_ghost' } }), 404, 'not_found');

@@ -17,7 +17,17 @@ describe('API keys (API.md §2)', () => {
     expect(res.statusCode, res.body).toBe(201);
     return res.json() as { id: string; key: string; scopes: string[]; prefix: string; status: string };
   };
-  const me = (key: string) => t.request({ method: 'GET', url: '/auth/me', as: key });
+  /** GET /auth/me as `key`; a missing key must fail here, not fall back to the admin key. */
+  const me = (key: string) => {
+    expect(key).toMatch(/^sb_[0-9A-Za-z]{40}$/);
+    return t.request({ method: 'GET', url: '/auth/me', as: key });
+  };
+  /** PUT /auth/api-keys/:id (rotate) expecting 200 and a new secret. */
+  const rotate = async (id: string, body: Record<string, unknown> = {}) => {
+    const res = await t.request({ method: 'PUT', url: `/auth/api-keys/${id}`, body });
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json() as { id: string; key: string; rotatedAt: string };
+  };
 
   it('creates a key whose secret has the documented format and is shown only on create', async () => {
     const res = await t.request({ method: 'POST', url: '/auth/api-keys', body: { name: 'ci' } });
@@ -87,9 +97,7 @@ describe('API keys (API.md §2)', () => {
   });
 
   it('expires keys at expiresAt and refuses a past expiry', async () => {
-    const past = await t.request({ method: 'POST', url: '/auth/api-keys', body: { name: 'old', expiresAt: '2026-02-01T00:00:00Z' } });
-    expect(past.statusCode).toBe(400);
-    expect(past.json().errors[0].path).toBe('expiresAt');
+    expectProblem(await t.request({ method: 'POST', url: '/auth/api-keys', body: { name: 'old', expiresAt: '2026-02-01T00:00:00Z' } }), 400, 'validation_failed', 'expiresAt');
 
     const key = await createKey({ name: 'short', expiresAt: '2026-03-01T13:00:00Z' });
     expect((await me(key.key)).statusCode).toBe(200);
@@ -104,9 +112,7 @@ describe('API keys (API.md §2)', () => {
   it('rotates: same id, new secret; without grace the old secret stops at once', async () => {
     const key = await createKey({ name: 'rot' });
     expect((await me(key.key)).statusCode).toBe(200); // warm the auth cache
-    const res = await t.request({ method: 'PUT', url: `/auth/api-keys/${key.id}`, body: {} });
-    expect(res.statusCode).toBe(200);
-    const rotated = res.json();
+    const rotated = await rotate(key.id);
     expect(rotated.id).toBe(key.id);
     expect(rotated.key).not.toBe(key.key);
     expect(rotated.rotatedAt).toBe('2026-03-01T12:00:00.000Z');
@@ -116,7 +122,7 @@ describe('API keys (API.md §2)', () => {
 
   it('rotates with a grace period; a second rotation ends the older secret at once', async () => {
     const key = await createKey({ name: 'grace' });
-    const first = (await t.request({ method: 'PUT', url: `/auth/api-keys/${key.id}`, body: { gracePeriodSeconds: 300 } })).json();
+    const first = await rotate(key.id, { gracePeriodSeconds: 300 });
     expect((await me(key.key)).statusCode).toBe(200);
     expect((await me(first.key)).statusCode).toBe(200);
     clock.advance(299_000);
@@ -124,8 +130,8 @@ describe('API keys (API.md §2)', () => {
     clock.advance(2_000);
     expect((await me(key.key)).statusCode).toBe(401);
 
-    const second = (await t.request({ method: 'PUT', url: `/auth/api-keys/${key.id}`, body: { gracePeriodSeconds: 300 } })).json();
-    const third = (await t.request({ method: 'PUT', url: `/auth/api-keys/${key.id}`, body: { gracePeriodSeconds: 300 } })).json();
+    const second = await rotate(key.id, { gracePeriodSeconds: 300 });
+    const third = await rotate(key.id, { gracePeriodSeconds: 300 });
     expect((await me(second.key)).statusCode).toBe(200); // the one replaced last: in its grace period
     expect((await me(first.key)).statusCode).toBe(401); // older: ended at once
     expect((await me(third.key)).statusCode).toBe(200);
@@ -134,9 +140,7 @@ describe('API keys (API.md §2)', () => {
   it('validates the grace period range', async () => {
     const key = await createKey({ name: 'g' });
     for (const gracePeriodSeconds of [-1, 604_801, 1.5, '10']) {
-      const res = await t.request({ method: 'PUT', url: `/auth/api-keys/${key.id}`, body: { gracePeriodSeconds } });
-      expect(res.statusCode).toBe(400);
-      expect(res.json().errors[0].path).toBe('gracePeriodSeconds');
+      expectProblem(await t.request({ method: 'PUT', url: `/auth/api-keys/${key.id}`, body: { gracePeriodSeconds } }), 400, 'validation_failed', 'gracePeriodSeconds');
     }
   });
 
@@ -145,8 +149,7 @@ describe('API keys (API.md §2)', () => {
     expect((await me(key.key)).statusCode).toBe(200);
     expect((await t.request({ method: 'DELETE', url: `/auth/api-keys/${key.id}` })).statusCode).toBe(204);
     expect((await me(key.key)).statusCode).toBe(401);
-    const rotate = await t.request({ method: 'PUT', url: `/auth/api-keys/${key.id}`, body: {} });
-    expect(rotate.statusCode).toBe(409);
+    expectProblem(await t.request({ method: 'PUT', url: `/auth/api-keys/${key.id}`, body: {} }), 409, 'conflict');
     const list = await t.request({ method: 'GET', url: '/auth/api-keys' });
     expect(list.json().data.find((k: { id: string }) => k.id === key.id).status).toBe('revoked');
   });
