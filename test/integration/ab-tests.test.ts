@@ -149,8 +149,14 @@ describe('A/B tests', () => {
       }
     };
 
+    // API.md §8's thresholds, each side of each: a p-value from 2 ratings per variant, a winner from 10.
     await rateUntil(1);
-    expect((await results(test.id)).significance.pValue).toBeNull();
+    expect((await results(test.id)).significance).toEqual({ metric: 'satisfaction', pValue: null, significant: false, winner: null });
+
+    await rateUntil(2);
+    const two = await results(test.id);
+    expect(two.significance.pValue).toBeCloseTo(welchTest(moments(ratings.A), moments(ratings.B))!.pValue, 12);
+    expect(two.significance.winner).toBeNull();
 
     await rateUntil(4);
     const early = await results(test.id);
@@ -158,6 +164,14 @@ describe('A/B tests', () => {
     expect(early.significance.pValue).toBeCloseTo(expected.pValue, 12);
     expect(early.significance.significant).toBe(expected.pValue < 0.05);
     expect(early.significance.winner).toBeNull(); // fewer than 10 ratings each
+
+    await rateUntil(9);
+    const nine = await results(test.id);
+    expect(welchTest(moments(ratings.A), moments(ratings.B))!.pValue).toBeLessThan(0.05);
+    expect(nine.significance).toMatchObject({ significant: true, winner: null }); // significant, but 9 ratings each
+
+    await rateUntil(10);
+    expect((await results(test.id)).significance).toMatchObject({ significant: true, winner: 'A' });
 
     await rateUntil(12);
     const final = await results(test.id);
@@ -178,8 +192,12 @@ describe('A/B tests', () => {
       expect(final.variants[v].responseTime.p50Ms).toEqual(expect.any(Number));
     }
     // A deleted session keeps its numbers.
-    await t.request({ method: 'DELETE', url: `/sessions/${[...sessions.A][0]}` });
-    expect((await results(test.id)).variants.A).toMatchObject({ conversations: sessions.A.size, messages: answers.A });
+    const deleted = [...sessions.A][0]!;
+    expect((await t.request({ method: 'DELETE', url: `/sessions/${deleted}` })).statusCode).toBe(204);
+    expectProblem(await t.request({ method: 'GET', url: `/sessions/${deleted}` }), 404, 'not_found');
+    const afterDelete = (await results(test.id)).variants.A;
+    expect(afterDelete).toMatchObject({ conversations: sessions.A.size, messages: answers.A });
+    expect(afterDelete.satisfaction.count).toBe(ratings.A.length);
     await put(test.id, 'stop');
     expect((await results(test.id)).status).toBe('completed');
   });
