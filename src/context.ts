@@ -1,6 +1,6 @@
 import os from 'node:os';
 import path from 'node:path';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { createAuthService } from './core/auth/auth.service.js';
 import { createAuthStore } from './core/auth/auth.store.js';
@@ -49,39 +49,13 @@ import { createWalCheckpointer } from './db/wal-checkpointer.js';
 import { type Cipher, createCipher, loadSecretKey } from './lib/cipher.js';
 import { type Clock, systemClock } from './lib/clock.js';
 import { type IdGenerator, randomIds } from './lib/ids.js';
+import { createLogger } from './lib/logger.js';
 import type { Embedder } from './llm/embedder.js';
 import type { LlmClient } from './llm/llm-client.js';
 import { createOfflineClient } from './llm/offline-client.js';
 import { createHashedEmbedder } from './llm/hashed-embedder.js';
 
 export const VERSION = '0.1.0';
-
-/** Paths pino must never print: bearer keys, secrets, credentials. */
-export const REDACT_PATHS = [
-  'req.headers.authorization',
-  'req.headers["x-slack-signature"]',
-  'req.headers["x-switchboard-signature"]',
-  'headers.authorization',
-  '*.key',
-  '*.secret',
-  '*.credentials',
-  '*.botToken',
-  '*.appToken',
-  '*.signingSecret',
-  '*.password',
-  // OAuth: nothing logs these bodies today; should anything ever, the secrets in them stay out.
-  '*.api_key',
-  '*.code_verifier',
-  '*.access_token',
-  '*.refresh_token',
-  '*.client_secret',
-  // MCP tool servers: credentials, the environment and headers they are injected through.
-  'credentials',
-  'env',
-  '*.env',
-  'headers',
-  '*.requestInit',
-];
 
 export interface AppContext {
   config: Config;
@@ -174,8 +148,7 @@ export function databaseFile(config: Config): string {
 
 /** The one composition root: everything the transports need, built from config plus test overrides. */
 export async function createContext(config: Config, overrides: ContextOverrides = {}): Promise<AppContext> {
-  const logger =
-    overrides.logger ?? pino({ level: config.logLevel, redact: { paths: REDACT_PATHS, censor: '[redacted]' } });
+  const logger = overrides.logger ?? createLogger(config.logLevel);
   const clock = overrides.clock ?? systemClock;
   const ids = overrides.ids ?? randomIds;
   const embedder = overrides.embedder ?? (await configuredEmbedder(config));

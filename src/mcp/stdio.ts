@@ -6,7 +6,8 @@ import type { Readable, Writable } from 'node:stream';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import pino from 'pino';
 import type { Config } from '../config.js';
-import { createContext, REDACT_PATHS } from '../context.js';
+import { createContext } from '../context.js';
+import { createLogger } from '../lib/logger.js';
 import { loadDeclaredToolServers } from '../server.js';
 import { createMcpServer } from './server.js';
 
@@ -25,7 +26,7 @@ export async function runMcpStdio(config: Config, io: StdioIo): Promise<number> 
     io.stderr('switchboard mcp needs SWITCHBOARD_API_KEY: the API key (sb_…) whose workspace and scopes the MCP client acts with.\n');
     return 1;
   }
-  const logger = pino({ level: config.logLevel, redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, pino.destination(2));
+  const logger = createLogger(config.logLevel, pino.destination(2));
   const ctx = await createContext(config, { logger });
   try {
     // A scripted deployment names its admin key; without one, nothing is created here (no banner on stdio).

@@ -53,11 +53,16 @@ describe('Discord channel end to end', { timeout: 30_000 }, () => {
 
   it('answers a DM without a mention, ignores other bots and unmentioned channel chatter', async () => {
     const before = fake.posted.length;
-    fake.userMessage({ channelId: GENERAL_ID, author: OTHER_BOT, content: `<@${BOT.id}> ping` });
-    fake.userMessage({ channelId: GENERAL_ID, author: ALICE, content: 'just chatting about refunds' });
+    const bot = fake.userMessage({ channelId: GENERAL_ID, author: OTHER_BOT, content: `<@${BOT.id}> ping` });
+    const chatter = fake.userMessage({ channelId: GENERAL_ID, author: ALICE, content: 'just chatting about refunds' });
     const dm = fake.userMessage({ channelId: DM_ID, author: BOB, content: 'refunds?' });
     await waitFor(() => fake.posted.some((p) => p.channelId === DM_ID), 'the DM answer', 10_000);
-    await new Promise((r) => setTimeout(r, 300));
+    // The gateway delivers in order and a message is stored before it is answered: once the DM is
+    // answered, the two before it would be in the inbox had they been taken.
+    const stored = (...ids: unknown[]) =>
+      t.ctx.db.sqlite.prepare(`SELECT count(*) FROM channel_inbox WHERE channel_id = ? AND external_id IN (${ids.map(() => '?').join(', ')})`).pluck().get(channelId, ...ids.map(String));
+    expect(stored(dm.id)).toBe(1);
+    expect(stored(bot.id, chatter.id)).toBe(0);
     expect(fake.posted.length - before).toBe(1);
     expect(repliesTo(String(dm.id))).toHaveLength(1);
   });

@@ -1,5 +1,5 @@
 // A knowledge source acknowledged with 202 survives kill -9 of the built server at any point of its
-// processing: the next start resumes it to `ready` (or `failed`), never lost, never stuck, its chunks
+// processing: the next start resumes it to `ready`, never lost, never stuck, never failed, its chunks
 // indexed exactly once. Real processes, 127.0.0.1 sockets, a real SIGKILL mid-ingestion.
 import fs from 'node:fs';
 import http from 'node:http';
@@ -48,7 +48,7 @@ describe('knowledge ingestion across kill -9 (built server)', { timeout: 90_000 
     return res.json() as Promise<any>;
   };
 
-  it('resumes every acknowledged source to ready or failed after SIGKILL mid-ingestion; chunks indexed once', async () => {
+  it('resumes every acknowledged source to ready after SIGKILL mid-ingestion; chunks indexed once', async () => {
     const first = await serve();
     // Queued sources (> 64 KiB): together a few seconds of work, so the kill lands mid-ingestion.
     const large = Array.from({ length: 16 }, (_, i) => `zkbig${i}q`);
@@ -98,7 +98,8 @@ describe('knowledge ingestion across kill -9 (built server)', { timeout: 90_000 
 
     const second = await serve();
     try {
-      // Resumed at start: everything ends ready or failed, within a bound.
+      // Resumed at start: everything ends ready, within a bound. Every source is text the server
+      // can read, and the held page answers now, so `failed` would mean work lost to the kill.
       const until = Date.now() + 60_000;
       while ((await get(second, '/knowledge?status=processing&limit=1')).data.length > 0) {
         expect(Date.now(), 'sources still processing after 60 s').toBeLessThan(until);
@@ -106,8 +107,7 @@ describe('knowledge ingestion across kill -9 (built server)', { timeout: 90_000 
       }
       for (const [token, id] of acked) {
         const source = await get(second, `/knowledge/${id}`);
-        expect(['ready', 'failed'], `${token}: ${source.status} ${source.error}`).toContain(source.status);
-        if (source.status !== 'ready') continue;
+        expect(source.status, `${token}: ${source.status} ${source.error}`).toBe('ready');
         expect(source.chunkCount).toBeGreaterThan(0);
         const hits = (await get(second, `/knowledge/search?mode=keyword&limit=50&q=${token}`)).data as { chunkId: string; sourceId: string }[];
         expect(new Set(hits.map((h) => h.sourceId)), token).toEqual(new Set([id]));

@@ -48,6 +48,8 @@ export interface Rig {
   fake: FakeDiscord;
   rec: Recorded;
   settings: ChannelSettings;
+  /** How many times the bridge has read the settings (once per message event it handles). */
+  settingsReads: number;
   bridge: ChannelBridge;
   /** Stops the bridge and the fake. */
   close(): Promise<void>;
@@ -69,11 +71,15 @@ export async function startRig(options: RigOptions = {}): Promise<Rig> {
     fake,
     rec,
     settings: { ...defaultSettings(), ...options.settings },
+    settingsReads: 0,
     bridge: createDiscordBridgeWith(
       {
         channelId: 'chn_discord_test',
         credentials: { botToken: options.token ?? FAKE_DISCORD_TOKEN },
-        settings: () => rig.settings,
+        settings: () => {
+          rig.settingsReads++;
+          return rig.settings;
+        },
         apiUrl: fake.apiUrl,
         events: rec.events,
         logger: pino({ level: 'silent' }),

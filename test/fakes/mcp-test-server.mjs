@@ -4,7 +4,8 @@
 //   node test/fakes/mcp-test-server.mjs          → serves stdio
 // Tools: whoami (SHA-256 of the credential it received, never the value), echo, fail (isError),
 // hang (answers only once cancelled), hold (whoami once the test releases it), progress (progress +
-// log notifications), add_tool (a new tool at run time → notifications/tools/list_changed), stats.
+// log notifications), add_tool (a new tool at run time → notifications/tools/list_changed), stats
+// (the counters below).
 import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -21,8 +22,8 @@ const text = (t) => ({ content: [{ type: 'text', text: t }] });
 /** `hold` calls started in this process (every session of the http variant shares it). */
 let held = 0;
 
-/** One McpServer; `state` counts cancelled hangs (shared by every session of the http variant). */
-export function createTestMcpServer(transport, state = { cancelled: 0 }) {
+/** One McpServer; `state` counts cancelled hangs and whoami calls (shared by every session of the http variant). */
+export function createTestMcpServer(transport, state = { cancelled: 0, whoami: 0 }) {
   const server = new McpServer({ name: 'switchboard-test-server', version: '1.0.0' }, { capabilities: { logging: {} } });
   const whoami = (extra) => {
     const headers = extra.requestInfo?.headers ?? {};
@@ -36,7 +37,10 @@ export function createTestMcpServer(transport, state = { cancelled: 0 }) {
       }),
     );
   };
-  server.registerTool('whoami', { description: 'Reports which credential arrived, as SHA-256 hashes.', inputSchema: {} }, async (_args, extra) => whoami(extra));
+  server.registerTool('whoami', { description: 'Reports which credential arrived, as SHA-256 hashes.', inputSchema: {} }, async (_args, extra) => {
+    state.whoami++;
+    return whoami(extra);
+  });
   server.registerTool(
     'hold',
     {
@@ -82,7 +86,7 @@ export function createTestMcpServer(transport, state = { cancelled: 0 }) {
 
 /** The http variant on 127.0.0.1 (port 0): one session per client, like a real Streamable HTTP server. */
 export async function startHttpTestServer() {
-  const state = { cancelled: 0 };
+  const state = { cancelled: 0, whoami: 0 };
   const sessions = new Map();
   const requests = [];
   const http = createServer(async (req, res) => {

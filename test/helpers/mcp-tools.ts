@@ -4,9 +4,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
 import { expect } from 'vitest';
-import { REDACT_PATHS } from '../../src/context.js';
+import { createLogger } from '../../src/lib/logger.js';
 import { tempDir, type TestApp } from './app.js';
 
 /** The fake MCP server as a stdio command: plain JavaScript, run by this very node binary. */
@@ -50,7 +50,7 @@ export async function waitFor<T>(check: () => Promise<T> | T, timeoutMs = 8_000,
   }
 }
 
-/** A pino logger at `trace` with the product's redaction, writing into memory. */
+/** The product's own logger (src/lib/logger.ts) at `trace`, writing into memory. */
 export function captureLogs(): { logger: Logger; text(): string } {
   const chunks: string[] = [];
   const stream = new Writable({
@@ -59,7 +59,7 @@ export function captureLogs(): { logger: Logger; text(): string } {
       done();
     },
   });
-  const logger = pino({ level: 'trace', redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, stream);
+  const logger = createLogger('trace', stream);
   return { logger, text: () => chunks.join('') };
 }
 

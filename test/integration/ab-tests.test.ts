@@ -149,8 +149,14 @@ describe('A/B tests', () => {
       }
     };
 
+    // API.md §8's thresholds, each side of each: a p-value from 2 ratings per variant, a winner from 10.
     await rateUntil(1);
-    expect((await results(test.id)).significance.pValue).toBeNull();
+    expect((await results(test.id)).significance).toEqual({ metric: 'satisfaction', pValue: null, significant: false, winner: null });
+
+    await rateUntil(2);
+    const two = await results(test.id);
+    expect(two.significance.pValue).toBeCloseTo(welchTest(moments(ratings.A), moments(ratings.B))!.pValue, 12);
+    expect(two.significance.winner).toBeNull();
 
     await rateUntil(4);
     const early = await results(test.id);
@@ -158,6 +164,14 @@ describe('A/B tests', () => {
     expect(early.significance.pValue).toBeCloseTo(expected.pValue, 12);
     expect(early.significance.significant).toBe(expected.pValue < 0.05);
     expect(early.significance.winner).toBeNull(); // fewer than 10 ratings each
+
+    await rateUntil(9);
+    const nine = await results(test.id);
+    expect(welchTest(moments(ratings.A), moments(ratings.B))!.pValue).toBeLessThan(0.05);
+    expect(nine.significance).toMatchObject({ significant: true, winner: null }); // significant, but 9 ratings each
+
+    await rateUntil(10);
+    expect((await results(test.id)).significance).toMatchObject({ significant: true, winner: 'A' });
 
     await rateUntil(12);
     const final = await results(test.id);
@@ -178,8 +192,12 @@ describe('A/B tests', () => {
       expect(final.variants[v].responseTime.p50Ms).toEqual(expect.any(Number));
     }
     // A deleted session keeps its numbers.
-    await t.request({ method: 'DELETE', url: `/sessions/${[...sessions.A][0]}` });
-    expect((await results(test.id)).variants.A).toMatchObject({ conversations: sessions.A.size, messages: answers.A });
+    const deleted = [...sessions.A][0]!;
+    expect((await t.request({ method: 'DELETE', url: `/sessions/${deleted}` })).statusCode).toBe(204);
+    expectProblem(await t.request({ method: 'GET', url: `/sessions/${deleted}` }), 404, 'not_found');
+    const afterDelete = (await results(test.id)).variants.A;
+    expect(afterDelete).toMatchObject({ conversations: sessions.A.size, messages: answers.A });
+    expect(afterDelete.satisfaction.count).toBe(ratings.A.length);
     await put(test.id, 'stop');
     expect((await results(test.id)).status).toBe('completed');
   });
@@ -208,18 +226,33 @@ describe('A/B tests', () => {
     await put(test.id, 'stop');
   });
 
-  it('keeps every route to its workspace', async () => {
+  it('keeps every route to its workspace: a foreign start or stop changes nothing', async () => {
     const test = await createAbTest(t, { personaA: a, personaB: b });
     const other = await t.ctx.services.auth.createWorkspace('ab-other');
     const key = other.key.key;
+    const ownersView = async () => {
+      const res = await t.request({ method: 'GET', url: `/business/ab-tests/${test.id}` });
+      expect(res.statusCode, res.body).toBe(200);
+      return res.json();
+    };
     expectProblem(await t.request({ method: 'GET', url: `/business/ab-tests/${test.id}`, as: key }), 404, 'not_found');
     expectProblem(await t.request({ method: 'GET', url: `/business/ab-tests/${test.id}/results`, as: key }), 404, 'not_found');
     expectProblem(await put(test.id, 'start', key), 404, 'not_found');
+    // Re-read as the owner: still the draft it was, so the owner's own start succeeds.
+    expect(await ownersView()).toEqual(test);
     expect((await t.request({ method: 'GET', url: '/business/ab-tests', as: key })).json().data).toEqual([]);
     expectProblem(await t.request({ method: 'POST', url: '/business/ab-tests', as: key, body: { name: 'Steal', personaA: a, personaB: b } }), 404, 'not_found');
-    await put(test.id, 'start');
+    const started = await put(test.id, 'start');
+    expect(started.statusCode, started.body).toBe(200);
+    expect(started.json()).toMatchObject({ id: test.id, status: 'running', endedAt: null });
+    const running = await ownersView();
+    expect(running).toEqual(started.json());
     expectProblem(await ask({ abTestId: test.id }, key), 404, 'not_found');
-    await put(test.id, 'stop');
+    expectProblem(await put(test.id, 'stop', key), 404, 'not_found');
+    expect(await ownersView()).toEqual(running);
+    const stopped = await put(test.id, 'stop');
+    expect(stopped.statusCode, stopped.body).toBe(200);
+    expect(stopped.json().status).toBe('completed');
   });
 
   it('is reached over MCP: create, start, ask, results (tool and resource), stop', async () => {

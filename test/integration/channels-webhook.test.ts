@@ -1,53 +1,22 @@
 // API.md §9 through webhook channels: connecting, signed inbound messages answered synchronously
 // (sessions per conversationId, A/B variants, analytics), settings applied live, signed outbound
 // deliveries through the address guard, the channel tools, and the refusals.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signature } from '../../bridges/webhook/webhook-bridge.js';
+import { startReceiver, type WebhookReceiver } from '../fakes/webhook-receiver.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createAbTest, createChannel, createPersona } from '../helpers/factories.js';
 import { callOk, connectInMemory } from '../helpers/mcp.js';
 import { LOOPBACK_ONLY } from '../helpers/mcp-tools.js';
 import { expectProblem } from '../helpers/problem.js';
+import { expectSealed } from '../helpers/sealed.js';
 
 const SECRET = 'webhook-secret-0123456789abcdef';
-
-interface Delivery {
-  body: string;
-  signature: string | undefined;
-}
-
-/** A webhook receiver on 127.0.0.1 that answers 429 (Retry-After: 0) to the first `throttle` deliveries. */
-async function startReceiver(throttle = 0): Promise<{ url: string; deliveries: Delivery[]; refused(): number; close(): Promise<void> }> {
-  const deliveries: Delivery[] = [];
-  let refused = 0;
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      if (refused < throttle) {
-        refused++;
-        res.writeHead(429, { 'retry-after': '0' }).end();
-        return;
-      }
-      deliveries.push({ body: Buffer.concat(chunks).toString('utf8'), signature: req.headers['x-switchboard-signature'] as string | undefined });
-      res.writeHead(204).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
-    deliveries,
-    refused: () => refused,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
-  };
-}
 
 describe('webhook channels', { timeout: 20_000 }, () => {
   let t: TestApp;
   let persona: string;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let receiver: WebhookReceiver;
 
   /** POST /business/channels/:id/inbound, signed with `secret` unless `sign` says otherwise. */
   const inbound = (channelId: string, body: unknown, sign: string | null = SECRET, headers: Record<string, string> = {}) => {
@@ -79,6 +48,7 @@ describe('webhook channels', { timeout: 20_000 }, () => {
     for (const res of [listed, await t.request({ method: 'GET', url: `/business/channels/${channel.id}` })]) expect(res.body).not.toContain(SECRET);
     const stored = t.ctx.db.sqlite.prepare('SELECT secrets FROM channels WHERE id = ?').pluck().get(channel.id) as string;
     expect(stored).not.toContain(SECRET);
+    expect(JSON.parse(expectSealed(t, stored, `channel:${channel.id}`))).toEqual({ secret: SECRET });
 
     const post = (body: Record<string, unknown>, as?: string) => t.request({ method: 'POST', url: '/business/channels', body: { type: 'webhook', name: 'X', ...body }, ...(as ? { as } : {}) });
     expectProblem(await post({ credentials: { secret: SECRET } }), 400, 'validation_failed', 'personaId');
@@ -144,13 +114,20 @@ describe('webhook channels', { timeout: 20_000 }, () => {
   it('applies a new persona live and keeps the persona from being deleted while a channel uses it', async () => {
     const other = (await createPersona(t, { name: 'Night shift' })).id;
     const channel = await createChannel(t, { type: 'webhook', personaId: persona, credentials: { secret: SECRET } });
-    const before = (await inbound(channel.id, { conversationId: 'live', message: 'hi' })).json();
+    const first = await inbound(channel.id, { conversationId: 'live', message: 'hi' });
+    expect(first.statusCode, first.body).toBe(200);
+    const before = first.json();
+    expect((await t.request({ method: 'GET', url: `/sessions/${before.sessionId}` })).json().personaId).toBe(persona);
     expect(expectProblem(await t.request({ method: 'DELETE', url: `/personas/${persona}` }), 409, 'conflict').detail).toContain('answers in channel');
     const moved = await t.request({ method: 'PUT', url: `/business/channels/${channel.id}/settings`, body: { personaId: other, respondTo: 'all' } });
+    expect(moved.statusCode, moved.body).toBe(200);
     expect(moved.json()).toMatchObject({ personaId: other, settings: { respondTo: 'all' } });
-    const after = (await inbound(channel.id, { conversationId: 'live', message: 'hi again' })).json();
+    const second = await inbound(channel.id, { conversationId: 'live', message: 'hi again' });
+    expect(second.statusCode, second.body).toBe(200);
+    const after = second.json();
     const session = (await t.request({ method: 'GET', url: `/sessions/${after.sessionId}` })).json();
     expect(session.personaId).toBe(other);
+    expect(after.sessionId).toMatch(/^ses_/);
     expect(after.sessionId).not.toBe(before.sessionId);
     expectProblem(await t.request({ method: 'PUT', url: `/business/channels/${channel.id}/settings`, body: { respondTo: 'some' } }), 400, 'validation_failed', 'respondTo');
     expectProblem(await t.request({ method: 'PUT', url: `/business/channels/${channel.id}/settings`, body: { personaId: 'per_ghost' } }), 404, 'not_found');
@@ -210,13 +187,22 @@ describe('webhook channels', { timeout: 20_000 }, () => {
     expectProblem(await t.request({ method: 'POST', url: `/business/channels/${noUrl.id}/send`, body: { to: 'x', message: 'y' } }), 409, 'conflict');
   });
 
-  it('keeps every route to its workspace', async () => {
-    const channel = await createChannel(t, { type: 'webhook', personaId: persona, credentials: { secret: SECRET } });
+  it('keeps every route to its workspace: a foreign settings change or send does nothing', async () => {
+    const channel = await createChannel(t, { type: 'webhook', personaId: persona, credentials: { secret: SECRET, outboundUrl: receiver.url } });
     const other = await t.ctx.services.auth.createWorkspace('channels-other');
     const key = other.key.key;
+    const delivered = receiver.deliveries.length;
     expectProblem(await t.request({ method: 'GET', url: `/business/channels/${channel.id}`, as: key }), 404, 'not_found');
-    expectProblem(await t.request({ method: 'PUT', url: `/business/channels/${channel.id}/settings`, as: key, body: { enabled: false } }), 404, 'not_found');
+    const foreignPersona = (await createPersona(t, { name: 'Intruder' }, key)).id;
+    for (const body of [{ enabled: false }, { respondTo: 'all', allowedConversations: ['theirs'] }, { personaId: foreignPersona }]) {
+      expectProblem(await t.request({ method: 'PUT', url: `/business/channels/${channel.id}/settings`, as: key, body }), 404, 'not_found');
+    }
+    // Re-read as the owner: unchanged, still enabled, still answering, nothing sent.
+    expect((await t.request({ method: 'GET', url: `/business/channels/${channel.id}` })).json()).toEqual(channel);
+    const answered = await inbound(channel.id, { conversationId: 'after-intruder', message: 'still there?' });
+    expect(answered.statusCode, answered.body).toBe(200);
     expectProblem(await t.request({ method: 'POST', url: `/business/channels/${channel.id}/send`, as: key, body: { to: 'x', message: 'y' } }), 404, 'not_found');
+    expect(receiver.deliveries.length).toBe(delivered);
     expect((await t.request({ method: 'GET', url: '/business/channels', as: key })).json().data).toEqual([]);
     expectProblem(await t.request({ method: 'POST', url: '/business/channels', as: key, body: { type: 'webhook', name: 'x', personaId: persona, credentials: { secret: SECRET } } }), 404, 'not_found');
     expectProblem(await t.request({ method: 'GET', url: `/sessions?channelId=${channel.id}`, as: key }), 404, 'not_found');

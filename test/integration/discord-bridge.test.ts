@@ -196,8 +196,10 @@ describe('Discord bridge: inbound messages', () => {
     await sentinel(rig);
     expect(rig.rec.messages).toEqual([]);
     rig.settings = { ...rig.settings, enabled: false };
+    const reads = rig.settingsReads;
     rig.fake.userMessage({ channelId: DM_ID, author: ALICE, content: 'anyone?' });
-    await sleep(300); // settings are read when the event arrives
+    // Settings are read when the event arrives: keep them disabled until the DM has read them.
+    await waitFor(() => rig!.settingsReads > reads, 'the DM event');
     rig.settings = { ...rig.settings, enabled: true };
     await sentinel(rig);
     expect(rig.rec.messages).toEqual([]);

@@ -2,6 +2,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { manualClock } from '../../src/lib/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { workspaceOf } from '../helpers/factories.js';
+import { expectProblem } from '../helpers/problem.js';
+import { expectSealed } from '../helpers/sealed.js';
 
 describe('Idempotency-Key (API.md §1)', () => {
   let t: TestApp;
@@ -37,9 +40,7 @@ describe('Idempotency-Key (API.md §1)', () => {
 
   it('answers 409 for the same key with a different body', async () => {
     expect((await post('/personas', { name: 'A', instructions: 'i' }, 'k2')).statusCode).toBe(201);
-    const res = await post('/personas', { name: 'B', instructions: 'i' }, 'k2');
-    expect(res.statusCode).toBe(409);
-    expect(res.json().code).toBe('conflict');
+    expectProblem(await post('/personas', { name: 'B', instructions: 'i' }, 'k2'), 409, 'conflict');
     expect(await count()).toBe(1);
   });
 
@@ -48,16 +49,18 @@ describe('Idempotency-Key (API.md §1)', () => {
       { workspaceId: (await t.request({ method: 'GET', url: '/auth/me' })).json().workspace.id, method: 'POST', path: '/personas', key: 'busy' },
       'whatever',
     );
-    const res = await post('/personas', { name: 'A', instructions: 'i' }, 'busy');
-    expect(res.statusCode).toBe(409);
+    expectProblem(await post('/personas', { name: 'A', instructions: 'i' }, 'busy'), 409, 'conflict');
+    expect(await count()).toBe(0);
   });
 
   it('scopes keys to the workspace and the path', async () => {
     const other = (await t.ctx.services.auth.createWorkspace('other')).key.key;
     const body = { name: 'Same', instructions: 'i' };
     const a = await post('/personas', body, 'shared');
+    expect(a.statusCode).toBe(201);
     const b = await post('/personas', body, 'shared', other);
     expect(b.statusCode).toBe(201);
+    expect(b.headers['idempotent-replayed']).toBeUndefined();
     expect(b.json().id).not.toBe(a.json().id);
     const key = await post('/auth/api-keys', { name: 'x' }, 'shared');
     expect(key.statusCode).toBe(201);
@@ -66,15 +69,24 @@ describe('Idempotency-Key (API.md §1)', () => {
 
   it('keeps responses 24 hours, encrypted at rest (a new key secret included)', async () => {
     const first = await post('/auth/api-keys', { name: 'ci' }, 'key-create');
+    expect(first.statusCode, first.body).toBe(201);
     const secret = first.json().key as string;
     const rows = await t.ctx.db.kysely.selectFrom('idempotency_keys').selectAll().execute();
     expect(rows).toHaveLength(1);
     expect(JSON.stringify(rows)).not.toContain(secret);
+    const sealed = expectSealed(t, rows[0]!.response!, `idempotency:${await workspaceOf(t)}:POST:/auth/api-keys:key-create`);
+    expect(JSON.parse(JSON.parse(sealed).body).key).toBe(secret);
     expect((await post('/auth/api-keys', { name: 'ci' }, 'key-create')).json().key).toBe(secret);
 
-    clock.advance(24 * 3600 * 1000 + 1);
+    // Still the first response at the last millisecond of the 24 hours, a new key one past them.
+    clock.advance(24 * 3600 * 1000);
+    const last = await post('/auth/api-keys', { name: 'ci' }, 'key-create');
+    expect(last.headers['idempotent-replayed']).toBe('true');
+    expect(last.json().key).toBe(secret);
+    clock.advance(1);
     const later = await post('/auth/api-keys', { name: 'ci' }, 'key-create');
     expect(later.statusCode).toBe(201);
+    expect(later.headers['idempotent-replayed']).toBeUndefined();
     expect(later.json().id).not.toBe(first.json().id);
   });
 
@@ -86,16 +98,19 @@ describe('Idempotency-Key (API.md §1)', () => {
     expect(fixed.headers['idempotent-replayed']).toBeUndefined();
 
     const res = await t.request({ method: 'POST', url: '/personas', body: { name: 'A', instructions: 'i' }, headers: { 'idempotency-key': 'has space' } });
-    expect(res.statusCode).toBe(400);
-    expect(res.json().errors[0].path).toBe('Idempotency-Key');
+    expectProblem(res, 400, 'validation_failed', 'Idempotency-Key');
   });
 
-  it('keeps a 4xx answered by the service but forgets a 5xx', async () => {
-    const conflict = await post('/auth/api-keys', { name: 'past', expiresAt: '2020-01-01T00:00:00Z' }, 'k5');
-    expect(conflict.statusCode).toBe(400);
+  it('keeps a 4xx answered by the service: the same problem, with the first request id', async () => {
+    const refused = await post('/auth/api-keys', { name: 'past', expiresAt: '2020-01-01T00:00:00Z' }, 'k5');
+    const problem = expectProblem(refused, 400, 'validation_failed', 'expiresAt');
     const replay = await post('/auth/api-keys', { name: 'past', expiresAt: '2020-01-01T00:00:00Z' }, 'k5');
     expect(replay.headers['idempotent-replayed']).toBe('true');
-
+    expect(replay.statusCode).toBe(400);
+    expect(replay.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(replay.json()).toEqual(problem);
+    // API.md §1: the body keeps the first request's id; the replay's own is in its header.
+    expect(replay.headers['x-request-id']).not.toBe(problem.requestId);
   });
 
   it('forgets a 5xx answer so the client can retry', async () => {

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { expectProblem } from '../helpers/problem.js';
 
 describe('API keys (API.md §2)', () => {
   let t: TestApp;
@@ -16,7 +17,17 @@ describe('API keys (API.md §2)', () => {
     expect(res.statusCode, res.body).toBe(201);
     return res.json() as { id: string; key: string; scopes: string[]; prefix: string; status: string };
   };
-  const me = (key: string) => t.request({ method: 'GET', url: '/auth/me', as: key });
+  /** GET /auth/me as `key`; a missing key must fail here, not fall back to the admin key. */
+  const me = (key: string) => {
+    expect(key).toMatch(/^sb_[0-9A-Za-z]{40}$/);
+    return t.request({ method: 'GET', url: '/auth/me', as: key });
+  };
+  /** PUT /auth/api-keys/:id (rotate) expecting 200 and a new secret. */
+  const rotate = async (id: string, body: Record<string, unknown> = {}) => {
+    const res = await t.request({ method: 'PUT', url: `/auth/api-keys/${id}`, body });
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json() as { id: string; key: string; rotatedAt: string };
+  };
 
   it('creates a key whose secret has the documented format and is shown only on create', async () => {
     const res = await t.request({ method: 'POST', url: '/auth/api-keys', body: { name: 'ci' } });
@@ -52,12 +63,27 @@ describe('API keys (API.md §2)', () => {
   it('enforces scopes: admin implies write implies read', async () => {
     const reader = await createKey({ name: 'r', scopes: ['read'] });
     const writer = await createKey({ name: 'w', scopes: ['write'] });
-    expect((await t.request({ method: 'GET', url: '/personas', as: reader.key })).statusCode).toBe(200);
-    expect((await t.request({ method: 'POST', url: '/personas', as: reader.key, body: { name: 'a', instructions: 'b' } })).statusCode).toBe(403);
-    expect((await t.request({ method: 'GET', url: '/personas', as: writer.key })).statusCode).toBe(200);
-    expect((await t.request({ method: 'POST', url: '/personas', as: writer.key, body: { name: 'a', instructions: 'b' } })).statusCode).toBe(201);
-    expect((await t.request({ method: 'GET', url: '/auth/api-keys', as: writer.key })).statusCode).toBe(403);
-    expect((await t.request({ method: 'POST', url: '/auth/api-keys', as: writer.key, body: { name: 'x', scopes: ['read'] } })).statusCode).toBe(403);
+    const admin = await createKey({ name: 'a', scopes: ['admin'] });
+    expect([reader.scopes, writer.scopes, admin.scopes]).toEqual([['read'], ['write'], ['admin']]); // each holds only what it was given
+    const read = (key: string) => t.request({ method: 'GET', url: '/personas', as: key });
+    const write = (key: string, name: string) => t.request({ method: 'POST', url: '/personas', as: key, body: { name, instructions: 'b' } });
+    const manage = (key: string) => t.request({ method: 'GET', url: '/auth/api-keys', as: key });
+
+    expect((await read(reader.key)).statusCode).toBe(200);
+    expectProblem(await write(reader.key, 'by reader'), 403, 'forbidden');
+    expectProblem(await manage(reader.key), 403, 'forbidden');
+
+    expect((await read(writer.key)).statusCode).toBe(200);
+    expect((await write(writer.key, 'by writer')).statusCode).toBe(201);
+    expectProblem(await manage(writer.key), 403, 'forbidden');
+    expectProblem(await t.request({ method: 'POST', url: '/auth/api-keys', as: writer.key, body: { name: 'x', scopes: ['read'] } }), 403, 'forbidden');
+
+    // A key holding `admin` alone reads, writes and manages keys.
+    expect((await read(admin.key)).statusCode).toBe(200);
+    const created = await write(admin.key, 'by admin');
+    expect(created.statusCode, created.body).toBe(201);
+    expect((await manage(admin.key)).statusCode).toBe(200);
+    expect((await read(admin.key)).json().data.map((p: { name: string }) => p.name).sort()).toEqual(['by admin', 'by writer']);
   });
 
   it('lets a key grant only scopes it has', async () => {
@@ -71,9 +97,7 @@ describe('API keys (API.md §2)', () => {
   });
 
   it('expires keys at expiresAt and refuses a past expiry', async () => {
-    const past = await t.request({ method: 'POST', url: '/auth/api-keys', body: { name: 'old', expiresAt: '2026-02-01T00:00:00Z' } });
-    expect(past.statusCode).toBe(400);
-    expect(past.json().errors[0].path).toBe('expiresAt');
+    expectProblem(await t.request({ method: 'POST', url: '/auth/api-keys', body: { name: 'old', expiresAt: '2026-02-01T00:00:00Z' } }), 400, 'validation_failed', 'expiresAt');
 
     const key = await createKey({ name: 'short', expiresAt: '2026-03-01T13:00:00Z' });
     expect((await me(key.key)).statusCode).toBe(200);
@@ -88,9 +112,7 @@ describe('API keys (API.md §2)', () => {
   it('rotates: same id, new secret; without grace the old secret stops at once', async () => {
     const key = await createKey({ name: 'rot' });
     expect((await me(key.key)).statusCode).toBe(200); // warm the auth cache
-    const res = await t.request({ method: 'PUT', url: `/auth/api-keys/${key.id}`, body: {} });
-    expect(res.statusCode).toBe(200);
-    const rotated = res.json();
+    const rotated = await rotate(key.id);
     expect(rotated.id).toBe(key.id);
     expect(rotated.key).not.toBe(key.key);
     expect(rotated.rotatedAt).toBe('2026-03-01T12:00:00.000Z');
@@ -100,7 +122,7 @@ describe('API keys (API.md §2)', () => {
 
   it('rotates with a grace period; a second rotation ends the older secret at once', async () => {
     const key = await createKey({ name: 'grace' });
-    const first = (await t.request({ method: 'PUT', url: `/auth/api-keys/${key.id}`, body: { gracePeriodSeconds: 300 } })).json();
+    const first = await rotate(key.id, { gracePeriodSeconds: 300 });
     expect((await me(key.key)).statusCode).toBe(200);
     expect((await me(first.key)).statusCode).toBe(200);
     clock.advance(299_000);
@@ -108,8 +130,8 @@ describe('API keys (API.md §2)', () => {
     clock.advance(2_000);
     expect((await me(key.key)).statusCode).toBe(401);
 
-    const second = (await t.request({ method: 'PUT', url: `/auth/api-keys/${key.id}`, body: { gracePeriodSeconds: 300 } })).json();
-    const third = (await t.request({ method: 'PUT', url: `/auth/api-keys/${key.id}`, body: { gracePeriodSeconds: 300 } })).json();
+    const second = await rotate(key.id, { gracePeriodSeconds: 300 });
+    const third = await rotate(key.id, { gracePeriodSeconds: 300 });
     expect((await me(second.key)).statusCode).toBe(200); // the one replaced last: in its grace period
     expect((await me(first.key)).statusCode).toBe(401); // older: ended at once
     expect((await me(third.key)).statusCode).toBe(200);
@@ -118,9 +140,7 @@ describe('API keys (API.md §2)', () => {
   it('validates the grace period range', async () => {
     const key = await createKey({ name: 'g' });
     for (const gracePeriodSeconds of [-1, 604_801, 1.5, '10']) {
-      const res = await t.request({ method: 'PUT', url: `/auth/api-keys/${key.id}`, body: { gracePeriodSeconds } });
-      expect(res.statusCode).toBe(400);
-      expect(res.json().errors[0].path).toBe('gracePeriodSeconds');
+      expectProblem(await t.request({ method: 'PUT', url: `/auth/api-keys/${key.id}`, body: { gracePeriodSeconds } }), 400, 'validation_failed', 'gracePeriodSeconds');
     }
   });
 
@@ -129,8 +149,7 @@ describe('API keys (API.md §2)', () => {
     expect((await me(key.key)).statusCode).toBe(200);
     expect((await t.request({ method: 'DELETE', url: `/auth/api-keys/${key.id}` })).statusCode).toBe(204);
     expect((await me(key.key)).statusCode).toBe(401);
-    const rotate = await t.request({ method: 'PUT', url: `/auth/api-keys/${key.id}`, body: {} });
-    expect(rotate.statusCode).toBe(409);
+    expectProblem(await t.request({ method: 'PUT', url: `/auth/api-keys/${key.id}`, body: {} }), 409, 'conflict');
     const list = await t.request({ method: 'GET', url: '/auth/api-keys' });
     expect(list.json().data.find((k: { id: string }) => k.id === key.id).status).toBe('revoked');
   });
@@ -160,13 +179,20 @@ describe('API keys (API.md §2)', () => {
     expect(after.last_used_at).toBe('2026-03-01T12:00:05.000Z');
   });
 
-  it('treats keys of another workspace as missing (404)', async () => {
+  it('treats keys of another workspace as missing (404), and a foreign rotate or revoke changes nothing', async () => {
     const other = await t.ctx.services.auth.createWorkspace('other');
     const key = await createKey({ name: 'mine' });
-    for (const [method, body] of [['PUT', {}], ['DELETE', undefined]] as const) {
-      const res = await t.request({ method, url: `/auth/api-keys/${key.id}`, body, as: other.key.key });
-      expect(res.statusCode).toBe(404);
+    const ownersView = async () => (await t.request({ method: 'GET', url: '/auth/api-keys' })).json().data.find((k: { id: string }) => k.id === key.id);
+    const before = await ownersView();
+    expect(before).toMatchObject({ status: 'active', rotatedAt: null });
+    for (const [method, body] of [['PUT', {}], ['PUT', { gracePeriodSeconds: 60 }], ['DELETE', undefined]] as const) {
+      expectProblem(await t.request({ method, url: `/auth/api-keys/${key.id}`, body, as: other.key.key }), 404, 'not_found');
     }
+    // Re-read as the owner: neither rotated nor revoked, and the owner's secret still works.
+    expect(await ownersView()).toEqual(before);
+    const stillMine = await me(key.key);
+    expect(stillMine.statusCode, stillMine.body).toBe(200);
+    expect(stillMine.json().key.id).toBe(key.id);
     const list = (await t.request({ method: 'GET', url: '/auth/api-keys', as: other.key.key })).json();
     expect(list.data.map((k: { id: string }) => k.id)).toEqual([other.key.id]);
   });

@@ -4,8 +4,11 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { createPersona } from '../helpers/factories.js';
+import { startReceiver, type WebhookReceiver } from '../fakes/webhook-receiver.js';
+import { databaseSnapshot } from '../helpers/db-snapshot.js';
+import { addSource, createAbTest, createChannel, createPersona, createTeam } from '../helpers/factories.js';
 import { callError, callOk, connectInMemory } from '../helpers/mcp.js';
+import { LOOPBACK_ONLY } from '../helpers/mcp-tools.js';
 import { OFFLINE_ANSWER, REFUND_TEXT, seedSupport } from './chat-helpers.js';
 
 const TOOLS = [
@@ -54,6 +57,9 @@ describe('MCP server (in memory)', () => {
       expect(typeof tool.annotations?.readOnlyHint, tool.name).toBe('boolean');
       expect(typeof tool.annotations?.destructiveHint, tool.name).toBe('boolean');
       expect(typeof tool.annotations?.idempotentHint, tool.name).toBe('boolean');
+      // The SDK client checks results with Ajv's draft-07 dialect: a 2020-12 tuple (`prefixItems`
+      // beside `items: false`) there refuses every element, so the tool fails in every such client.
+      expect(JSON.stringify([tool.inputSchema, tool.outputSchema]), tool.name).not.toContain('prefixItems');
     }
     const byName = Object.fromEntries(tools.map((x) => [x.name, x]));
     expect(byName.list_personas!.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false });
@@ -172,6 +178,14 @@ describe('MCP server (in memory)', () => {
       argument: { name: 'id', value: persona.id.slice(0, 8) },
     });
     expect(completion.completion.values).toContain(persona.id);
+
+    const source = await addSource(t, { kind: 'text', name: 'Resource notes', content: 'Returns are free within 30 days.' });
+    expect((await client.listResources()).resources).toContainEqual(expect.objectContaining({ uri: `switchboard://knowledge/${source.id}`, name: 'Resource notes', mimeType: 'application/json' }));
+    const knowledge = await client.readResource({ uri: `switchboard://knowledge/${source.id}` });
+    expect(JSON.parse((knowledge.contents[0] as { text: string }).text)).toEqual((await t.request({ method: 'GET', url: `/knowledge/${source.id}` })).json());
+    await expect(client.readResource({ uri: 'switchboard://knowledge/src_nope' })).rejects.toThrow(/src_nope not found/);
+    const sources = await client.complete({ ref: { type: 'ref/resource', uri: 'switchboard://knowledge/{id}' }, argument: { name: 'id', value: source.id } });
+    expect(sources.completion.values).toEqual([source.id]);
   });
 
   it('offers each persona as a prompt named by its id and titled by its name', async () => {
@@ -189,33 +203,163 @@ describe('MCP server (in memory)', () => {
 
 describe('MCP server scopes and workspaces', () => {
   let t: TestApp;
+  let receiver: WebhookReceiver;
 
   beforeAll(async () => {
-    t = await createTestApp();
+    receiver = await startReceiver();
+    t = await createTestApp({ overrides: { fetch: LOOPBACK_ONLY } });
   });
-  afterAll(async () => t?.close());
+  afterAll(async () => {
+    await t?.close();
+    await receiver?.close();
+  });
 
-  it('lets a read key look but not change anything', async () => {
+  it('lets a read key look but not change anything: every tool that is not read-only refuses it and writes nothing', async () => {
+    const persona = await createPersona(t, { name: 'Visible' });
+    const other = await createPersona(t, { name: 'Other' });
+    const doomed = await createPersona(t, { name: 'Doomed' });
+    const source = await addSource(t, { kind: 'text', name: 'Kept', content: 'Parcels leave the warehouse every Tuesday.' });
+    const draft = await createAbTest(t, { personaA: persona.id, personaB: other.id });
+    const running = await createAbTest(t, { personaA: persona.id, personaB: other.id });
+    expect((await t.request({ method: 'PUT', url: `/business/ab-tests/${running.id}/start` })).statusCode).toBe(200);
+    const channel = await createChannel(t, { type: 'webhook', personaId: persona.id, credentials: { secret: 'webhook-secret-0123456789abcdef', outboundUrl: receiver.url } });
+    /** A call each tool would carry out for a key that may write (checked below). */
+    const calls: Record<string, Record<string, unknown>> = {
+      add_knowledge: { kind: 'text', name: 'New', content: 'Fresh text.' },
+      ask_persona: { personaId: persona.id, message: 'When do parcels leave?' },
+      create_ab_test: { name: 'New test', personaA: persona.id, personaB: other.id },
+      create_persona: { name: 'X', instructions: 'Y' },
+      delete_knowledge: { id: source.id },
+      delete_persona: { id: doomed.id },
+      send_channel_message: { channelId: channel.id, to: 'conv-1', message: 'Hello' },
+      start_ab_test: { id: draft.id },
+      stop_ab_test: { id: running.id },
+      update_persona: { id: persona.id, name: 'Renamed' },
+    };
+
     const { key } = await t.ctx.services.auth.createKeyInWorkspace('default', 'reader', ['read']);
     const reader = await connectInMemory(t, key.key);
-    const persona = await createPersona(t, { name: 'Visible' });
+    const writers = (await reader.listTools()).tools.filter((x) => x.annotations?.readOnlyHint !== true).map((x) => x.name).sort();
+    // A new tool that changes data must be added to `calls`, so it is tried here too.
+    expect(writers).toEqual(Object.keys(calls).sort());
     expect((await callOk(reader, 'get_persona', { id: persona.id })).name).toBe('Visible');
-    expect(await callError(reader, 'create_persona', { name: 'X', instructions: 'Y' })).toBe('Forbidden: create_persona needs the "write" scope.');
-    expect(await callError(reader, 'delete_persona', { id: persona.id })).toContain('"write" scope');
-    expect((await t.request({ method: 'GET', url: `/personas/${persona.id}` })).statusCode).toBe(200);
+
+    await t.ctx.services.auth.flushUsage();
+    const before = databaseSnapshot(t);
+    for (const name of writers) {
+      expect(await callError(reader, name, calls[name]), name).toBe(`Forbidden: ${name} needs the "write" scope.`);
+    }
+    expect(databaseSnapshot(t)).toEqual(before);
+    expect(receiver.deliveries).toEqual([]);
     await reader.close();
+
+    // The same calls with a key that may write go through: only the scope stopped them.
+    const writer = await connectInMemory(t);
+    for (const name of writers) await callOk(writer, name, calls[name]);
+    expect(receiver.deliveries).toHaveLength(1);
+    expect((await t.request({ method: 'GET', url: `/personas/${persona.id}` })).json().name).toBe('Renamed');
+    await writer.close();
   });
 
-  it('never shows one workspace’s objects to another', async () => {
-    const other = await t.ctx.services.auth.createWorkspace('other');
-    const stranger = await connectInMemory(t, other.key.key);
-    const mine = await createPersona(t, { name: 'Private' });
-    expect(await callError(stranger, 'get_persona', { id: mine.id })).toBe(`Not found: Persona ${mine.id} not found.`);
-    expect(await callError(stranger, 'ask_persona', { personaId: mine.id, message: 'hi' })).toContain('not found');
-    expect((await callOk(stranger, 'list_personas')).data).toEqual([]);
-    expect((await stranger.listResources()).resources).toEqual([]);
-    await expect(stranger.readResource({ uri: `switchboard://personas/${mine.id}` })).rejects.toThrow(/not found/);
-    expect((await stranger.listPrompts()).prompts).toEqual([]);
-    await stranger.close();
+  it('never shows one workspace’s objects to another: tools, resources, completion and prompts', async () => {
+    /** One of each object in a fresh workspace; `word` is in its knowledge only. */
+    const seed = async (name: string, word: string) => {
+      const key = (await t.ctx.services.auth.createWorkspace(name)).key.key;
+      const persona = await createPersona(t, { name: `Persona ${word}` }, key);
+      const second = await createPersona(t, { name: `Second ${word}` }, key);
+      const source = await addSource(t, { kind: 'text', name: `Notes ${word}`, content: `The ${word} crossing opens at dawn.` }, key);
+      expect(source.status).toBe('ready');
+      const asked = await t.request({ method: 'POST', url: '/query', body: { personaId: persona.id, message: 'Hello', userId: `user-${word}` }, as: key });
+      expect(asked.statusCode, asked.body).toBe(200);
+      const abTest = await createAbTest(t, { personaA: persona.id, personaB: second.id }, key);
+      const channel = await createChannel(t, { type: 'webhook', personaId: persona.id, credentials: { secret: 'webhook-secret-0123456789abcdef' } }, key);
+      const team = await createTeam(t, { name: `Team ${word}` }, key);
+      return { key, word, personas: [persona.id, second.id].sort(), persona: persona.id, source: source.id as string, session: asked.json().sessionId as string, abTest: abTest.id, channel: channel.id, team: team.id };
+    };
+    const north = await seed('north', 'zebra');
+    const south = await seed('south', 'walrus');
+    const ids = (page: { data: Array<{ id: string }> }) => page.data.map((x) => x.id).sort();
+    const expectNotFound = (text: string, id: string) => {
+      expect(text).toMatch(/^Not found: /);
+      expect(text).toContain(id);
+    };
+
+    for (const [own, foreign] of [[north, south], [south, north]] as const) {
+      const client = await connectInMemory(t, own.key);
+      // Every read-only tool, probed for the other workspace's objects (a new one must be added here).
+      const probes: Record<string, () => Promise<void>> = {
+        list_personas: async () => expect(ids(await callOk(client, 'list_personas'))).toEqual(own.personas),
+        get_persona: async () => {
+          expectNotFound(await callError(client, 'get_persona', { id: foreign.persona }), foreign.persona);
+          expect((await callOk(client, 'get_persona', { id: own.persona })).id).toBe(own.persona);
+        },
+        list_knowledge: async () => expect(ids(await callOk(client, 'list_knowledge'))).toEqual([own.source]),
+        search_knowledge: async () => {
+          expect((await callOk(client, 'search_knowledge', { query: `${foreign.word} crossing` })).data.map((h: { sourceId: string }) => h.sourceId)).not.toContain(foreign.source);
+          expect((await callOk(client, 'search_knowledge', { query: foreign.word, mode: 'keyword' })).data).toEqual([]);
+          expect((await callOk(client, 'search_knowledge', { query: own.word, mode: 'keyword' })).data.map((h: { sourceId: string }) => h.sourceId)).toEqual([own.source]);
+        },
+        list_sessions: async () => {
+          expect(ids(await callOk(client, 'list_sessions'))).toEqual([own.session]);
+          expectNotFound(await callError(client, 'list_sessions', { personaId: foreign.persona }), foreign.persona);
+          expectNotFound(await callError(client, 'list_sessions', { channelId: foreign.channel }), foreign.channel);
+        },
+        get_session: async () => {
+          expectNotFound(await callError(client, 'get_session', { id: foreign.session }), foreign.session);
+          expect((await callOk(client, 'get_session', { id: own.session })).id).toBe(own.session);
+        },
+        get_ab_test_results: async () => {
+          expectNotFound(await callError(client, 'get_ab_test_results', { id: foreign.abTest }), foreign.abTest);
+          expect((await callOk(client, 'get_ab_test_results', { id: own.abTest })).testId).toBe(own.abTest);
+        },
+        get_analytics: async () => {
+          expect((await callOk(client, 'get_analytics', { timeframe: '1h' })).metrics.conversations.total).toBe(1);
+          expectNotFound(await callError(client, 'get_analytics', { personaId: foreign.persona }), foreign.persona);
+          expectNotFound(await callError(client, 'get_analytics', { channelId: foreign.channel }), foreign.channel);
+        },
+        list_teams: async () => expect(ids(await callOk(client, 'list_teams'))).toEqual([own.team]),
+        list_channels: async () => expect(ids(await callOk(client, 'list_channels'))).toEqual([own.channel]),
+      };
+      const readOnly = (await client.listTools()).tools.filter((x) => x.annotations?.readOnlyHint === true).map((x) => x.name).sort();
+      expect(Object.keys(probes).sort()).toEqual(readOnly);
+      for (const name of readOnly) await probes[name]!();
+
+      // Tools that change data find nothing of the other workspace to act on, and change nothing.
+      await t.ctx.services.auth.flushUsage();
+      const before = databaseSnapshot(t);
+      const writes: Array<[string, Record<string, unknown>, string]> = [
+        ['ask_persona', { personaId: foreign.persona, message: 'hi' }, foreign.persona],
+        ['update_persona', { id: foreign.persona, name: 'hijack' }, foreign.persona],
+        ['delete_persona', { id: foreign.persona }, foreign.persona],
+        ['create_ab_test', { name: 'Steal', personaA: foreign.personas[0], personaB: foreign.personas[1] }, foreign.personas[0]!],
+        ['start_ab_test', { id: foreign.abTest }, foreign.abTest],
+        ['delete_knowledge', { id: foreign.source }, foreign.source],
+        ['send_channel_message', { channelId: foreign.channel, to: 'x', message: 'y' }, foreign.channel],
+      ];
+      for (const [name, args, id] of writes) expectNotFound(await callError(client, name, args), id);
+      expect(databaseSnapshot(t)).toEqual(before);
+
+      // Resources: listed, read and completed for this workspace only.
+      const uris = [...own.personas.map((id) => `switchboard://personas/${id}`), `switchboard://knowledge/${own.source}`, `switchboard://ab-tests/${own.abTest}/results`];
+      expect((await client.listResources()).resources.map((r) => r.uri).sort()).toEqual(uris.sort());
+      for (const uri of [`switchboard://personas/${foreign.persona}`, `switchboard://knowledge/${foreign.source}`, `switchboard://ab-tests/${foreign.abTest}/results`]) {
+        await expect(client.readResource({ uri }), uri).rejects.toThrow(/not found/);
+      }
+      expect(JSON.parse((((await client.readResource({ uri: `switchboard://knowledge/${own.source}` })).contents[0]) as { text: string }).text).id).toBe(own.source);
+      const complete = async (uri: string, value: string) => (await client.complete({ ref: { type: 'ref/resource', uri }, argument: { name: 'id', value } })).completion.values.sort();
+      for (const [uri, mine, theirs] of [
+        ['switchboard://personas/{id}', own.personas, foreign.persona],
+        ['switchboard://knowledge/{id}', [own.source], foreign.source],
+        ['switchboard://ab-tests/{id}/results', [own.abTest], foreign.abTest],
+      ] as const) {
+        expect(await complete(uri, ''), uri).toEqual([...mine].sort());
+        expect(await complete(uri, theirs), uri).toEqual([]);
+      }
+
+      // Prompts: one per persona of this workspace.
+      expect((await client.listPrompts()).prompts.map((p) => p.name).sort()).toEqual(own.personas);
+      await expect(client.getPrompt({ name: foreign.persona })).rejects.toThrow(/Unknown prompt/);
+      await client.close();
+    }
   });
 });

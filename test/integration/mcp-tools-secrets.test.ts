@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseFile } from '../../src/context.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createPersona } from '../helpers/factories.js';
+import { expectSealed } from '../helpers/sealed.js';
 import { callOk, connectInMemory } from '../helpers/mcp.js';
 import { captureLogs, execute, LOOPBACK_ONLY, registerServer, SECRET, stdioServer, toolText } from '../helpers/mcp-tools.js';
 import { type HttpTestServer, sha256, startHttpTestServer } from '../fakes/mcp-test-server.mjs';
@@ -91,8 +92,8 @@ describe('credentials never leave the vault', { timeout: 30_000 }, () => {
       for (const b of bytes) expect(b.includes(Buffer.from(secret)), `database holds ${secret}`).toBe(false);
     }
     // What is stored is ciphertext, and only the names are readable.
-    const row = t.ctx.db.sqlite.prepare("SELECT secrets, credential_names FROM mcp_servers WHERE name = 'remote'").get() as { secrets: string; credential_names: string };
-    expect(row.secrets).toMatch(/^v1\./);
+    const row = t.ctx.db.sqlite.prepare("SELECT id, secrets, credential_names FROM mcp_servers WHERE name = 'remote'").get() as { id: string; secrets: string; credential_names: string };
+    expect(JSON.parse(expectSealed(t, row.secrets, `mcp-server:${row.id}`))).toEqual({ credentials: { API_TOKEN: SECRET }, headers: { Authorization: 'Bearer ${API_TOKEN}', 'X-Literal': LITERAL_HEADER } });
     expect(JSON.parse(row.credential_names)).toEqual(['API_TOKEN']);
   });
 });
@@ -107,8 +108,12 @@ describe('chat calls external tools', { timeout: 30_000 }, () => {
     await t?.close();
   });
 
+  /** How often the fake stdio server has run whoami (its own counter: a run the answer leaves out still counts). */
+  const whoamiRuns = async () => JSON.parse(toolText((await execute(t, { toolName: 'fake', action: 'stats', parameters: {} })).json())).whoami as number;
+
   it('a persona allowed fake.* runs fake.whoami with enableMCPTools; the credential hash comes back', async () => {
     const persona = await createPersona(t, { name: 'Ops', tools: ['fake.*'] });
+    const runs = await whoamiRuns();
     const res = await t.request({ method: 'POST', url: '/query', body: { personaId: persona.id, message: '/tool fake.whoami {}', enableMCPTools: true } });
     expect(res.statusCode, res.body).toBe(200);
     const answer = res.json();
@@ -119,12 +124,17 @@ describe('chat calls external tools', { timeout: 30_000 }, () => {
     expect(answer.response).toContain(sha256(SECRET));
     expect(res.body).not.toContain(SECRET);
 
+    expect(await whoamiRuns()).toBe(runs + 1);
+
     // Without enableMCPTools, or for a persona not allowed the server, nothing runs.
     const off = await t.request({ method: 'POST', url: '/query', body: { personaId: persona.id, message: '/tool fake.whoami {}' } });
+    expect(off.statusCode, off.body).toBe(200);
     expect(off.json().toolCalls).toEqual([]);
     const other = await createPersona(t, { name: 'Other', tools: ['knowledge.*'] });
     const denied = await t.request({ method: 'POST', url: '/query', body: { personaId: other.id, message: '/tool fake.whoami {}', enableMCPTools: true } });
+    expect(denied.statusCode, denied.body).toBe(200);
     expect(denied.json().toolCalls).toEqual([]);
+    expect(await whoamiRuns()).toBe(runs + 1);
   });
 
   it('an MCP client asks a persona through ask_persona, and the persona uses the external tool whose token only the service holds', async () => {

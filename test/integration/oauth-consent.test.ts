@@ -1,8 +1,12 @@
 // Issue 15: the consent step and what ends a grant — the page's refusals (unregistered redirect,
 // CSRF, wrong key, Deny), keys revoked or rotated, and the grants API for people.
 import { auth } from '@modelcontextprotocol/sdk/client/auth.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { callOk } from '../helpers/mcp.js';
 import { expectProblem } from '../helpers/problem.js';
 import { authorize, codeOf, errorOf, mcpStatus, OAUTH_WAIT_MS, openConsent, postForm, submitConsent, TestOAuthProvider } from '../helpers/oauth.js';
 import { listen } from './chat-helpers.js';
@@ -120,9 +124,34 @@ describe('OAuth consent and grants', { timeout: 20_000 }, () => {
   });
 
   it('never grants more than the key may do: a read key gets a read grant even when write is chosen', async () => {
+    /** An MCP client at /mcp with the provider's token; answers whether create_persona went through. */
+    const tryWrite = async (provider: TestOAuthProvider, name: string) => {
+      const client = new Client({ name: 'oauth-scopes', version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${origin}/mcp`), { authProvider: provider }));
+      try {
+        expect((await callOk(client, 'list_personas')).data).toBeInstanceOf(Array);
+        return await client.callTool({ name: 'create_persona', arguments: { name, instructions: 'Answer.' } }).catch((e: unknown) => e);
+      } finally {
+        await client.close();
+      }
+    };
+    const personasNamed = async (name: string) => (await t.request({ method: 'GET', url: `/personas?q=${encodeURIComponent(name)}` })).json().data.map((p: { name: string }) => p.name);
+
     const reader = await newKey('reader', ['read']);
-    const provider = await authorize(origin, reader.key, { scope: 'read write' });
-    expect(provider.saved?.scope).toBe('read');
+    const readOnly = await authorize(origin, reader.key, { scope: 'read write' });
+    expect(readOnly.saved?.scope).toBe('read');
+    const refused = await tryWrite(readOnly, 'Scope reader');
+    expect(refused).toBeInstanceOf(StreamableHTTPError);
+    expect((refused as StreamableHTTPError).code).toBe(403);
+    expect(await personasNamed('Scope reader')).toEqual([]);
+
+    // The same consent with a key that may write: the token writes.
+    const writer = await newKey('writer', ['read', 'write']);
+    const readWrite = await authorize(origin, writer.key, { scope: 'read write' });
+    expect(readWrite.saved?.scope).toBe('read write');
+    const done = (await tryWrite(readWrite, 'Scope writer')) as CallToolResult;
+    expect(done.isError ?? false, JSON.stringify(done)).toBe(false);
+    expect(await personasNamed('Scope writer')).toEqual(['Scope writer']);
   });
 
   it("ends a revoked key's grants at once: /mcp answers 401 and refresh fails", async () => {

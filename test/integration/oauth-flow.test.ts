@@ -1,7 +1,6 @@
 // Issue 15: an MCP client connects to /mcp by URL with OAuth 2.1 — the SDK's own client code
 // (`auth()`, `StreamableHTTPClientTransport` with an `authProvider`) against a listening server:
 // discovery from the 401, metadata documents, dynamic registration, PKCE, tokens, refresh rotation.
-import { Writable } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { exchangeAuthorization, refreshAuthorization, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -12,12 +11,11 @@ import {
   OAuthTokensSchema,
   type OAuthMetadata,
 } from '@modelcontextprotocol/sdk/shared/auth.js';
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REDACT_PATHS } from '../../src/context.js';
 import { manualClock } from '../../src/lib/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { callOk } from '../helpers/mcp.js';
+import { captureLogs } from '../helpers/mcp-tools.js';
 import { expectProblem } from '../helpers/problem.js';
 import { authorize, codeOf, consentOverHttp, errorOf, mcpStatus, OAUTH_WAIT_MS, postForm, TestOAuthProvider } from '../helpers/oauth.js';
 import { listen } from './chat-helpers.js';
@@ -26,19 +24,12 @@ describe('OAuth 2.1 for /mcp: discovery, registration, tokens', { timeout: 20_00
   let t: TestApp;
   let origin: string;
   const clock = manualClock(new Date());
-  const logLines: string[] = [];
+  const logs = captureLogs();
   let metadata: OAuthMetadata;
 
   beforeAll(async () => {
-    // Everything the server logs, at the most verbose level, to check no secret reaches it.
-    const sink = new Writable({
-      write(chunk, _enc, done) {
-        logLines.push(String(chunk));
-        done();
-      },
-    });
-    const logger = pino({ level: 'trace', redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, sink);
-    t = await createTestApp({ overrides: { clock, logger } });
+    // Everything the server logs, through the product's logger at its most verbose level.
+    t = await createTestApp({ overrides: { clock, logger: logs.logger } });
     origin = await listen(t);
     metadata = OAuthMetadataSchema.parse(await (await fetch(`${origin}/.well-known/oauth-authorization-server`)).json());
   });
@@ -335,10 +326,10 @@ describe('OAuth 2.1 for /mcp: discovery, registration, tokens', { timeout: 20_00
   it('never logs an API key, code, verifier or token', async () => {
     const provider = await authorize(origin, t.adminKey);
     await refreshAuthorization(origin, { metadata, clientInformation: provider.client!, refreshToken: provider.saved!.refresh_token! });
-    const logs = logLines.join('');
-    expect(logs).toContain('/oauth/token');
-    expect(logs).not.toContain(t.adminKey);
-    expect(logs).not.toMatch(/sb[ocr]_[0-9A-Za-z]{43}/);
-    expect(logs).not.toContain(provider.verifier!);
+    const logText = logs.text();
+    expect(logText).toContain('/oauth/token');
+    expect(logText).not.toContain(t.adminKey);
+    expect(logText).not.toMatch(/sb[ocr]_[0-9A-Za-z]{43}/);
+    expect(logText).not.toContain(provider.verifier!);
   });
 });

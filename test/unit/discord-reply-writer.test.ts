@@ -3,9 +3,9 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { createReplyWriter } from '../../bridges/discord/reply-writer.js';
 import type { DiscordTransport } from '../../bridges/discord/transport.js';
+import { sleep, waitFor } from '../fakes/discord-harness.js';
 
 const tuning = { editIntervalMs: 100, typingIntervalMs: 1000, typingMaxMs: 10_000 };
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function slowTransport(latencyMs: number) {
   const calls: Array<{ kind: string; content?: string; start: number; end: number }> = [];
@@ -55,10 +55,10 @@ describe('Discord reply writer', () => {
     const t = slowTransport(100);
     const writer = createReplyWriter({ channelId: '1', messageId: null }, t.transport, { ...tuning, typingIntervalMs: 30 }, pino({ level: 'silent' }), () => undefined);
     expect(t.calls[0]?.kind).toBe('typing');
-    await sleep(100);
-    expect(t.calls.filter((c) => c.kind === 'typing').length).toBeGreaterThan(1); // repeated meanwhile
+    await waitFor(() => t.calls.filter((c) => c.kind === 'typing').length > 1, 'typing repeated meanwhile');
     writer.progress('hello');
-    await sleep(250);
+    await waitFor(() => t.calls.some((c) => c.kind === 'post' && c.end > 0), 'the first post');
+    await sleep(100); // over three typing intervals after the post: none may come
     const firstPost = t.calls.findIndex((c) => c.kind === 'post');
     expect(t.calls.slice(firstPost).some((c) => c.kind === 'typing')).toBe(false);
     const [a, b] = await Promise.all([writer.finish('bye'), writer.finish('ignored')]);

@@ -1,6 +1,7 @@
 // The context's write group (issue 18): the answer path's and the channel inbox's writes of one
 // event-loop turn share one transaction, each settling after the commit; a write that throws fails alone.
 import path from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChannelStore } from '../../src/business/channels/channels.store.js';
 import { createChatStore } from '../../src/core/chat/chat.store.js';
@@ -12,22 +13,30 @@ const NOW = '2026-11-25T00:00:00.000Z';
 
 describe('write group', () => {
   let db: Db;
+  /** A second connection: it sees a write only once its transaction has committed. */
+  let reader: SqliteDatabase.Database;
   let groups = 0;
   let writes: WriteGroup;
 
   beforeAll(async () => {
-    db = openDatabase({ filename: path.join(tempDir(), 'writes.db'), durability: 'normal' });
+    const filename = path.join(tempDir(), 'writes.db');
+    db = openDatabase({ filename, durability: 'normal' });
     await migrate(db);
+    reader = new SqliteDatabase(filename, { readonly: true });
     db.sqlite.prepare("INSERT INTO workspaces (id, name, created_at) VALUES ('wsp_1', 'w', ?)").run(NOW);
     db.sqlite
       .prepare("INSERT INTO channels (id, workspace_id, type, name, persona_id, ab_test_id, settings, secrets, created_at, updated_at) VALUES ('chn_1', 'wsp_1', 'webhook', 'c', 'per_1', NULL, '{}', 'x', ?, ?)")
       .run(NOW, NOW);
     writes = createWriteGroup(db.sqlite, { onWrite: () => groups++ });
   });
-  afterAll(async () => db?.close());
+  afterAll(async () => {
+    reader?.close();
+    await db?.close();
+  });
 
   const inboxRow = (externalId: string) => ({ channel_id: 'chn_1', external_id: externalId, conversation_id: 'c', payload: '{}', status: 'pending' as const, received_at: NOW });
   const count = (sql: string) => db.sqlite.prepare(sql).pluck().get() as number;
+  const committed = (id: string) => reader.prepare('SELECT count(*) FROM workspaces WHERE id = ?').pluck().get(id) === 1;
 
   it('commits the channel inbox and the answer path of one turn together, settling each after the commit', async () => {
     const channels = createChannelStore(db, writes);
@@ -50,13 +59,38 @@ describe('write group', () => {
     expect(groups - before).toBe(3); // one group per turn
   });
 
+  it('runs the writes of one turn in one transaction, committed once', async () => {
+    const before = groups;
+    const seen: boolean[] = [];
+    const insert = (id: string) => db.sqlite.prepare("INSERT INTO workspaces (id, name, created_at) VALUES (?, ?, ?)").run(id, id, NOW).changes;
+    await Promise.all([
+      writes.run(() => insert('wsp_a')),
+      writes.run(() => insert('wsp_b')),
+      // Another connection does not see the first write yet: it is not committed before the last.
+      writes.run(() => seen.push(committed('wsp_a'), committed('wsp_b'))),
+    ]);
+    expect(seen).toEqual([false, false]);
+    expect([committed('wsp_a'), committed('wsp_b')]).toEqual([true, true]);
+    expect(groups - before).toBe(1);
+  });
+
   it('fails a throwing write alone; the rest of its group is committed', async () => {
+    const before = groups;
+    const seen: boolean[] = [];
     const results = await Promise.allSettled([
       writes.run(() => db.sqlite.prepare("INSERT INTO workspaces (id, name, created_at) VALUES ('wsp_2', 'w2', ?)").run(NOW).changes),
+      writes.run(() => {
+        seen.push(committed('wsp_2'));
+        return db.sqlite.prepare("INSERT INTO workspaces (id, name, created_at) VALUES ('wsp_3', 'w3', ?)").run(NOW).changes;
+      }),
       writes.run(() => db.sqlite.prepare("INSERT INTO workspaces (id, name, created_at) VALUES ('wsp_1', 'id taken', ?)").run(NOW).changes),
-      writes.run(() => db.sqlite.prepare("INSERT INTO workspaces (id, name, created_at) VALUES ('wsp_3', 'w3', ?)").run(NOW).changes),
     ]);
-    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
-    expect(db.sqlite.prepare("SELECT id FROM workspaces WHERE id LIKE 'wsp_%' ORDER BY id").pluck().all()).toEqual(['wsp_1', 'wsp_2', 'wsp_3']);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
+    // The second write ran twice: first in one transaction with the others (wsp_2 not committed),
+    // which the throwing write rolled back, then alone, after wsp_2 had been committed alone.
+    expect(seen).toEqual([false, true]);
+    expect(groups - before).toBe(1);
+    expect(db.sqlite.prepare("SELECT id FROM workspaces WHERE id IN ('wsp_1', 'wsp_2', 'wsp_3') ORDER BY id").pluck().all()).toEqual(['wsp_1', 'wsp_2', 'wsp_3']);
+    expect(reader.prepare("SELECT name FROM workspaces WHERE id = 'wsp_1'").pluck().get()).toBe('w'); // the failed write left nothing
   });
 });

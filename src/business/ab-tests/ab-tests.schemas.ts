@@ -33,7 +33,9 @@ const variantSchema = z.object({
   satisfaction: z.object({
     average: z.number().nullable(),
     count: z.number().int(),
-    ci95: z.tuple([z.number().nullable(), z.number().nullable()]).describe('95 % confidence interval of the average (t distribution); nulls below two ratings.'),
+    // Two items, but no tuple: the MCP SDK client validates results with Ajv's draft-07 dialect, where
+    // 2020-12 `prefixItems` is unknown and the `items: false` beside it refuses every element.
+    ci95: z.array(z.number().nullable()).length(2).describe('95 % confidence interval of the average (t distribution): [low, high]; nulls below two ratings.'),
   }),
   responseTime: z.object({ avgMs: z.number().nullable(), p50Ms: z.number().nullable() }),
 });

@@ -1,0 +1,38 @@
+/**
+ * The product's one logger: pino JSON at the configured level, with the redaction that keeps keys,
+ * secrets and credentials out of every line. The server, `switchboard mcp` (logs on stderr) and the
+ * tests that prove nothing secret is logged all build it here.
+ */
+import pino, { type DestinationStream, type Logger } from 'pino';
+
+/** Paths pino must never print: bearer keys, secrets, credentials. */
+export const REDACT_PATHS = [
+  'req.headers.authorization',
+  'req.headers["x-slack-signature"]',
+  'req.headers["x-switchboard-signature"]',
+  'headers.authorization',
+  '*.key',
+  '*.secret',
+  '*.credentials',
+  '*.botToken',
+  '*.appToken',
+  '*.signingSecret',
+  '*.password',
+  // OAuth: nothing logs these bodies today; should anything ever, the secrets in them stay out.
+  '*.api_key',
+  '*.code_verifier',
+  '*.access_token',
+  '*.refresh_token',
+  '*.client_secret',
+  // MCP tool servers: credentials, the environment and headers they are injected through.
+  'credentials',
+  'env',
+  '*.env',
+  'headers',
+  '*.requestInit',
+];
+
+/** A logger at `level` (pino's names), redacting REDACT_PATHS, writing to `destination` (stdout by default). */
+export function createLogger(level: string, destination?: DestinationStream): Logger {
+  return pino({ level, redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, destination);
+}
