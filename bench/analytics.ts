@@ -7,8 +7,13 @@
  *  - GET /business/analytics?timeframe=30d p95 (target ≤ 200 ms) and
  *    GET /business/analytics/performance?timeframe=30d p95 (target ≤ 300 ms) through `app.inject`
  *    (routing, validation, service, SQLite, serialization), one request at a time;
- *  - POST /business/analytics/export of every interaction as CSV over a real socket, read by fetch
- *    in this process: time, rows/s, and the process's RSS and heap (before, sampled peak, after).
+ *  - POST /business/analytics/export of every interaction (dataset `answers`) as CSV over a real
+ *    socket, read by fetch in this process: time, rows/s, and the process's RSS and heap (before,
+ *    sampled peak, after);
+ *  - the same for dataset `messages` (the text) over BENCH_ANALYTICS_EXCHANGES exchanges (default
+ *    200,000: a question of 60–300 characters and an answer of 200–1,200, 4 exchanges a session,
+ *    1 in 8 with a tool round) in another workspace, with as many messages of a third workspace
+ *    interleaved in the same days, which the export must step over.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -21,20 +26,22 @@ import { type BenchOptions, type BenchRow, fmt } from './lib/harness.js';
 import { type MetricRow, metricRow, metricTable, startWindow } from './lib/in-process.js';
 
 export const name = 'analytics';
-export const description = 'analytics overview and performance p95 over 1M recorded interactions (30d), and a 1M-row CSV export: time and RSS';
+export const description =
+  'analytics overview and performance p95 over 1M recorded interactions (30d), a 1M-row CSV export of answers and a 200k-row CSV export of messages: time and RSS';
 
 const DAY_MS = 86_400_000;
 const SPAN_DAYS = 60;
+const CONVERSATION_DAYS = 30;
 const WARMUP = 3;
 const MEASURED = 30;
 const OVERVIEW_P95_MS = 200;
 const PERFORMANCE_P95_MS = 300;
 const TOOLS = ['knowledge.search', 'crm.lookup', 'tickets.create', 'weather.get'];
 
-function rowCount(): number {
-  const raw = process.env.BENCH_ANALYTICS_ROWS ?? '1000000';
+function countOf(variable: string, fallback: string): number {
+  const raw = process.env[variable] ?? fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1_000) throw new Error(`BENCH_ANALYTICS_ROWS=${raw}: expected a whole number ≥ 1000`);
+  if (!Number.isInteger(n) || n < 1_000) throw new Error(`${variable}=${raw}: expected a whole number ≥ 1000`);
   return n;
 }
 
@@ -86,8 +93,69 @@ export function generate(sqlite: import('better-sqlite3').Database, workspaceId:
   return { tools, ratings };
 }
 
+const EXCHANGES_PER_SESSION = 4;
+const WORDS = 'the order refund invoice shipping account password delivery billing support answer question policy days business contact team'.split(' ');
+
+/**
+ * `exchanges` conversations' worth of sessions, messages and interactions over the last
+ * CONVERSATION_DAYS, as the chat store writes them (a question, an optional tool round, the answer,
+ * one interaction per answer), alternating between `workspaceId` and `noiseWorkspaceId`. Returns
+ * the number of messages the `messages` export of `workspaceId` holds (questions and answers).
+ */
+export function generateConversations(sqlite: import('better-sqlite3').Database, workspaceId: string, noiseWorkspaceId: string, personas: Record<string, string>, exchanges: number, now: number) {
+  const session = sqlite.prepare(
+    `INSERT INTO sessions (id, workspace_id, persona_id, ab_test_id, variant, channel_id, user_id, title, message_count, created_at, last_message_at)
+     VALUES (?, ?, ?, NULL, NULL, NULL, ?, ?, ?, ?, ?)`,
+  );
+  const message = sqlite.prepare('INSERT INTO messages (id, session_id, role, content, tool_calls, tool_call_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)');
+  const interaction = sqlite.prepare(
+    `INSERT INTO interactions (workspace_id, session_id, message_id, persona_id, user_id, model, started_at, latency_ms, prompt_tokens, completion_tokens, tool_calls, new_session)
+     VALUES (?, ?, ?, ?, ?, 'gpt-4o-mini', ?, ?, ?, ?, ?, ?)`,
+  );
+  const touch = sqlite.prepare('UPDATE sessions SET message_count = ?, last_message_at = ? WHERE id = ?');
+  const rnd = prng(20_261_124);
+  const text = (min: number, max: number) => {
+    const target = min + Math.floor(rnd() * (max - min));
+    let out = '';
+    while (out.length < target) out += `${WORDS[Math.floor(rnd() * WORDS.length)]} `;
+    return out.trimEnd();
+  };
+  const start = now - CONVERSATION_DAYS * DAY_MS;
+  let exported = 0;
+  let msg = 0;
+  sqlite.transaction(() => {
+    for (let i = 0; i < exchanges; i += EXCHANGES_PER_SESSION) {
+      const mine = (i / EXCHANGES_PER_SESSION) % 2 === 0;
+      const ws = mine ? workspaceId : noiseWorkspaceId;
+      const sessionId = `ses_bench${i}`;
+      const user = `user${Math.floor(rnd() * 5_000)}`;
+      const n = Math.min(EXCHANGES_PER_SESSION, exchanges - i);
+      const at = (k: number) => new Date(start + Math.floor(((i + k) / exchanges) * CONVERSATION_DAYS * DAY_MS)).toISOString();
+      let count = 0;
+      const rows: Array<[string, string, string | null, string | null]> = [];
+      for (let k = 0; k < n; k++) {
+        const time = at(k);
+        const tool = rnd() < 1 / 8;
+        const answerId = `msg_bench${msg++}`;
+        rows.length = 0;
+        rows.push(['user', text(60, 300), null, null]);
+        if (tool) rows.push(['assistant', '', '[{"id":"call_1","name":"knowledge.search","arguments":{},"result":[],"isError":false}]', null], ['tool', '[]', null, 'call_1']);
+        if (k === 0) session.run(sessionId, ws, personas[ws]!, user, rows[0]![1].slice(0, 60), 0, time, time);
+        for (const [role, content, toolCalls, toolCallId] of rows) message.run(`msg_bench${msg++}`, sessionId, role, content, toolCalls, toolCallId, time);
+        message.run(answerId, sessionId, 'assistant', text(200, 1_200), null, null, time);
+        count += rows.length + 1;
+        interaction.run(ws, sessionId, answerId, personas[ws]!, user, time, 300 + Math.floor(rnd() * 1_700), 400 + Math.floor(rnd() * 800), 50 + Math.floor(rnd() * 300), tool ? 1 : 0, k === 0 ? 1 : 0);
+        if (mine) exported += 2;
+      }
+      touch.run(count, at(n - 1), sessionId);
+    }
+  })();
+  return exported;
+}
+
 export async function run(_options: BenchOptions): Promise<BenchRow[]> {
-  const rows = rowCount();
+  const rows = countOf('BENCH_ANALYTICS_ROWS', '1000000');
+  const exchanges = countOf('BENCH_ANALYTICS_EXCHANGES', '200000');
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchboard-bench-analytics-'));
   const ctx = await createContext(loadConfig({ SWITCHBOARD_DATA_DIR: dataDir, LOG_LEVEL: 'silent', SWITCHBOARD_RATE_LIMIT: '0' }));
   const app = await buildApp(ctx);
@@ -100,9 +168,20 @@ export async function run(_options: BenchOptions): Promise<BenchRow[]> {
     const gen = startWindow();
     const extra = generate(ctx.db.sqlite, workspace.id, personas, rows, ctx.clock.now().getTime());
     const generated = gen();
+    process.stdout.write(`${(generated.elapsedMs / 1000).toFixed(1)} s (+${fmt(extra.tools)} tool calls, ${fmt(extra.ratings)} ratings)\n`);
+    const talk = await ctx.services.auth.createWorkspace('bench-conversations');
+    const noise = await ctx.services.auth.createWorkspace('bench-noise');
+    const talkPersonas: Record<string, string> = {};
+    for (const ws of [talk.workspace.id, noise.workspace.id]) {
+      talkPersonas[ws] = (await ctx.services.personas.create(ws, { name: 'Support', instructions: 'x', traits: [], tools: [] })).id;
+    }
+    process.stdout.write(`  writing ${fmt(exchanges)} exchanges over ${CONVERSATION_DAYS} days in two workspaces... `);
+    const talkWindow = startWindow();
+    const messages = generateConversations(ctx.db.sqlite, talk.workspace.id, noise.workspace.id, talkPersonas, exchanges, ctx.clock.now().getTime());
+    const talkGenerated = talkWindow();
     ctx.db.sqlite.pragma('wal_checkpoint(TRUNCATE)');
     ctx.db.sqlite.exec('ANALYZE');
-    process.stdout.write(`${(generated.elapsedMs / 1000).toFixed(1)} s (+${fmt(extra.tools)} tool calls, ${fmt(extra.ratings)} ratings)\n`);
+    process.stdout.write(`${(talkGenerated.elapsedMs / 1000).toFixed(1)} s (${fmt(messages)} messages to export)\n`);
     const dbBytes = fs.statSync(path.join(dataDir, 'switchboard.db')).size;
     const dataNote = `${fmt(rows)} interactions over ${SPAN_DAYS} days (${fmt(extra.tools)} tool calls, ${fmt(extra.ratings)} ratings), written in ${(generated.elapsedMs / 1000).toFixed(1)} s; database ${mib(dbBytes)} MiB`;
 
@@ -146,11 +225,11 @@ export async function run(_options: BenchOptions): Promise<BenchRow[]> {
 
     await app.listen({ port: 0, host: '127.0.0.1' });
     const origin = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-    const exportCsv = async () => {
+    const exportCsv = async (dataset: string, timeframe: string, key: string) => {
       const res = await fetch(`${origin}/business/analytics/export`, {
         method: 'POST',
-        headers: { ...headers, 'content-type': 'application/json' },
-        body: JSON.stringify({ timeframe: `${SPAN_DAYS + 1}d`, dataset: 'messages', format: 'csv' }),
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ timeframe, dataset, format: 'csv' }),
       });
       if (res.status !== 200 || !res.body) throw new Error(`export: HTTP ${res.status}`);
       let bytes = 0;
@@ -161,45 +240,58 @@ export async function run(_options: BenchOptions): Promise<BenchRow[]> {
       }
       return { bytes, lines };
     };
-    // The first run pages the table in through SQLite's memory map (file pages count in RSS); the second is measured.
-    process.stdout.write('  exporting every interaction as CSV (warm-up run, then measured)... ');
-    await exportCsv();
-    global.gc?.();
-    const before = process.memoryUsage();
-    let peakRss = before.rss;
-    let peakHeap = before.heapUsed;
-    const sampler = setInterval(() => {
-      const m = process.memoryUsage();
-      peakRss = Math.max(peakRss, m.rss);
-      peakHeap = Math.max(peakHeap, m.heapUsed);
-    }, 20);
-    const window = startWindow();
-    const file = await exportCsv();
-    const w = window();
-    clearInterval(sampler);
-    const after = process.memoryUsage();
-    if (file.lines !== rows + 1) throw new Error(`export: ${file.lines} lines for ${rows} rows`);
-    const seconds = Math.round(w.elapsedMs / 100) / 10;
-    process.stdout.write(`${seconds} s, RSS ${mib(before.rss)} → peak ${mib(peakRss)} → ${mib(after.rss)} MiB\n`);
-    out.push(
-      metricRow({
-        name: `POST /business/analytics/export messages csv (${fmt(rows)} rows)`,
-        metric: 'seconds',
-        value: seconds,
-        operations: rows,
-        window: w,
-        notes: [
-          `${mib(file.bytes)} MiB of CSV, ${fmt(rows / (w.elapsedMs / 1000))} rows/s, streamed over a socket and read by fetch in the same process`,
-          `RSS before ${mib(before.rss)} MiB, sampled peak ${mib(peakRss)} MiB (+${mib(peakRss - before.rss)}), after ${mib(after.rss)} MiB; heap used before ${mib(before.heapUsed)} MiB, peak ${mib(peakHeap)} MiB, after ${mib(after.heapUsed)} MiB`,
-        ],
-      }),
-      metricRow({
-        name: 'export peak RSS growth',
-        metric: 'MiB',
-        value: mib(peakRss - before.rss),
-        operations: rows,
-        notes: ['peak RSS sampled every 20 ms minus RSS before the measured export (after a warm-up export that paged the table in)'],
-      }),
+    /** One export measured after a warm-up run: time, rows/s, RSS and heap (before, sampled peak, after). */
+    const measureExport = async (dataset: string, timeframe: string, key: string, expected: number, what: string, note: string) => {
+      // The first run pages the table in through SQLite's memory map (file pages count in RSS); the second is measured.
+      process.stdout.write(`  exporting ${what} as CSV (warm-up run, then measured)... `);
+      await exportCsv(dataset, timeframe, key);
+      global.gc?.();
+      const before = process.memoryUsage();
+      let peakRss = before.rss;
+      let peakHeap = before.heapUsed;
+      const sampler = setInterval(() => {
+        const m = process.memoryUsage();
+        peakRss = Math.max(peakRss, m.rss);
+        peakHeap = Math.max(peakHeap, m.heapUsed);
+      }, 20);
+      const window = startWindow();
+      const file = await exportCsv(dataset, timeframe, key);
+      const w = window();
+      clearInterval(sampler);
+      const after = process.memoryUsage();
+      if (file.lines !== expected + 1) throw new Error(`export ${dataset}: ${file.lines} lines for ${expected} rows`);
+      const seconds = Math.round(w.elapsedMs / 100) / 10;
+      process.stdout.write(`${seconds} s, RSS ${mib(before.rss)} → peak ${mib(peakRss)} → ${mib(after.rss)} MiB\n`);
+      out.push(
+        metricRow({
+          name: `POST /business/analytics/export ${dataset} csv (${fmt(expected)} rows)`,
+          metric: 'seconds',
+          value: seconds,
+          operations: expected,
+          window: w,
+          notes: [
+            note,
+            `${mib(file.bytes)} MiB of CSV, ${fmt(expected / (w.elapsedMs / 1000))} rows/s, streamed over a socket and read by fetch in the same process`,
+            `RSS before ${mib(before.rss)} MiB, sampled peak ${mib(peakRss)} MiB (+${mib(peakRss - before.rss)}), after ${mib(after.rss)} MiB; heap used before ${mib(before.heapUsed)} MiB, peak ${mib(peakHeap)} MiB, after ${mib(after.heapUsed)} MiB`,
+          ],
+        }),
+        metricRow({
+          name: `export ${dataset} peak RSS growth`,
+          metric: 'MiB',
+          value: mib(peakRss - before.rss),
+          operations: expected,
+          notes: ['peak RSS sampled every 20 ms minus RSS before the measured export (after a warm-up export that paged the table in)'],
+        }),
+      );
+    };
+    await measureExport('answers', `${SPAN_DAYS + 1}d`, key.key, rows, 'every interaction', dataNote);
+    await measureExport(
+      'messages',
+      `${CONVERSATION_DAYS + 1}d`,
+      talk.key.key,
+      messages,
+      `every message of ${fmt(exchanges / 2)} exchanges`,
+      `${fmt(exchanges)} exchanges over ${CONVERSATION_DAYS} days in two workspaces (1 in 8 with a tool round, left out of the export), written in ${(talkGenerated.elapsedMs / 1000).toFixed(1)} s; this workspace's questions and answers: ${fmt(messages)}`,
     );
   } finally {
     await app.close();
