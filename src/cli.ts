@@ -52,7 +52,7 @@ Commands:
                                           HOST:PORT/mcp (not for Claude Desktop's config file)
 
 Every command takes --json to print one JSON object. Configuration comes from the environment
-(see README.md); the database lives in SWITCHBOARD_DATA_DIR (default ./data).`;
+(see docs/operations.md); the database lives in SWITCHBOARD_DATA_DIR (default ./data).`;
 
 class UsageError extends Error {}
 
