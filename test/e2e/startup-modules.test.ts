@@ -1,0 +1,94 @@
+// What `switchboard serve` loads at start-up (issue 23): the Slack and Discord bridges' platforms,
+// the openai package and the MCP SDK's server and client sides load when something first needs
+// them, not at every start; a configured Slack channel still loads Bolt at start-up. Module
+// presence, not time: the built server runs with a hook that lists every module it loaded
+// (test/fakes/module-log.mjs).
+import fs from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { generateKeySecret } from '../../src/core/auth/keys.js';
+import { createTestApp, tempDir } from '../helpers/app.js';
+import { builtServers } from '../helpers/built-server.js';
+import { createChannel, createPersona } from '../helpers/factories.js';
+
+const HOOK = pathToFileURL(path.resolve(import.meta.dirname, '../fakes/module-log.mjs')).href;
+/** Slack's Web API on a port nothing listens on: a Slack channel's bridge starts, and cannot connect. */
+const NO_SLACK = 'http://127.0.0.1:9/api/';
+
+/** Packages (and SDK parts) no server start loads unless configured to use them. */
+const LAZY = {
+  slack: '/node_modules/@slack/bolt/',
+  discord: '/node_modules/discord.js/',
+  openai: '/node_modules/openai/',
+  mcpServer: '/node_modules/@modelcontextprotocol/sdk/dist/esm/server/mcp.js',
+  mcpTransport: '/node_modules/@modelcontextprotocol/sdk/dist/esm/server/streamableHttp.js',
+  mcpClient: '/node_modules/@modelcontextprotocol/sdk/dist/esm/client/index.js',
+};
+
+const loads = (modules: string[], part: string) => modules.some((url) => url.includes(part));
+
+describe('modules a server start loads (built server)', () => {
+  const dirs: string[] = [];
+  const stops: Array<() => void> = [];
+  afterAll(() => {
+    for (const stop of stops) stop();
+    for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Serves the data directory, runs `use` against it, stops it with SIGTERM and answers the modules it loaded. */
+  async function modulesOf(dataDir: string, key: string, use: (url: string) => Promise<void> = async () => {}): Promise<string[]> {
+    const logFile = path.join(dataDir, 'modules.txt');
+    fs.rmSync(logFile, { force: true });
+    const { serve, killAll } = builtServers({ dataDir, adminKey: key, env: { NODE_OPTIONS: `--import=${HOOK}`, MODULE_LOG: logFile, SWITCHBOARD_SLACK_API_URL: NO_SLACK } });
+    stops.push(killAll);
+    const server = await serve();
+    expect((await fetch(`${server.url}/health`)).status).toBe(200);
+    await use(server.url);
+    server.child.kill('SIGTERM');
+    await server.exited;
+    expect(server.child.exitCode).toBe(0);
+    return fs.readFileSync(logFile, 'utf8').split('\n');
+  }
+
+  it('with no channel and the offline model: no platform SDK, no openai, no MCP server or client', async () => {
+    const dataDir = tempDir('switchboard-startup-modules-');
+    dirs.push(dataDir);
+    const modules = await modulesOf(dataDir, generateKeySecret());
+    // The hook sees the server's own modules (the test would pass vacuously otherwise).
+    expect(loads(modules, '/node_modules/fastify/')).toBe(true);
+    expect(loads(modules, '/dist/src/app.js')).toBe(true);
+    for (const [name, part] of Object.entries(LAZY)) expect(loads(modules, part), name).toBe(false);
+  });
+
+  it('with a Slack channel: Bolt loads at start-up, Discord still does not', async () => {
+    const key = generateKeySecret();
+    const t = await createTestApp({ env: { SWITCHBOARD_ADMIN_KEY: key, SWITCHBOARD_SLACK_API_URL: NO_SLACK }, overrides: { channels: { initialWaitMs: 0 } } });
+    dirs.push(t.dataDir);
+    const persona = await createPersona(t);
+    await createChannel(t, { type: 'slack', personaId: persona.id, credentials: { botToken: 'xoxb-1', signingSecret: 'secret' } });
+    // Closed without deleting its directory: the built server starts on it.
+    await t.app.close();
+    await t.ctx.close();
+    const modules = await modulesOf(t.dataDir, key);
+    expect(loads(modules, LAZY.slack)).toBe(true);
+    expect(loads(modules, LAZY.discord)).toBe(false);
+  });
+
+  it('/mcp loads the MCP server and its transport at its first request', async () => {
+    const dataDir = tempDir('switchboard-startup-modules-');
+    dirs.push(dataDir);
+    const key = generateKeySecret();
+    const modules = await modulesOf(dataDir, key, async (url) => {
+      const res = await fetch(`${url}/mcp`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'startup-test', version: '1' } } }),
+      });
+      expect(res.status).toBe(200);
+      await res.text();
+    });
+    expect(loads(modules, LAZY.mcpServer)).toBe(true);
+    expect(loads(modules, LAZY.mcpTransport)).toBe(true);
+  });
+});
