@@ -2,8 +2,9 @@
  * Gives back to the OS the memory only start-up needed. Loading ~1,000 modules makes V8 grow its
  * young generation to its maximum (64 MB of semi-spaces, half of it touched), and nothing shrinks
  * it while the server idles: measured, a fresh server held ~130 MB, ~98 MB after this (issue 23).
- * One memory-reducing collection once the server listens returns it; the young generation grows
- * again under load as V8 sees fit. It costs one pause of ~20–80 ms, once.
+ * One memory-reducing collection once the server has started returns it; the young generation
+ * grows again under load as V8 sees fit. It costs one pause of ~50–100 ms (on a loaded 2-core
+ * machine), once.
  */
 import v8 from 'node:v8';
 import vm from 'node:vm';
