@@ -56,7 +56,11 @@ export function isWideChar(char: string): boolean {
  * ~10 % of an ingestion thread's time).
  */
 export function estimateTokens(text: string): number {
-  if (text.length === 0) return 0;
+  return text.length === 0 ? 0 : tokensFor(text.length, wideChars(text));
+}
+
+/** The CJK characters of `text`, each a whole token in `estimateTokens`. */
+export function wideChars(text: string): number {
   let wide = 0;
   if (MAYBE_WIDE.test(text)) {
     for (let i = 0, n = text.length; i < n; i++) {
@@ -68,5 +72,14 @@ export function estimateTokens(text: string): number {
       } else if (isWideUnit(c)) wide++;
     }
   }
-  return Math.max(1, wide + Math.ceil((text.length - wide) / 4));
+  return wide;
+}
+
+/**
+ * `estimateTokens` of a text of `length` UTF-16 units holding `wide` CJK characters: a text joined
+ * from parts with separators that are not CJK costs this from the parts' counts, without building
+ * or scanning it.
+ */
+export function tokensFor(length: number, wide: number): number {
+  return length === 0 ? 0 : Math.max(1, wide + Math.ceil((length - wide) / 4));
 }

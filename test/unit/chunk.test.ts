@@ -1,6 +1,6 @@
 import fc from '../helpers/property.js';
 import { describe, expect, it } from 'vitest';
-import { type Chunk, chunkBlocks, type ChunkInput, DEFAULT_CHUNKING } from '../../src/core/knowledge/chunk.js';
+import { type Chunk, chunkBlocks, type ChunkInput, DEFAULT_CHUNKING, splitSentences } from '../../src/core/knowledge/chunk.js';
 import { estimateTokens } from '../../src/lib/text.js';
 
 const squash = (text: string): string => text.replace(/\s+/g, ' ').trim();
@@ -228,9 +228,11 @@ describe('chunkBlocks', () => {
 
   it('loses no text and respects the limits for any paragraphs and sentences (property)', () => {
     const word = fc.stringMatching(/^[a-z]{1,12}$/);
+    // After the first (capitalised) word, some CJK (a token a character) and astral ones, so a chunk's token count is checked on each kind.
+    const later = fc.oneof({ weight: 8, arbitrary: word }, { weight: 1, arbitrary: fc.constantFrom('日本語', '中文の', '한국어', '𠀀𠀁', 'café', 'x\ud800', '–') });
     const sentence = fc
-      .tuple(fc.array(word, { minLength: 1, maxLength: 40 }), fc.constantFrom('.', '!', '?'))
-      .map(([ws, end]) => `${ws[0]!.charAt(0).toUpperCase()}${ws.join(' ').slice(1)}${end}`);
+      .tuple(word, fc.array(later, { maxLength: 39 }), fc.constantFrom('.', '!', '?'))
+      .map(([first, ws, end]) => `${first.charAt(0).toUpperCase()}${[first, ...ws].join(' ').slice(1)}${end}`);
     const block = fc.record({
       headingPath: fc.constantFrom<string[]>([], ['A'], ['A', 'B'], ['C']),
       text: fc.array(sentence, { minLength: 0, maxLength: 12 }).map((ss) => ss.join(' ')),
@@ -292,5 +294,41 @@ describe('chunkBlocks', () => {
       expect(chunks.length).toBeGreaterThan(600);
       expect(elapsed).toBeLessThan(2_000);
     }
+  });
+});
+
+describe('splitSentences', () => {
+  /** The definition: the regex the scan replaced. */
+  const reference = (text: string) =>
+    text
+      .split(/(?<=[.!?…。！？])\s+(?=["'“‘(\[\p{Lu}\p{N}])|(?<=[。！？])/u)
+      .map((s) => s.trim())
+      .filter(Boolean);
+
+  it('cuts after terminal punctuation before a capital, a number, a quote or a bracket, and after CJK punctuation', () => {
+    expect(splitSentences('One. Two! 3 is next? (Four) "Five." six. 日本。中文！好？ End…  [7]')).toEqual([
+      'One.',
+      'Two!',
+      '3 is next?',
+      '(Four) "Five." six. 日本。',
+      '中文！',
+      '好？',
+      'End…',
+      '[7]',
+    ]);
+  });
+
+  it('cuts exactly where the regex does, for any mix of punctuation, spaces, letters and code units (property)', () => {
+    const piece = fc.oneof(
+      fc.constantFrom('.', '!', '?', '…', '。', '！', '？', ' ', '  ', '\n', '\t', '\u00a0', '\u2003', '\u3000', '\ufeff', '\u0085'),
+      fc.constantFrom('A', 'a', '1', 'É', 'é', 'Σ', 'ß', 'Ⅻ', '٣', '"', "'", '“', '‘', '(', '[', '𝐀', '𝟏', '𝒶', '\ud835', '\udc00', 'word', 'Word'),
+      fc.string({ unit: 'binary', maxLength: 3 }),
+    );
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 60 }).map((parts) => parts.join('')), (text) => {
+        expect(splitSentences(text)).toEqual(reference(text));
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
