@@ -1,8 +1,6 @@
 import crypto from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import cors from '@fastify/cors';
-import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { jsonSchemaTransformObject, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -25,6 +23,7 @@ import { registerAuthHooks } from './http/auth-hooks.js';
 import { clientErrorHandler, MAX_URL_LENGTH } from './http/client-error.js';
 import { errorHandler, frameworkErrorHandler, sendProblem } from './http/error-handler.js';
 import { consoleRoutes } from './http/console.routes.js';
+import { createApiDocs } from './http/docs.js';
 import { healthRoutes } from './http/health.routes.js';
 import { registerIdempotencyHooks } from './http/idempotency-hooks.js';
 import { registerJsonBodyParser } from './http/json-body.js';
@@ -116,7 +115,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     }
   });
 
-  await app.register(swagger, {
+  // The OpenAPI document and /docs are made at their first request (http/docs.ts); routes are collected from here on.
+  const docs = createApiDocs({
     openapi: {
       openapi: '3.1.0',
       info: {
@@ -133,12 +133,14 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     transform: openApiTransform,
     transformObject: jsonSchemaTransformObject,
   });
+  app.addHook('onRoute', docs.collect);
+  app.addHook('onClose', async () => docs.close());
 
   await app.register(async (open) => {
     open.addHook('onRoute', (route) => {
       route.config = { ...(route.config ?? {}), public: true };
     });
-    await open.register(swaggerUi, { routePrefix: '/docs' });
+    await open.register(docs.routes);
     await open.register(healthRoutes(ctx));
     await open.register(consoleRoutes());
   });

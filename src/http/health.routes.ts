@@ -13,7 +13,7 @@ const healthSchema = z
   })
   .meta({ id: 'Health' });
 
-/** `GET /health` and `GET /openapi.json` (public; API.md §11). */
+/** `GET /health` (public; API.md §11). */
 export function healthRoutes(ctx: AppContext): FastifyPluginAsyncZod {
   return async (app) => {
     app.get(
@@ -43,7 +43,5 @@ export function healthRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         return reply.code(database === 'ok' ? 200 : 503).send(body);
       },
     );
-
-    app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   };
 }

@@ -1,6 +1,6 @@
 // What `switchboard serve` loads at start-up (issue 23): the Slack and Discord bridges' platforms,
-// the openai package and the MCP SDK's server and client sides load when something first needs
-// them, not at every start; a configured Slack channel still loads Bolt at start-up. Module
+// the openai package, the MCP SDK's server and client sides and the OpenAPI document's plugins load
+// when something first needs them, not at every start; a configured Slack channel still loads Bolt at start-up. Module
 // presence, not time: the built server runs with a hook that lists every module it loaded
 // (test/fakes/module-log.mjs).
 import fs from 'node:fs';
@@ -24,6 +24,8 @@ const LAZY = {
   mcpServer: '/node_modules/@modelcontextprotocol/sdk/dist/esm/server/mcp.js',
   mcpTransport: '/node_modules/@modelcontextprotocol/sdk/dist/esm/server/streamableHttp.js',
   mcpClient: '/node_modules/@modelcontextprotocol/sdk/dist/esm/client/index.js',
+  swagger: '/node_modules/@fastify/swagger/',
+  swaggerUi: '/node_modules/@fastify/swagger-ui/',
 };
 
 const loads = (modules: string[], part: string) => modules.some((url) => url.includes(part));
@@ -51,7 +53,7 @@ describe('modules a server start loads (built server)', () => {
     return fs.readFileSync(logFile, 'utf8').split('\n');
   }
 
-  it('with no channel and the offline model: no platform SDK, no openai, no MCP server or client', async () => {
+  it('with no channel and the offline model: no platform SDK, no openai, no MCP server or client, no OpenAPI plugins', async () => {
     const dataDir = tempDir('switchboard-startup-modules-');
     dirs.push(dataDir);
     const modules = await modulesOf(dataDir, generateKeySecret());
@@ -90,5 +92,16 @@ describe('modules a server start loads (built server)', () => {
     });
     expect(loads(modules, LAZY.mcpServer)).toBe(true);
     expect(loads(modules, LAZY.mcpTransport)).toBe(true);
+  });
+
+  it('/openapi.json and /docs load the OpenAPI plugins at their first request', async () => {
+    const dataDir = tempDir('switchboard-startup-modules-');
+    dirs.push(dataDir);
+    const modules = await modulesOf(dataDir, generateKeySecret(), async (url) => {
+      expect((await fetch(`${url}/openapi.json`)).status).toBe(200);
+      expect((await fetch(`${url}/docs`)).status).toBe(200);
+    });
+    expect(loads(modules, LAZY.swagger)).toBe(true);
+    expect(loads(modules, LAZY.swaggerUi)).toBe(true);
   });
 });

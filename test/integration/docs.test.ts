@@ -4,6 +4,7 @@ import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { expectProblem } from '../helpers/problem.js';
 import { listen } from './chat-helpers.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -203,6 +204,22 @@ describe('health, OpenAPI and docs (API.md §11)', () => {
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain('swagger');
     expect(page.body).not.toMatch(/https?:\/\/(cdn|unpkg|cdnjs)/);
+  });
+
+  it('/docs serves its assets with revalidation, its JSON is the document, and a missing asset is a problem+json 404', async () => {
+    const css = await t.request({ method: 'GET', url: '/api/docs/static/swagger-ui.css', as: null });
+    expect(css.statusCode).toBe(200);
+    expect(css.headers['content-type']).toMatch(/^text\/css/);
+    expect(Number(css.headers['content-length'])).toBe(css.rawPayload.length);
+    const again = await t.request({ method: 'GET', url: '/docs/static/swagger-ui.css', as: null, headers: { 'if-none-match': String(css.headers.etag) } });
+    expect(again.statusCode).toBe(304);
+    expect(again.body).toBe('');
+    const head = await t.request({ method: 'HEAD', url: '/docs/static/swagger-ui.css', as: null });
+    expect(head.statusCode).toBe(200);
+    expect(head.headers['content-length']).toBe(css.headers['content-length']);
+    const json = await t.request({ method: 'GET', url: '/docs/json', as: null });
+    expect(json.json()).toEqual((await t.request({ method: 'GET', url: '/openapi.json', as: null })).json());
+    expectProblem(await t.request({ method: 'GET', url: '/docs/static/no-such-file.js', as: null }), 404, 'not_found');
   });
 });
 
