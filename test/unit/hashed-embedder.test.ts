@@ -132,8 +132,9 @@ function referenceVector(text: string, dim: number): Float32Array {
     const values = new Float32Array(dim);
     let sum = 0;
     for (let b = 0; b < dim; b++) {
-      values[b] = sublinear(counts[2 * b]!) - sublinear(counts[2 * b + 1]!);
-      sum += values[b]! * values[b]!;
+      const v = sublinear(counts[2 * b]!) - sublinear(counts[2 * b + 1]!);
+      values[b] = v; // stored as float32, summed unrounded
+      sum += v * v;
     }
     if (sum === 0) return;
     const scale = [1, 0.5, 0.6][family]! / Math.sqrt(sum);
@@ -172,6 +173,22 @@ describe('hashedVector against the word-by-word reference', () => {
     // Long ASCII stretches between non-ASCII words, so the ASCII path resumes in between.
     const long = `${'word '.repeat(20)}é${' stem cell'.repeat(10)}ΟΔΟΣ.${'x '.repeat(40)}ΣΑΣ ${'y'.repeat(50)}`;
     expect(Array.from(hashedVector(long, 384))).toEqual(Array.from(referenceVector(long, 384)));
+  });
+
+  it('matches it while the memo of recent words fills up and is emptied, for words seen before and new ones', () => {
+    // 40,000 distinct words, more than the memo holds, in texts that also repeat common words.
+    const word = (i: number) => `w${i.toString(36)}${'x'.repeat(i % 45)}`;
+    const texts = Array.from({ length: 400 }, (_, t) => Array.from({ length: 100 }, (_, k) => `${word(t * 100 + k)} cells of the stem`).join(' '));
+    for (const [t, text] of texts.entries()) {
+      const v = hashedVector(text, 64);
+      if (t % 40 === 0 || t === texts.length - 1) expect(Array.from(v)).toEqual(Array.from(referenceVector(text, 64)));
+    }
+    // "glbvs" and "yacxa" have the same word hash (FNV-1a): each keeps its own character n-grams.
+    for (const text of ['glbvs', 'yacxa', 'glbvs yacxa', 'yacxa glbvs yacxa']) {
+      expect(Array.from(hashedVector(text, 64))).toEqual(Array.from(referenceVector(text, 64)));
+    }
+    // Seen before, now from the memo (or anew, after it was emptied): the same vectors.
+    for (const text of [texts[0]!, texts[399]!, texts[200]!]) expect(Array.from(hashedVector(text, 64))).toEqual(Array.from(referenceVector(text, 64)));
   });
 });
 
