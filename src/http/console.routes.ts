@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import fastifyStatic from '@fastify/static';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { UnavailableError } from '../errors.js';
 import { sendProblem } from './error-handler.js';
+import { lazyInstance } from './lazy-instance.js';
 
 /** Sent with every console response: no inline script, no framing, nothing from another origin. */
 export const CONSOLE_CSP =
@@ -36,10 +36,23 @@ export const CONSOLE_DIR = path.join(repoRoot(), 'dist', 'console');
  * /console/ (`/` and `/console` redirect there). Hashed assets are immutable, the HTML `no-cache`;
  * any other /console/* path is the app's own route and gets index.html. Public: the console asks for
  * a key itself and calls the API like any client.
+ *
+ * The files are sent by @fastify/static (ETags, conditional and range requests) on an instance of
+ * their own made at the first console request: with glob and send, it cost each start ~40 ms of a
+ * loaded core and ~2 MB (issue 23).
  */
 export function consoleRoutes(root = CONSOLE_DIR) {
   return async (app: FastifyInstance) => {
-    await app.register(fastifyStatic, { root, serve: false });
+    const files = lazyInstance(async () => {
+      const { default: fastifyStatic } = await import('@fastify/static');
+      const instance = Fastify();
+      await instance.register(fastifyStatic, { root, cacheControl: false });
+      return instance;
+    });
+    app.addHook('onClose', async () => files.close());
+    /** The file at `rel` (inside `root`, checked by the caller), with the caller's cache-control. */
+    const sendFile = (request: FastifyRequest, reply: FastifyReply, rel: string) =>
+      files.forward(request, reply, `/${rel.split('/').map(encodeURIComponent).join('/')}`);
 
     app.addHook('onSend', async (_request, reply, payload) => {
       reply.header('content-security-policy', CONSOLE_CSP);
@@ -48,12 +61,12 @@ export function consoleRoutes(root = CONSOLE_DIR) {
       return payload;
     });
 
-    const sendIndex = (reply: FastifyReply) => {
+    const sendIndex = (request: FastifyRequest, reply: FastifyReply) => {
       if (!fs.existsSync(path.join(root, 'index.html'))) {
         return sendProblem(reply, new UnavailableError('The console is not built: run `npm run build` (or `npm install`), then reload.'));
       }
       reply.header('cache-control', 'no-cache');
-      return reply.sendFile('index.html', root, { cacheControl: false });
+      return sendFile(request, reply, 'index.html');
     };
 
     app.get('/', { schema: { hide: true } }, async (_request, reply) => reply.redirect('/console/', 302));
@@ -62,7 +75,7 @@ export function consoleRoutes(root = CONSOLE_DIR) {
     app.get('/console/', { schema: { hide: true } }, async (request: FastifyRequest, reply) => {
       const bare = (request.raw.url ?? '').split('?')[0];
       if (bare === '/console' || bare === '/api/console') return reply.redirect('/console/', 302);
-      return sendIndex(reply);
+      return sendIndex(request, reply);
     });
 
     app.get('/console/*', { schema: { hide: true } }, async (request: FastifyRequest<{ Params: { '*': string } }>, reply) => {
@@ -72,15 +85,15 @@ export function consoleRoutes(root = CONSOLE_DIR) {
       if (inside && rel !== '' && fs.existsSync(file) && fs.statSync(file).isFile()) {
         if (rel.startsWith('assets/')) {
           reply.header('cache-control', 'public, max-age=31536000, immutable');
-          return reply.sendFile(rel, root, { cacheControl: false });
+          return sendFile(request, reply, rel);
         }
-        if (path.basename(rel) === 'index.html') return sendIndex(reply);
+        if (path.basename(rel) === 'index.html') return sendIndex(request, reply);
         reply.header('cache-control', 'no-cache');
-        return reply.sendFile(rel, root, { cacheControl: false });
+        return sendFile(request, reply, rel);
       }
       // A missing asset is a 404, not the app: the browser would run HTML as a script otherwise.
       if (rel.startsWith('assets/') || !inside) return reply.callNotFound();
-      return sendIndex(reply);
+      return sendIndex(request, reply);
     });
   };
 }

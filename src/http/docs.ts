@@ -8,13 +8,12 @@
  * their own, on a separate Fastify instance that holds both plugins. The app forwards /docs to it.
  */
 import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type RouteOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type RouteOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { lazyInstance } from './lazy-instance.js';
 
 /** Where the UI is served; its own routes are `/`, `/json`, `/yaml` and `/static/*` below it. */
 const DOCS_PREFIX = '/docs';
-/** Hop-by-hop and length headers of the documents app's answer: this app's reply sets its own. */
-const NOT_FORWARDED = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length']);
 
 export interface ApiDocs {
   /** An `onRoute` hook: collects every route added after it (add it where @fastify/swagger would be registered). */
@@ -27,9 +26,7 @@ export interface ApiDocs {
 
 export function createApiDocs(options: Pick<FastifyDynamicSwaggerOptions, 'openapi' | 'transform' | 'transformObject'>): ApiDocs {
   const collected: RouteOptions[] = [];
-  let made: Promise<FastifyInstance> | undefined;
-
-  async function make(): Promise<FastifyInstance> {
+  const documents = lazyInstance(async () => {
     const [{ default: swagger }, { default: swaggerUi }] = await Promise.all([import('@fastify/swagger'), import('@fastify/swagger-ui')]);
     const docs = Fastify({ exposeHeadRoutes: false, routerOptions: { ignoreTrailingSlash: false } });
     docs.setValidatorCompiler(validatorCompiler);
@@ -41,25 +38,7 @@ export function createApiDocs(options: Pick<FastifyDynamicSwaggerOptions, 'opena
     for (const route of collected) docs.route({ method: route.method, url: route.url, schema: route.schema, config: route.config, handler: noHandler });
     await docs.ready();
     return docs;
-  }
-  const documentsApp = () => {
-    made ??= make().catch((err: unknown) => {
-      made = undefined;
-      throw err;
-    });
-    return made;
-  };
-
-  /** The documents app's answer to this request (GET, so a HEAD's length is the body's), or its 404 as this app's. */
-  async function forward(request: FastifyRequest, reply: FastifyReply) {
-    const docs = await documentsApp();
-    const headers = Object.fromEntries(Object.entries(request.headers).filter(([name]) => !NOT_FORWARDED.has(name) && name !== 'host'));
-    const res = await docs.inject({ method: 'GET', url: request.url, headers: headers as Record<string, string> });
-    if (res.statusCode === 404) return reply.callNotFound();
-    for (const [name, value] of Object.entries(res.headers)) if (value !== undefined && !NOT_FORWARDED.has(name)) reply.header(name, value);
-    // An empty answer (a redirect, a 304) stays without a body or a content type.
-    return reply.code(res.statusCode).send(res.rawPayload.length > 0 ? res.rawPayload : undefined);
-  }
+  });
 
   return {
     collect(route) {
@@ -69,12 +48,11 @@ export function createApiDocs(options: Pick<FastifyDynamicSwaggerOptions, 'opena
     },
     async routes(app) {
       const hidden = { schema: { hide: true } };
-      app.get('/openapi.json', hidden, async () => (await documentsApp()).swagger());
-      for (const url of [DOCS_PREFIX, `${DOCS_PREFIX}/json`, `${DOCS_PREFIX}/yaml`, `${DOCS_PREFIX}/static/*`]) app.get(url, hidden, forward);
+      app.get('/openapi.json', hidden, async () => (await documents.instance()).swagger());
+      for (const url of [DOCS_PREFIX, `${DOCS_PREFIX}/json`, `${DOCS_PREFIX}/yaml`, `${DOCS_PREFIX}/static/*`]) {
+        app.get(url, hidden, (request, reply) => documents.forward(request, reply));
+      }
     },
-    async close() {
-      const docs = await made?.catch(() => undefined);
-      await docs?.close();
-    },
+    close: () => documents.close(),
   };
 }

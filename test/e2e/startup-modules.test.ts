@@ -1,6 +1,6 @@
 // What `switchboard serve` loads at start-up (issue 23): the Slack and Discord bridges' platforms,
-// the openai package, the MCP SDK's server and client sides and the OpenAPI document's plugins load
-// when something first needs them, not at every start; a configured Slack channel still loads Bolt at start-up. Module
+// the openai package, the MCP SDK's server and client sides, the OpenAPI document's plugins and the
+// console's file server load when something first needs them, not at every start; a configured Slack channel still loads Bolt at start-up. Module
 // presence, not time: the built server runs with a hook that lists every module it loaded
 // (test/fakes/module-log.mjs).
 import fs from 'node:fs';
@@ -9,7 +9,7 @@ import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { generateKeySecret } from '../../src/core/auth/keys.js';
 import { createTestApp, tempDir } from '../helpers/app.js';
-import { builtServers } from '../helpers/built-server.js';
+import { builtServers, ROOT } from '../helpers/built-server.js';
 import { createChannel, createPersona } from '../helpers/factories.js';
 
 const HOOK = pathToFileURL(path.resolve(import.meta.dirname, '../fakes/module-log.mjs')).href;
@@ -26,6 +26,7 @@ const LAZY = {
   mcpClient: '/node_modules/@modelcontextprotocol/sdk/dist/esm/client/index.js',
   swagger: '/node_modules/@fastify/swagger/',
   swaggerUi: '/node_modules/@fastify/swagger-ui/',
+  staticFiles: '/node_modules/@fastify/static/',
 };
 
 const loads = (modules: string[], part: string) => modules.some((url) => url.includes(part));
@@ -53,7 +54,7 @@ describe('modules a server start loads (built server)', () => {
     return fs.readFileSync(logFile, 'utf8').split('\n');
   }
 
-  it('with no channel and the offline model: no platform SDK, no openai, no MCP server or client, no OpenAPI plugins', async () => {
+  it('with no channel and the offline model: no platform SDK, no openai, no MCP server or client, no OpenAPI plugins, no file server', async () => {
     const dataDir = tempDir('switchboard-startup-modules-');
     dirs.push(dataDir);
     const modules = await modulesOf(dataDir, generateKeySecret());
@@ -94,14 +95,16 @@ describe('modules a server start loads (built server)', () => {
     expect(loads(modules, LAZY.mcpTransport)).toBe(true);
   });
 
-  it('/openapi.json and /docs load the OpenAPI plugins at their first request', async () => {
+  it('/openapi.json, /docs and /console load their plugins at their first request', async () => {
     const dataDir = tempDir('switchboard-startup-modules-');
     dirs.push(dataDir);
     const modules = await modulesOf(dataDir, generateKeySecret(), async (url) => {
       expect((await fetch(`${url}/openapi.json`)).status).toBe(200);
-      expect((await fetch(`${url}/docs`)).status).toBe(200);
+      expect((await fetch(`${url}/console/`)).status).toBe(200);
     });
     expect(loads(modules, LAZY.swagger)).toBe(true);
     expect(loads(modules, LAZY.swaggerUi)).toBe(true);
+    // The console's own copy (swagger-ui has another, below its folder).
+    expect(modules).toContain(pathToFileURL(path.join(ROOT, 'node_modules/@fastify/static/index.js')).href);
   });
 });
