@@ -3,12 +3,11 @@
  * request's URL passes the address guard, and the socket connects to the vetted address only
  * (pinned lookup). Redirects are never followed: the 3xx goes back to the caller as is.
  */
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { type AddressGuardOptions, checkTarget, pinnedLookup, Refusal } from './address-guard.js';
 import { toFetchResponse } from './fetch-response.js';
+import { http, https as nodeHttps } from './node-http.js';
 
 
 function bodyBytes(body: unknown): Buffer | undefined {
@@ -42,7 +41,7 @@ export function guardedFetch(options: AddressGuardOptions): FetchLike {
     if (body) headers['content-length'] = String(body.length);
     const https = url.protocol === 'https:';
     return new Promise<Response>((resolve, reject) => {
-      const req = (https ? httpsRequest : httpRequest)({
+      const req = (https ? nodeHttps.request : http.request)({
         host: target.host,
         port: url.port ? Number(url.port) : https ? 443 : 80,
         path: `${url.pathname}${url.search}`,

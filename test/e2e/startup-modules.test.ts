@@ -62,6 +62,9 @@ describe('modules a server start loads (built server)', () => {
     expect(loads(modules, '/node_modules/fastify/')).toBe(true);
     expect(loads(modules, '/dist/src/app.js')).toBe(true);
     for (const [name, part] of Object.entries(LAZY)) expect(loads(modules, part), name).toBe(false);
+    // Node's bundled undici (fetch, WebSocket) loads when an ES module imports node:http (lib/node-http.ts).
+    expect(modules).toContain('NativeModule internal/http');
+    expect(modules).not.toContain('NativeModule internal/deps/undici/undici');
   });
 
   it('with a Slack channel: Bolt loads at start-up, Discord still does not', async () => {

@@ -1,10 +1,10 @@
-import { STATUS_CODES, request as httpRequest, type ClientRequest, type IncomingMessage, type RequestOptions } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import type { ClientRequest, IncomingMessage, RequestOptions } from 'node:http';
 import { isIP } from 'node:net';
 import { rootCertificates } from 'node:tls';
 import type { Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate, createInflateRaw } from 'node:zlib';
 import { type AddressGuardOptions, checkTarget, pinnedLookup, Refusal, type Target } from '../../lib/address-guard.js';
+import { http, https as nodeHttps } from '../../lib/node-http.js';
 
 // The guard lives in src/lib/address-guard.ts; these names stay importable from here for the knowledge code.
 export { assertPublicUrl, isBlockedAddress, type LookupFn } from '../../lib/address-guard.js';
@@ -188,7 +188,7 @@ function requestOnce(target: Target, options: UrlFetchOptions, signal: AbortSign
     if (https && isIP(host) === 0) requestOptions.servername = host;
     if (https && options.extraCa) (requestOptions as { ca?: string[] }).ca = [...rootCertificates, options.extraCa];
     try {
-      req = (https ? httpsRequest : httpRequest)(requestOptions);
+      req = (https ? nodeHttps.request : http.request)(requestOptions);
     } catch (error) {
       return fail(new UrlFetchError(`Could not fetch from ${host}: ${(error as Error).message}`));
     }
@@ -200,7 +200,7 @@ function requestOnce(target: Target, options: UrlFetchOptions, signal: AbortSign
       const location = response.headers.location;
       if (REDIRECT_STATUSES.has(status) && location) return succeed({ kind: 'redirect', location });
       if (status < 200 || status > 299) {
-        const reason = STATUS_CODES[status] ?? response.statusMessage?.slice(0, 60) ?? '';
+        const reason = http.STATUS_CODES[status] ?? response.statusMessage?.slice(0, 60) ?? '';
         return fail(new UrlFetchError(`The server answered ${status} ${reason}`.trim()));
       }
       const tooLarge = (): UrlFetchError => new UrlFetchError(`The document is larger than ${maxBytes} bytes`);
