@@ -27,6 +27,8 @@ const LAZY = {
   swagger: '/node_modules/@fastify/swagger/',
   swaggerUi: '/node_modules/@fastify/swagger-ui/',
   staticFiles: '/node_modules/@fastify/static/',
+  // Routes validate with zod; Ajv is for external tools' schemas only (src/core/tools/json-schema.ts).
+  ajv: '/node_modules/ajv/',
 };
 
 const loads = (modules: string[], part: string) => modules.some((url) => url.includes(part));

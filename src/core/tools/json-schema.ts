@@ -2,14 +2,19 @@
  * Parameters checked against an external tool's input JSON Schema before the call, so a bad field
  * is a 400 naming `parameters.<field>` instead of a round trip to the server.
  */
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { Ajv2020 } from 'ajv/dist/2020.js';
+import { createRequire } from 'node:module';
+import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
+import type { Ajv2020 } from 'ajv/dist/2020.js';
 import type { FieldError } from '../../errors.js';
 
-// Made at the first external tool's schema, not at start-up (two Ajv instances, ~40 ms; issue 23).
+// Ajv is loaded and its two instances made at the first external tool's schema, not at every start
+// (issue 23; the HTTP routes validate with zod, so nothing else loads it). Required: compile() is synchronous.
+const require = createRequire(import.meta.url);
 const OPTIONS = { allErrors: true, strict: false, validateFormats: false };
 let draft07: Ajv | undefined;
 let draft2020: Ajv2020 | undefined;
+const ajv07 = () => (draft07 ??= new (require('ajv') as typeof import('ajv')).Ajv(OPTIONS));
+const ajv2020 = () => (draft2020 ??= new (require('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js')).Ajv2020(OPTIONS));
 
 /** Compiled validators by schema text; tool schemas rarely change. */
 const cache = new Map<string, ValidateFunction | null>();
@@ -22,7 +27,7 @@ function compile(schema: Record<string, unknown>): ValidateFunction | null {
   const modern = typeof $schema !== 'string' || /2019-09|2020-12/.test($schema);
   let validate: ValidateFunction | null;
   try {
-    validate = modern ? (draft2020 ??= new Ajv2020(OPTIONS)).compile(rest) : (draft07 ??= new Ajv(OPTIONS)).compile(rest);
+    validate = (modern ? ajv2020() : ajv07()).compile(rest);
   } catch {
     // A schema ajv cannot read: leave the checking to the server.
     validate = null;
