@@ -1,6 +1,5 @@
 import crypto from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import cors from '@fastify/cors';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { jsonSchemaTransformObject, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -106,6 +105,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
 
   if (config.rateLimitPerMinute > 0) registerRateLimit(app, { max: config.rateLimitPerMinute });
   if (config.corsOrigins.length > 0) {
+    // Imported only when CORS is configured (it is off by default).
+    const { default: cors } = await import('@fastify/cors');
     await app.register(cors, {
       origin: config.corsOrigins.includes('*') ? true : config.corsOrigins,
       methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
