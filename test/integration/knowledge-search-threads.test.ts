@@ -96,6 +96,17 @@ describe('search threads', () => {
     for (const mode of MODES) expect((await onThread('quokka migration', mode)).data.map((h) => h.sourceId)).not.toContain(source.id);
   });
 
+  it('lets the event loop turn before a search on the main thread, as a thread’s answer does', async () => {
+    // Else a caller searching in a loop starves timers, I/O and the chunk writer: ingestion stalls and
+    // what waits for a turn piles up (knowledge-ingest-concurrency ran out of a 4 GB heap).
+    for (const mode of MODES) {
+      let turned = false;
+      setImmediate(() => (turned = true));
+      await onMain('refunds', mode);
+      expect(turned, mode).toBe(true);
+    }
+  });
+
   it('answers many searches in flight, each with its own result', async () => {
     const asked = Array.from({ length: 60 }, (_, i) => QUERIES[i % QUERIES.length]!);
     const results = await Promise.all(asked.map((q) => onThread(q, 'hybrid')));

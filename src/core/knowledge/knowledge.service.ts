@@ -1,3 +1,4 @@
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { KnowledgeSourceRow, SourceKind, SourceStatus } from '../../db/schema.js';
 import { NotFoundError, UnsupportedMediaTypeError, ValidationError } from '../../errors.js';
@@ -249,7 +250,15 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
           .map((s) => s.id);
       }
       const resolved = { q: input.q, limit: input.limit, mode: input.mode };
-      return (await deps.searchPool?.search(filter, resolved)) ?? runSearch({ index: vectors.index(), embedder, hits: store.hits, fusion }, filter, resolved);
+      const onThread = await deps.searchPool?.search(filter, resolved);
+      if (onThread) return onThread;
+      // Here the search is synchronous work (the offline embedder, or a keyword search): without a
+      // turn of the event loop first, a caller searching in a loop (a script, injected requests)
+      // never lets timers, I/O or the writer's batches run, so ingestion stalls while everything
+      // waiting on a turn piles up in memory (4 GB in ~2 minutes in knowledge-ingest-concurrency).
+      // A thread's answer is a message, which gives that turn already.
+      await yieldToEventLoop();
+      return runSearch({ index: vectors.index(), embedder, hits: store.hits, fusion }, filter, resolved);
     },
 
     /** Queues every source a previous process left `processing`; fails those interrupted too often. */
