@@ -1,7 +1,13 @@
 #!/usr/bin/env node
+import module from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { runCli } from './cli.js';
-import { releaseStartupMemory } from './lib/startup-memory.js';
+
+// V8 keeps the code it compiled for the modules below on disk for the next start (Node's compile
+// cache: in os.tmpdir(), or the folder NODE_COMPILE_CACHE names): ~15 % less CPU to start (issue 23).
+// Hence the imports after it.
+module.enableCompileCache();
+const { runCli } = await import('./cli.js');
+const { releaseStartupMemory } = await import('./lib/startup-memory.js');
 
 /** The `switchboard` command. Only this file touches the process: argv, signals, exit codes. */
 const code = await runCli(process.argv.slice(2), {
@@ -36,7 +42,11 @@ const code = await runCli(process.argv.slice(2), {
     // Start-up is over: what only it needed goes back to the OS (~30 MB of young generation). Not at
     // once: the health checks and requests that came with the start are answered first, not after
     // the collection's pause (measured: at once, the first /health waited ~0.1 s for it).
-    setTimeout(releaseStartupMemory, 250).unref();
+    setTimeout(() => {
+      // Written now rather than at exit, so a server that is killed still leaves it for the next start.
+      module.flushCompileCache();
+      releaseStartupMemory();
+    }, 250).unref();
   },
 });
 if (code !== 0) process.exitCode = code;
