@@ -2,7 +2,8 @@
  * Start-up (issue 23 item 5): `node dist/src/main.js serve` on an existing data directory, as a
  * person restarting the server would run it.
  *  - A data directory is made and initialised by one start and a graceful stop (migrations, the
- *    bootstrap key, the secret key file), so every measured start opens an existing database.
+ *    bootstrap key, the secret key file), so every measured start opens an existing database. That
+ *    start also fills Node's compile cache (src/main.ts), as any earlier start on the machine would.
  *  - Then BENCH_STARTUP_RUNS starts (default 10), one at a time, each on a free port on 127.0.0.1
  *    with the offline model and no channel: the time from spawn to the first 200 on GET /health
  *    (polled every 5 ms), the CPU the process used until then, its RSS (VmRSS of /proc/<pid>/status)
