@@ -22,7 +22,7 @@ import { channelHubTools } from './business/channels/channels.tools.js';
 import { createIdempotencyService } from './core/idempotency/idempotency.service.js';
 import { type ChunkWriterOptions, createChunkWriter, DEFAULT_WRITER } from './core/knowledge/chunk-writer.js';
 import { createIngestor, createJobQueue } from './core/knowledge/ingest.js';
-import { createIngestPool, defaultPoolSize, ingestWorkerScript } from './core/knowledge/ingest-pool.js';
+import { createIngestPool, defaultPoolSize, ingestWorkerScript, sourcesInFlight } from './core/knowledge/ingest-pool.js';
 import { createKnowledgeService } from './core/knowledge/knowledge.service.js';
 import { createKnowledgeStore } from './core/knowledge/knowledge.store.js';
 import { fusionFor } from './core/knowledge/fusion.js';
@@ -197,8 +197,8 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const startCheckpoints = () => walCheckpointer?.start();
   const writer = createChunkWriter(knowledgeStore, logger, () => (pool?.pending ?? 0) > 0, { ...DEFAULT_WRITER, ...overrides.ingest?.writer }, startCheckpoints);
   const ingestor = createIngestor({ store: knowledgeStore, vectors, embedder, clock, ids, logger, fetchOptions, writer, pool });
-  // With workers, a few sources more than threads are in flight, so a thread never waits for its next document.
-  const queue = createJobQueue((id, signal) => ingestor.process(id, signal), logger, { concurrency: pool ? pool.size + 2 : 1 });
+  // With workers, more sources than threads are in flight (sourcesInFlight says why).
+  const queue = createJobQueue((id, signal) => ingestor.process(id, signal), logger, { concurrency: pool ? sourcesInFlight(pool.size) : 1 });
   // Searches (and so chat retrieval) on their own thread beside the main one, given a database file
   // (an in-memory one is not shared).
   const searchPool =
