@@ -373,15 +373,19 @@ function addText(f: Families, text: string) {
 /** Counters reused across calls (embedding is synchronous), one set per dimension. */
 const families = new Map<number, Families>();
 
-/** Embeds one text; exported for the benchmark and tests. */
-export function hashedVector(text: string, dim = HASHED_DIMENSION): Float32Array {
+/**
+ * Embeds one text; exported for the ingestion threads, the benchmark and tests. `into`, when given,
+ * is `dim` zeros the vector is written to (a thread embedding a document writes each chunk's vector
+ * into one array for all of them, instead of allocating one per chunk and copying it).
+ */
+export function hashedVector(text: string, dim = HASHED_DIMENSION, into?: Float32Array): Float32Array {
   let f = families.get(dim);
   if (!f) {
     f = { words: new Family(dim), bigrams: new Family(dim), chars: new Family(dim), memo: new WordMemo() };
     families.set(dim, f);
   }
   addText(f, text);
-  const out = new Float32Array(dim);
+  const out = into ?? new Float32Array(dim);
   f.words.drainInto(out, WEIGHTS.word);
   f.bigrams.drainInto(out, WEIGHTS.bigram);
   f.chars.drainInto(out, WEIGHTS.char);

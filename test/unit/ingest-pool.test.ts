@@ -4,8 +4,9 @@ import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ExtractionError } from '../../src/core/knowledge/extract.js';
 import { createIngestPool, type IngestPool, ingestWorkerScript } from '../../src/core/knowledge/ingest-pool.js';
-import { prepareHashed, type PrepareInput } from '../../src/core/knowledge/prepare.js';
-import { HASHED_DIMENSION } from '../../src/llm/hashed-embedder.js';
+import { createBinaryCoder } from '../../src/core/knowledge/binary-code.js';
+import { embeddingText, prepareHashed, type PrepareInput } from '../../src/core/knowledge/prepare.js';
+import { HASHED_DIMENSION, hashedVector } from '../../src/llm/hashed-embedder.js';
 
 const doc = (i: number): PrepareInput => ({
   kind: 'markdown',
@@ -42,6 +43,13 @@ describe('ingestion worker pool', () => {
       expect(got.vectors.length).toBe(got.chunks.length * HASHED_DIMENSION);
       expect([...got.vectors]).toEqual([...local.vectors]);
       expect([...got.codes]).toEqual([...local.codes]);
+      // Written in place, each chunk's vector and code are those the embedder and the coder return.
+      const coder = createBinaryCoder(HASHED_DIMENSION);
+      local.chunks.forEach((c, j) => {
+        const vector = hashedVector(embeddingText(local.name, c), HASHED_DIMENSION);
+        expect([...local.vectors.subarray(j * HASHED_DIMENSION, (j + 1) * HASHED_DIMENSION)]).toEqual([...vector]);
+        expect([...local.codes.subarray(j * local.codeBytes, (j + 1) * local.codeBytes)]).toEqual([...coder.encode(vector)]);
+      });
     }
   });
 

@@ -71,6 +71,8 @@ export interface BinaryCoder {
   readonly bits: number;
   /** The code of a vector of the coder's dimension, as bytes for sqlite-vec's `vec_bit()`. */
   encode(vector: Float32Array): Buffer;
+  /** The same code written to `out` from `offset` (`bits / 8` bytes). */
+  encodeInto(vector: Float32Array, out: Uint8Array, offset: number): void;
 }
 
 export function createBinaryCoder(dimension: number): BinaryCoder {
@@ -80,36 +82,40 @@ export function createBinaryCoder(dimension: number): BinaryCoder {
   const bits = rotations * width;
   const scratch = new Float32Array(width);
   const bitsOf = new Int32Array(scratch.buffer);
+  const encodeInto = (vector: Float32Array, out: Uint8Array, offset: number) => {
+    for (let r = 0; r < rotations; r++) {
+      const s = signs[r]!;
+      let magnitude = 0;
+      for (let i = 0; i < dimension; i++) magnitude += Math.abs((scratch[i] = vector[i]! * s[i]!));
+      // No output of the transform exceeds the sum of the magnitudes: below float32's largest, none overflows into a NaN.
+      const finite = magnitude <= 3.4e38;
+      scratch.fill(0, dimension);
+      hadamard(scratch, dimension);
+      const base = (r * width) / 8;
+      // A bit per value above zero. From the float's bits without a branch when every value is a
+      // number (the signs are random, so a branch mispredicts half the time): an int32 above
+      // zero is a float above zero; ±0 and negatives are not. A NaN (a non-finite input, or an
+      // overflow) has either sign bit, so then the comparison decides, as it always did.
+      for (let i = 0; i < width; i += 8) {
+        let byte = 0;
+        if (finite) {
+          for (let k = 0; k < 8; k++) {
+            const x = bitsOf[i + k]!;
+            byte |= (~(x | (x - 1)) >>> 31) << k;
+          }
+        } else {
+          for (let k = 0; k < 8; k++) if (scratch[i + k]! > 0) byte |= 1 << k;
+        }
+        out[offset + base + (i >> 3)] = byte;
+      }
+    }
+  };
   return {
     bits,
+    encodeInto,
     encode(vector) {
       const out = Buffer.alloc(bits / 8);
-      for (let r = 0; r < rotations; r++) {
-        const s = signs[r]!;
-        let magnitude = 0;
-        for (let i = 0; i < dimension; i++) magnitude += Math.abs((scratch[i] = vector[i]! * s[i]!));
-        // No output of the transform exceeds the sum of the magnitudes: below float32's largest, none overflows into a NaN.
-        const finite = magnitude <= 3.4e38;
-        scratch.fill(0, dimension);
-        hadamard(scratch, dimension);
-        const base = (r * width) / 8;
-        // A bit per value above zero. From the float's bits without a branch when every value is a
-        // number (the signs are random, so a branch mispredicts half the time): an int32 above
-        // zero is a float above zero; ±0 and negatives are not. A NaN (a non-finite input, or an
-        // overflow) has either sign bit, so then the comparison decides, as it always did.
-        for (let i = 0; i < width; i += 8) {
-          let byte = 0;
-          if (finite) {
-            for (let k = 0; k < 8; k++) {
-              const x = bitsOf[i + k]!;
-              byte |= (~(x | (x - 1)) >>> 31) << k;
-            }
-          } else {
-            for (let k = 0; k < 8; k++) if (scratch[i + k]! > 0) byte |= 1 << k;
-          }
-          out[base + (i >> 3)] = byte;
-        }
-      }
+      encodeInto(vector, out, 0);
       return out;
     },
   };

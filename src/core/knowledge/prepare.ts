@@ -70,9 +70,9 @@ export async function prepareHashed(input: PrepareInput, dimension: number): Pro
   const vectors = new Float32Array(chunks.length * dimension);
   const codes = new Uint8Array(chunks.length * codeBytes);
   chunks.forEach((c, i) => {
-    const v = hashedVector(embeddingText(name, c), dimension);
-    vectors.set(v, i * dimension);
-    codes.set(coder.encode(v), i * codeBytes);
+    // Written in place: an array per chunk was allocated outside the heap, copied and left to the collector.
+    const v = hashedVector(embeddingText(name, c), dimension, vectors.subarray(i * dimension, (i + 1) * dimension));
+    coder.encodeInto(v, codes, i * codeBytes);
   });
   return { name, chunks, dimension, vectors, codes, codeBytes };
 }
