@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkParameters } from '../../src/core/tools/json-schema.js';
 import { guardedFetch } from '../../src/lib/guarded-fetch.js';
 import { readMcpConfig } from '../../src/core/tools/mcp-config.js';
-import { ConnectionSuperseded, DEFAULT_HUB_LIMITS, type ServerSpec, ServerConnection } from '../../src/core/tools/mcp-clients.js';
+import { callDeadline, ConnectionSuperseded, DEFAULT_HUB_LIMITS, type ServerSpec, ServerConnection } from '../../src/core/tools/mcp-clients.js';
 import { redactParameters, resolveHeaders, scrub, secretValues } from '../../src/core/tools/vault.js';
 import { tempDir } from '../helpers/app.js';
 import { FAKE_MCP_SERVER, fakeServerPids, holdFolder, waitFor } from '../helpers/mcp-tools.js';
@@ -142,17 +142,21 @@ describe('ServerConnection caps', { timeout: 20_000 }, () => {
       { allowPrivate: false },
       pino({ level: 'silent' }),
     );
+    // The first call holds the only slot past the queued call's deadline (twice as long), so the
+    // queued call can only end by timing out in the queue, whatever the timers' order within a turn.
+    const held = callDeadline('fake', 'hang', { ...DEFAULT_HUB_LIMITS, callTimeoutMs: 1_600 });
     try {
-      const first = connection.call('hang', {});
+      const first = connection.call('hang', {}, { deadline: held.signal });
       const queued = connection.call('echo', { text: 'after' });
       await expect(connection.call('echo', { text: 'refused' })).rejects.toMatchObject({ code: 'unavailable', status: 503 });
+      // The queued call's deadline includes its wait in the queue: it times out there.
+      await expect(queued).rejects.toMatchObject({ code: 'upstream_timeout', status: 504 });
       await expect(first).rejects.toMatchObject({ code: 'upstream_timeout', status: 504 });
-      // The queued call's deadline includes its wait in the queue: it times out too.
-      await expect(queued).rejects.toMatchObject({ code: 'upstream_timeout' });
       // The child may still be starting on a loaded machine (its start is not bounded by 0.8 s).
       await connection.settle(DEFAULT_HUB_LIMITS.connectTimeoutMs);
       expect(await connection.call('echo', { text: 'free' })).toMatchObject({ content: [{ type: 'text', text: 'free' }] });
     } finally {
+      held.clear();
       await connection.close();
     }
   });
