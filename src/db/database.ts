@@ -2,39 +2,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
-import { type Migration, type MigrationProvider, Migrator } from 'kysely/migration';
 import * as sqliteVec from 'sqlite-vec';
-import * as m001 from './migrations/001-initial.js';
-import * as m002 from './migrations/002-knowledge.js';
-import * as m003 from './migrations/003-knowledge-keys.js';
-import * as m004 from './migrations/004-conversations.js';
-import * as m005 from './migrations/005-tool-hub.js';
-import * as m006 from './migrations/006-conversation-starts.js';
-import * as m007 from './migrations/007-teams.js';
-import * as m008 from './migrations/008-ab-tests.js';
-import * as m009 from './migrations/009-analytics.js';
-import * as m010 from './migrations/010-channels.js';
-import * as m011 from './migrations/011-oauth.js';
-import * as m012 from './migrations/012-openai-threads.js';
-import * as m013 from './migrations/013-message-times.js';
+import { runMigrations } from './migrations/index.js';
 import type { Database } from './schema.js';
-
-/** Every migration, in order. A new one is imported and added here. */
-const MIGRATIONS: Record<string, Migration> = {
-  '001-initial': m001,
-  '002-knowledge': m002,
-  '003-knowledge-keys': m003,
-  '004-conversations': m004,
-  '005-tool-hub': m005,
-  '006-conversation-starts': m006,
-  '007-teams': m007,
-  '008-ab-tests': m008,
-  '009-analytics': m009,
-  '010-channels': m010,
-  '011-oauth': m011,
-  '012-openai-threads': m012,
-  '013-message-times': m013,
-};
 
 export interface Db {
   kysely: Kysely<Database>;
@@ -110,12 +80,8 @@ export function openDatabase(opts: OpenDatabaseOptions): Db {
 }
 
 /** Applies every pending migration; throws with the failing migration's error. */
-export async function migrate(db: Db): Promise<string[]> {
-  const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
-  const migrator = new Migrator({ db: db.kysely, provider });
-  const { error, results } = await migrator.migrateToLatest();
-  if (error) throw error instanceof Error ? error : new Error(String(error));
-  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+export function migrate(db: Db): Promise<string[]> {
+  return runMigrations(db.kysely, 'sqlite');
 }
 
 /** Consistent copy of the live database through SQLite's online backup API. */

@@ -1,4 +1,5 @@
 import { type Kysely, sql } from 'kysely';
+import type { MigrationDialect } from '../dialect.js';
 
 /**
  * Analytics (API.md §8) read interactions, feedback and per-tool call records over a time range of
@@ -14,26 +15,30 @@ import { type Kysely, sql } from 'kysely';
  * `feedback.channel_id`: ratings filtered by channel need it, and the session it came from may be
  * deleted later; filled from the sessions still there.
  */
-export async function up(db: Kysely<unknown>): Promise<void> {
+export async function up(db: Kysely<unknown>, d: MigrationDialect): Promise<void> {
   await sql`
     CREATE TABLE interaction_tools (
-      seq INTEGER PRIMARY KEY,
-      workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
-      started_at TEXT NOT NULL,
-      persona_id TEXT NOT NULL,
-      channel_id TEXT,
-      tool_name TEXT NOT NULL,
-      is_error INTEGER NOT NULL CHECK (is_error IN (0, 1))
-    ) STRICT`.execute(db);
+      seq ${d.serialKey},
+      workspace_id ${d.text} NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+      started_at ${d.text} NOT NULL,
+      persona_id ${d.text} NOT NULL,
+      channel_id ${d.text},
+      tool_name ${d.text} NOT NULL,
+      is_error ${d.int} NOT NULL CHECK (is_error IN (0, 1))
+    ) ${d.strict}`.execute(db);
   await sql`CREATE INDEX interaction_tools_analytics ON interaction_tools (workspace_id, started_at, persona_id, channel_id, tool_name, is_error)`.execute(db);
-  await sql`
-    INSERT INTO interaction_tools (workspace_id, started_at, persona_id, channel_id, tool_name, is_error)
-    SELECT s.workspace_id, m.created_at, s.persona_id, s.channel_id, COALESCE(json_extract(j.value, '$.name'), '?'),
-           CASE WHEN json_extract(j.value, '$.isError') THEN 1 ELSE 0 END
-    FROM messages m JOIN sessions s ON s.id = m.session_id, json_each(m.tool_calls) j
-    WHERE m.tool_calls IS NOT NULL AND json_valid(m.tool_calls)`.execute(db);
+  // Only a SQLite database can hold messages from before this migration: PostgreSQL databases are
+  // created empty by this whole chain at once.
+  if (d.kind === 'sqlite') {
+    await sql`
+      INSERT INTO interaction_tools (workspace_id, started_at, persona_id, channel_id, tool_name, is_error)
+      SELECT s.workspace_id, m.created_at, s.persona_id, s.channel_id, COALESCE(json_extract(j.value, '$.name'), '?'),
+             CASE WHEN json_extract(j.value, '$.isError') THEN 1 ELSE 0 END
+      FROM messages m JOIN sessions s ON s.id = m.session_id, json_each(m.tool_calls) j
+      WHERE m.tool_calls IS NOT NULL AND json_valid(m.tool_calls)`.execute(db);
+  }
 
-  await sql`ALTER TABLE feedback ADD COLUMN channel_id TEXT`.execute(db);
+  await sql`ALTER TABLE feedback ADD COLUMN channel_id ${d.text}`.execute(db);
   await sql`UPDATE feedback SET channel_id = (SELECT channel_id FROM sessions WHERE sessions.id = feedback.session_id) WHERE session_id IS NOT NULL`.execute(db);
 
   await sql`

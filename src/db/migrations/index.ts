@@ -1,0 +1,53 @@
+import type { Kysely } from 'kysely';
+import { type Migration, type MigrationProvider, Migrator } from 'kysely/migration';
+import { type DialectKind, type MigrationDialect, migrationDialect } from '../dialect.js';
+import * as m001 from './001-initial.js';
+import * as m002 from './002-knowledge.js';
+import * as m003 from './003-knowledge-keys.js';
+import * as m004 from './004-conversations.js';
+import * as m005 from './005-tool-hub.js';
+import * as m006 from './006-conversation-starts.js';
+import * as m007 from './007-teams.js';
+import * as m008 from './008-ab-tests.js';
+import * as m009 from './009-analytics.js';
+import * as m010 from './010-channels.js';
+import * as m011 from './011-oauth.js';
+import * as m012 from './012-openai-threads.js';
+import * as m013 from './013-message-times.js';
+
+/** A step of the one chain both backends run; it branches on the dialect only through its type helpers. */
+interface DialectMigration {
+  up(db: Kysely<unknown>, d: MigrationDialect): Promise<void>;
+}
+
+/** Every migration, in order. A new one is imported and added here. */
+const MIGRATIONS: Record<string, DialectMigration> = {
+  '001-initial': m001,
+  '002-knowledge': m002,
+  '003-knowledge-keys': m003,
+  '004-conversations': m004,
+  '005-tool-hub': m005,
+  '006-conversation-starts': m006,
+  '007-teams': m007,
+  '008-ab-tests': m008,
+  '009-analytics': m009,
+  '010-channels': m010,
+  '011-oauth': m011,
+  '012-openai-threads': m012,
+  '013-message-times': m013,
+};
+
+/**
+ * Applies every pending migration; throws with the failing migration's error. On PostgreSQL,
+ * Kysely's migrator holds an advisory lock for the run, so instances starting together migrate once.
+ */
+export async function runMigrations(db: Kysely<any>, kind: DialectKind): Promise<string[]> {
+  const d = migrationDialect(kind);
+  const migrations = Object.fromEntries(
+    Object.entries(MIGRATIONS).map(([name, m]): [string, Migration] => [name, { up: (k) => m.up(k, d) }]),
+  );
+  const provider: MigrationProvider = { getMigrations: async () => migrations };
+  const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
+  if (error) throw error instanceof Error ? error : new Error(String(error));
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}

@@ -1,0 +1,101 @@
+import { Kysely, PostgresDialect } from 'kysely';
+import type { Pool, PoolConfig } from 'pg';
+import type { Database } from '../schema.js';
+
+export interface PostgresOptions {
+  /** `postgres://user:password@host:port/database`; the password never reaches a log or an error. */
+  url: string;
+  /** Connections this instance may hold at once. */
+  poolSize: number;
+  /** How long start-up keeps retrying a server that does not answer before it gives up. */
+  startupDeadlineMs?: number;
+  /** Reports idle connections the server dropped (a restart, a failover); the pool replaces them. */
+  onIdleError?: (err: Error) => void;
+}
+
+export interface PostgresDb {
+  kysely: Kysely<Database>;
+  /** The server answers a query now (for /health). */
+  ping(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+/** The URL with its password replaced, fit for logs and error messages. */
+export function redactDatabaseUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    for (const name of [...u.searchParams.keys()]) if (/pass/i.test(name)) u.searchParams.set(name, '***');
+    return u.toString();
+  } catch {
+    return 'postgres://(unparsable URL)';
+  }
+}
+
+/** Types PostgreSQL returns as strings that stores expect as numbers (ANCHORS-storage.md, rule 3). */
+const INT8 = 20;
+const NUMERIC = 1700;
+
+const DEFAULT_STARTUP_DEADLINE_MS = 30_000;
+const FIRST_RETRY_MS = 250;
+const MAX_RETRY_MS = 4_000;
+
+/**
+ * Opens a pool on a PostgreSQL server, waiting for it with back-off (a database that starts beside
+ * the service answers a little later) up to the deadline, then failing with one readable line.
+ * `pg` is imported here, so a SQLite instance never loads it (rule 7).
+ */
+export async function openPostgres(opts: PostgresOptions): Promise<PostgresDb> {
+  const pg = (await import('pg')).default;
+  const parsers = {
+    // Counts, sizes and milliseconds fit a double exactly; aggregates (SUM, AVG) come back as NUMERIC.
+    getTypeParser(oid: number, format?: 'text' | 'binary') {
+      if (oid === INT8 || oid === NUMERIC) return (value: string) => Number(value);
+      return pg.types.getTypeParser(oid, format);
+    },
+  };
+  const config: PoolConfig = {
+    connectionString: opts.url,
+    max: opts.poolSize,
+    types: parsers as PoolConfig['types'],
+    connectionTimeoutMillis: 10_000,
+    application_name: 'switchboard',
+  };
+  const pool: Pool = new pg.Pool(config);
+  // An idle connection the server closes emits here; unhandled, it would end the process.
+  pool.on('error', (err) => opts.onIdleError?.(err));
+
+  const deadline = Date.now() + (opts.startupDeadlineMs ?? DEFAULT_STARTUP_DEADLINE_MS);
+  for (let wait = FIRST_RETRY_MS; ; wait = Math.min(wait * 2, MAX_RETRY_MS)) {
+    try {
+      await pool.query('SELECT 1');
+      break;
+    } catch (err) {
+      if (Date.now() + wait > deadline) {
+        await pool.end().catch(() => {});
+        const reason = err instanceof Error ? err.message : String(err);
+        throw new Error(`PostgreSQL at ${redactDatabaseUrl(opts.url)} did not answer: ${reason}`, { cause: err });
+      }
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
+
+  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  let closed = false;
+  return {
+    kysely,
+    async ping() {
+      try {
+        await pool.query('SELECT 1');
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await kysely.destroy(); // ends the pool
+    },
+  };
+}
