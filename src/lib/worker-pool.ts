@@ -93,7 +93,17 @@ interface Thread<Res> {
   jobs: Map<number, Job<Res>>;
   /** It said READY_ID: its script has loaded. */
   loaded: boolean;
+  /** Settles once it has loaded or stopped. */
+  settled: Promise<void>;
 }
+
+/**
+ * How long `close()` lets a thread that is still loading finish before stopping it anyway. Stopping
+ * a thread while it loads a native addon (better-sqlite3 in the search thread) aborts the whole
+ * process: the addon's start-up calls into a Node environment already being torn down
+ * (`FATAL ERROR: Error::New napi_get_last_error_info`, seen in a loaded test run).
+ */
+const LOAD_WAIT_MS = 10_000;
 
 export function createWorkerPool<Req, Res>(options: WorkerPoolOptions): WorkerPool<Req, Res> {
   const { size } = options;
@@ -118,11 +128,13 @@ export function createWorkerPool<Req, Res>(options: WorkerPoolOptions): WorkerPo
 
   function startThread(slot: number): Thread<Res> {
     const worker = new Worker(options.script, options.workerData === undefined ? {} : { workerData: options.workerData });
-    const thread: Thread<Res> = { worker, jobs: new Map(), loaded: false };
+    let loadedOrStopped!: () => void;
+    const thread: Thread<Res> = { worker, jobs: new Map(), loaded: false, settled: new Promise<void>((resolve) => (loadedOrStopped = resolve)) };
     worker.unref();
     worker.on('message', (reply: Reply<Res>) => {
       if (reply.id === READY_ID) {
         thread.loaded = true;
+        loadedOrStopped();
         return;
       }
       const job = thread.jobs.get(reply.id);
@@ -137,6 +149,7 @@ export function createWorkerPool<Req, Res>(options: WorkerPoolOptions): WorkerPo
     const stop = (err: Error) => {
       if (stopped) return;
       stopped = true;
+      loadedOrStopped();
       if (threads[slot] === thread) {
         threads[slot] = null;
         stoppedAt[slot] = performance.now();
@@ -222,9 +235,18 @@ export function createWorkerPool<Req, Res>(options: WorkerPoolOptions): WorkerPo
       for (const job of waiting.splice(0)) settle(job, { error });
       const running = threads.filter((t): t is Thread<Res> => t !== null);
       threads.fill(null);
-      await Promise.all(running.map((t) => t.worker.terminate()));
+      await Promise.all(running.map((t) => (t.loaded ? t.worker.terminate() : stopOnceLoaded(t))));
     },
   };
+}
+
+/** Stops a thread that is still loading once it has loaded (or after LOAD_WAIT_MS). */
+async function stopOnceLoaded(thread: Thread<unknown>): Promise<void> {
+  thread.worker.ref(); // the wait must not let the process end mid-load either
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([thread.settled, new Promise<void>((resolve) => (timer = setTimeout(resolve, LOAD_WAIT_MS)))]);
+  clearTimeout(timer);
+  await thread.worker.terminate();
 }
 
 export interface ServeOptions<Res> {

@@ -90,5 +90,18 @@ describe('worker pool', () => {
     await p.close();
     expect(p.ready()).toBe(false);
   });
-});
 
+  it('lets a thread that is still loading finish before close() stops it (stopping one mid-load aborted the process)', async () => {
+    const gate = new Int32Array(new SharedArrayBuffer(12));
+    const p = (pool = createWorkerPool<PoolTestRequest, number>({ script, size: 1, workerData: { loadGate: gate } }));
+    p.start();
+    await waitFor(() => Atomics.load(gate, 0) === 1, 10_000, 'the thread to begin loading');
+    const closing = p.close();
+    // Without the wait, close() had already asked the thread to stop, which interrupts its load.
+    for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve));
+    Atomics.store(gate, 1, 1);
+    Atomics.notify(gate, 1);
+    await closing;
+    expect(Atomics.load(gate, 2)).toBe(1);
+  });
+});
