@@ -17,6 +17,11 @@ import type { Db, OpenDatabaseOptions } from './database.js';
 export const DEFAULT_CHECKPOINT_PAGES = 1_000;
 export const BACKSTOP_CHECKPOINT_PAGES = 10_000;
 const RESTART_AFTER_MS = 1_000;
+/**
+ * `close()` lets a thread still loading better-sqlite3 finish first (at most this long): stopping
+ * a thread mid-load aborts the process (lib/worker-pool.ts, LOAD_WAIT_MS).
+ */
+const LOAD_WAIT_MS = 10_000;
 
 export interface WalCheckpointer {
   /** Starts the thread if it is not running (cheap to call on every write). */
@@ -33,6 +38,7 @@ export function createWalCheckpointer(
   const script = workerScript(import.meta.url, 'checkpoint-worker.js');
   if (script === null || options.filename === ':memory:') return null;
   let worker: Worker | null = null;
+  let loaded: Promise<void> = Promise.resolve();
   let stoppedAt = -Infinity;
   let closed = false;
   const autocheckpoint = (pages: number) => {
@@ -45,6 +51,10 @@ export function createWalCheckpointer(
       const w = new Worker(script, { workerData: { filename: options.filename, intervalMs: options.intervalMs, durability: options.durability } });
       w.unref();
       worker = w;
+      loaded = new Promise<void>((resolve) => {
+        w.once('message', () => resolve());
+        w.once('exit', () => resolve());
+      });
       autocheckpoint(BACKSTOP_CHECKPOINT_PAGES);
       const stopped = (err: Error) => {
         if (worker !== w) return;
@@ -64,7 +74,12 @@ export function createWalCheckpointer(
       const w = worker;
       worker = null;
       autocheckpoint(DEFAULT_CHECKPOINT_PAGES);
-      await w?.terminate();
+      if (!w) return;
+      w.ref();
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([loaded, new Promise<void>((resolve) => (timer = setTimeout(resolve, LOAD_WAIT_MS)))]);
+      clearTimeout(timer);
+      await w.terminate();
     },
   };
 }
