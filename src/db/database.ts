@@ -4,9 +4,11 @@ import SqliteDatabase from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import * as sqliteVec from 'sqlite-vec';
 import { runMigrations } from './migrations/index.js';
+import type { PreparedRead, SqlBackend } from './backend.js';
 import type { Database } from './schema.js';
 
-export interface Db {
+export interface Db extends SqlBackend {
+  readonly kind: 'sqlite';
   kysely: Kysely<Database>;
   /** The raw connection, for what Kysely does not cover: pragmas, online backup. */
   sqlite: SqliteDatabase.Database;
@@ -67,8 +69,16 @@ export function openDatabase(opts: OpenDatabaseOptions): Db {
   const dataVersion = sqlite.prepare('PRAGMA data_version').pluck();
   let closed = false;
   return {
+    kind: 'sqlite',
     kysely,
     sqlite,
+    prepare<Row>(sql: string): PreparedRead<Row> {
+      const stmt = sqlite.prepare(sql);
+      return {
+        first: async (...params) => stmt.get(...params) as Row | undefined,
+        all: async (...params) => stmt.all(...params) as Row[],
+      };
+    },
     localChanges: () => totalChanges.get() as number,
     dataVersion: () => dataVersion.get() as number,
     async close() {

@@ -1,16 +1,11 @@
 import type { Kysely } from 'kysely';
+import { isUniqueViolation } from '../../db/backend.js';
 import type { Database, NewTeamMemberRow, TeamMemberRow, TeamRow, TeamStatus } from '../../db/schema.js';
 import { type Page, type PageRequest, paginate } from '../../lib/pagination.js';
 
 export interface StoredTeam {
   team: TeamRow;
   members: TeamMemberRow[];
-}
-
-/** SQLite's answer to a second row with the same (team, email_key). */
-function isUniqueViolation(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
 }
 
 export function createTeamStore(db: Kysely<Database>) {

@@ -38,16 +38,18 @@ const MIGRATIONS: Record<string, DialectMigration> = {
 };
 
 /**
- * Applies every pending migration; throws with the failing migration's error. On PostgreSQL,
- * Kysely's migrator holds an advisory lock for the run, so instances starting together migrate once.
+ * Applies every pending migration (up to `target` when given: migration tests seed rows in between);
+ * throws with the failing migration's error. On PostgreSQL, Kysely's migrator holds an advisory
+ * lock for the run, so instances starting together migrate once.
  */
-export async function runMigrations(db: Kysely<any>, kind: DialectKind): Promise<string[]> {
+export async function runMigrations(db: Kysely<any>, kind: DialectKind, target?: string): Promise<string[]> {
   const d = migrationDialect(kind);
   const migrations = Object.fromEntries(
     Object.entries(MIGRATIONS).map(([name, m]): [string, Migration] => [name, { up: (k) => m.up(k, d) }]),
   );
   const provider: MigrationProvider = { getMigrations: async () => migrations };
-  const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
+  const migrator = new Migrator({ db, provider });
+  const { error, results } = await (target === undefined ? migrator.migrateToLatest() : migrator.migrateTo(target));
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }

@@ -1,5 +1,6 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import type { Pool, PoolConfig } from 'pg';
+import type { PreparedRead, SqlBackend } from '../backend.js';
 import type { Database } from '../schema.js';
 
 export interface PostgresOptions {
@@ -13,7 +14,8 @@ export interface PostgresOptions {
   onIdleError?: (err: Error) => void;
 }
 
-export interface PostgresDb {
+export interface PostgresDb extends SqlBackend {
+  readonly kind: 'postgres';
   kysely: Kysely<Database>;
   /** The server answers a query now (for /health). */
   ping(): Promise<boolean>;
@@ -30,6 +32,12 @@ export function redactDatabaseUrl(url: string): string {
   } catch {
     return 'postgres://(unparsable URL)';
   }
+}
+
+/** `?` placeholders as PostgreSQL's `$1, $2, …` (the prepared reads hold no literal question mark). */
+export function numberedPlaceholders(text: string): string {
+  let n = 0;
+  return text.replace(/\?/g, () => `$${++n}`);
 }
 
 /** Types PostgreSQL returns as strings that stores expect as numbers (ANCHORS-storage.md, rule 3). */
@@ -82,8 +90,20 @@ export async function openPostgres(opts: PostgresOptions): Promise<PostgresDb> {
 
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   let closed = false;
+  let statements = 0;
   return {
+    kind: 'postgres',
     kysely,
+    prepare<Row>(text: string): PreparedRead<Row> {
+      // A named statement is parsed and planned once per connection, then only bound and run.
+      const name = `sb_read_${++statements}`;
+      const query = numberedPlaceholders(text);
+      const run = async (values: unknown[]) => (await pool.query({ name, text: query, values })).rows as Row[];
+      return {
+        first: async (...params) => (await run(params))[0],
+        all: (...params) => run(params),
+      };
+    },
     async ping() {
       try {
         await pool.query('SELECT 1');

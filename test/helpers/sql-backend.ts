@@ -1,0 +1,31 @@
+// A migrated database on either backend for store-level tests: SQLite in memory, or a fresh
+// PostgreSQL database of its own (test/helpers/postgres.ts) dropped when closed.
+import type { SqlBackend } from '../../src/db/backend.js';
+import { openDatabase } from '../../src/db/database.js';
+import { runMigrations } from '../../src/db/migrations/index.js';
+import { openPostgres } from '../../src/db/postgres/connection.js';
+import { createTestDatabase, type TestBackend } from './postgres.js';
+
+export interface OpenedBackend {
+  backend: SqlBackend;
+  close(): Promise<void>;
+}
+
+/** `migrateTo`: stop after this migration (to seed rows the later ones must carry); all by default. */
+export async function openTestBackend(which: TestBackend, options: { migrateTo?: string; poolSize?: number } = {}): Promise<OpenedBackend> {
+  if (which.kind === 'sqlite') {
+    const db = openDatabase({ filename: ':memory:', durability: 'normal' });
+    await runMigrations(db.kysely, 'sqlite', options.migrateTo);
+    return { backend: db, close: () => db.close() };
+  }
+  const database = await createTestDatabase();
+  const db = await openPostgres({ url: database.url, poolSize: options.poolSize ?? 4, startupDeadlineMs: 10_000 });
+  await runMigrations(db.kysely, 'postgres', options.migrateTo);
+  return {
+    backend: db,
+    async close() {
+      await db.close();
+      await database.drop();
+    },
+  };
+}
