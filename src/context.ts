@@ -8,6 +8,7 @@ import { type AgentLimits, createAgent } from './core/chat/agent.js';
 import { createChatService } from './core/chat/chat.service.js';
 import { createChatStore } from './core/chat/chat.store.js';
 import { createWriteGroup } from './db/write-group.js';
+import { createSqliteHotWrites } from './db/sqlite/hot-writes.js';
 import { createSessionService } from './core/chat/sessions.service.js';
 import { createOpenAiService } from './core/openai-compat/openai.service.js';
 import { createOpenAiThreadStore } from './core/openai-compat/openai.store.js';
@@ -246,11 +247,11 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const toolsService = createToolsService({ store: toolsStore, hub, vault, clock, ids, guard: fetchOptions, allowStdio: config.mcpStdio });
   const agent = createAgent({ llm, knowledge, tools, logger, limits: overrides.agent });
   // One write group for the hot path's writes (answers, channel messages): one commit per event-loop turn.
-  const writes = createWriteGroup(db.sqlite, { onWrite: startCheckpoints });
-  const chatStore = createChatStore(db, writes);
+  const hot = createSqliteHotWrites(db, createWriteGroup(db.sqlite, { onWrite: startCheckpoints }));
+  const chatStore = createChatStore(db, hot.chat);
   const chat = createChatService({ store: chatStore, personas, abTests, agent, clock, ids });
-  const openai = createOpenAiService({ chat, personas, abTests, threads: createOpenAiThreadStore(db, writes), clock });
-  const channelStore = createChannelStore(db, writes);
+  const openai = createOpenAiService({ chat, personas, abTests, threads: createOpenAiThreadStore(db, hot.threads), clock });
+  const channelStore = createChannelStore(db, hot.channels);
   // The one answer to "is this a channel of the workspace?" (404 filters of sessions and analytics).
   const channelExists: ChannelExists = async (workspaceId, channelId) => (await channelStore.find(workspaceId, channelId)) !== undefined;
   const sessions = createSessionService({ store: chatStore, clock, personas, channelExists });

@@ -1,4 +1,7 @@
 import type { Kysely } from 'kysely';
+import type { ChannelWrites } from '../business/channels/channels.store.js';
+import type { ChatWrites } from '../core/chat/chat.store.js';
+import type { ThreadWrites } from '../core/openai-compat/openai.store.js';
 import type { DialectKind } from './dialect.js';
 import type { Database } from './schema.js';
 
@@ -28,4 +31,15 @@ export interface SqlBackend {
 export function isUniqueViolation(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === '23505';
+}
+
+/**
+ * The hot path's writes, grouped by each backend per event-loop turn into one transaction, each
+ * settling after its commit, so an acknowledged write is durable (src/db/sqlite/hot-writes.ts,
+ * src/db/postgres/hot-writes.ts).
+ */
+export interface HotWrites {
+  chat: ChatWrites;
+  channels: ChannelWrites;
+  threads: ThreadWrites;
 }

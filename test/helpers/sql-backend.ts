@@ -1,13 +1,18 @@
 // A migrated database on either backend for store-level tests: SQLite in memory, or a fresh
 // PostgreSQL database of its own (test/helpers/postgres.ts) dropped when closed.
-import type { SqlBackend } from '../../src/db/backend.js';
+import type { HotWrites, SqlBackend } from '../../src/db/backend.js';
 import { openDatabase } from '../../src/db/database.js';
 import { runMigrations } from '../../src/db/migrations/index.js';
 import { openPostgres } from '../../src/db/postgres/connection.js';
+import { createPostgresHotWrites } from '../../src/db/postgres/hot-writes.js';
+import { createSqliteHotWrites } from '../../src/db/sqlite/hot-writes.js';
+import { createWriteGroup } from '../../src/db/write-group.js';
 import { createTestDatabase, type TestBackend } from './postgres.js';
 
 export interface OpenedBackend {
   backend: SqlBackend;
+  /** The backend's grouped hot-path writes, with a fresh write group; `onWrite` counts groups. */
+  hotWrites(onWrite?: () => void): HotWrites;
   close(): Promise<void>;
 }
 
@@ -16,13 +21,14 @@ export async function openTestBackend(which: TestBackend, options: { migrateTo?:
   if (which.kind === 'sqlite') {
     const db = openDatabase({ filename: ':memory:', durability: 'normal' });
     await runMigrations(db.kysely, 'sqlite', options.migrateTo);
-    return { backend: db, close: () => db.close() };
+    return { backend: db, hotWrites: (onWrite) => createSqliteHotWrites(db, createWriteGroup(db.sqlite, onWrite ? { onWrite } : {})), close: () => db.close() };
   }
   const database = await createTestDatabase();
   const db = await openPostgres({ url: database.url, poolSize: options.poolSize ?? 4, startupDeadlineMs: 10_000 });
   await runMigrations(db.kysely, 'postgres', options.migrateTo);
   return {
     backend: db,
+    hotWrites: (onWrite) => createPostgresHotWrites(db, onWrite ? { onWrite } : {}),
     async close() {
       await db.close();
       await database.drop();

@@ -1,11 +1,11 @@
-// The chat store's grouped exchange writes (issue 18): one transaction per event-loop turn, each
-// write acknowledged after the commit, and a failing write failing alone.
-import path from 'node:path';
+// The chat store's grouped exchange writes (issue 18) on both backends (issue 25): one transaction
+// per event-loop turn, each write acknowledged after the commit, and a failing write failing alone.
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChatStore, type ExchangeWrite } from '../../src/core/chat/chat.store.js';
-import { type Db, migrate, openDatabase } from '../../src/db/database.js';
-import { createWriteGroup } from '../../src/db/write-group.js';
-import { tempDir } from '../helpers/app.js';
+import { isUniqueViolation } from '../../src/db/backend.js';
+import { testBackends } from '../helpers/postgres.js';
+import { type OpenedBackend, openTestBackend } from '../helpers/sql-backend.js';
 
 const NOW = '2026-11-25T00:00:00.000Z';
 
@@ -18,53 +18,72 @@ function exchange(sessionId: string, messageId: string, isNew = true): ExchangeW
       { id: messageId, session_id: sessionId, role: 'assistant', content: 'answer', tool_calls: null, tool_call_id: null, created_at: NOW },
     ],
     interaction: { workspace_id: 'wsp_1', session_id: sessionId, message_id: messageId, persona_id: 'per_1', ab_test_id: null, variant: null, channel_id: null, user_id: null, model: 'm', started_at: NOW, latency_ms: 1, ttft_ms: 1, prompt_tokens: 1, completion_tokens: 1, tool_calls: 0, error: null, metadata: null, new_session: isNew ? 1 : 0 },
+    tools: [{ name: 'search.query', isError: false }],
   };
 }
 
-describe('chat store: grouped exchange writes', () => {
-  let db: Db;
-  let writes = 0;
-  const count = (table: string) => db.sqlite.prepare(`SELECT count(*) FROM ${table}`).pluck().get() as number;
+describe.each(testBackends())('chat store on $kind: grouped exchange writes', (which) => {
+  let opened: OpenedBackend;
+  let groups = 0;
+  const scalar = async (query: ReturnType<typeof sql<{ n: unknown }>>) => (await query.execute(opened.backend.kysely)).rows[0]?.n;
+  const count = (table: string) => scalar(sql<{ n: number }>`SELECT count(*) AS n FROM ${sql.table(table)}`);
 
   beforeAll(async () => {
-    db = openDatabase({ filename: path.join(tempDir(), 'chat.db'), durability: 'normal' });
-    await migrate(db);
-    db.sqlite.prepare("INSERT INTO workspaces (id, name, created_at) VALUES ('wsp_1', 'w', ?)").run(NOW);
+    opened = await openTestBackend(which);
+    await opened.backend.kysely.insertInto('workspaces').values({ id: 'wsp_1', name: 'w', created_at: NOW }).execute();
   });
-  afterAll(async () => db?.close());
+  afterAll(() => opened?.close());
 
   it('writes the exchanges asked for in one turn in one transaction, and acknowledges each after the commit', async () => {
-    const store = createChatStore(db, createWriteGroup(db.sqlite, { onWrite: () => writes++ }));
-    const before = writes;
+    const store = createChatStore(opened.backend, opened.hotWrites(() => groups++).chat);
+    const before = groups;
     const saved = [store.saveExchange(exchange('ses_a', 'msg_a')), store.saveExchange(exchange('ses_b', 'msg_b')), store.saveExchange(exchange('ses_c', 'msg_c'))];
-    // Nothing is written (or acknowledged) before the group's turn comes.
-    expect(count('sessions')).toBe(0);
     expect(await Promise.all(saved)).toEqual([true, true, true]);
-    expect(writes - before).toBe(1); // one group
-    expect([count('sessions'), count('messages'), count('interactions')]).toEqual([3, 6, 3]);
+    expect(groups - before).toBe(1); // one group
+    expect([await count('sessions'), await count('messages'), await count('interactions'), await count('interaction_tools')]).toEqual([3, 6, 3, 3]);
+    // the messages of an exchange keep their order
+    const order = await opened.backend.kysely.selectFrom('messages').select('id').where('session_id', '=', 'ses_a').orderBy('seq').execute();
+    expect(order.map((m) => m.id)).toEqual(['msg_a_q', 'msg_a']);
   });
 
   it('fails a bad write alone: the rest of its group is stored', async () => {
-    const store = createChatStore(db, createWriteGroup(db.sqlite));
+    const store = createChatStore(opened.backend, opened.hotWrites().chat);
     const results = await Promise.allSettled([
       store.saveExchange(exchange('ses_d', 'msg_d')),
       store.saveExchange(exchange('ses_e', 'msg_a')), // message id taken: UNIQUE violation
       store.saveExchange(exchange('ses_f', 'msg_f')),
     ]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
-    expect(String((results[1] as PromiseRejectedResult).reason)).toMatch(/UNIQUE/);
-    const sessions = db.sqlite.prepare('SELECT id FROM sessions ORDER BY id').pluck().all();
-    expect(sessions).toEqual(['ses_a', 'ses_b', 'ses_c', 'ses_d', 'ses_f']);
+    expect(isUniqueViolation((results[1] as PromiseRejectedResult).reason)).toBe(true);
+    const sessions = await opened.backend.kysely.selectFrom('sessions').select('id').orderBy('id').execute();
+    expect(sessions.map((r) => r.id)).toEqual(['ses_a', 'ses_b', 'ses_c', 'ses_d', 'ses_f']);
     // Nothing of the failed exchange was kept: no half-written session, message or interaction.
-    expect(db.sqlite.prepare("SELECT count(*) FROM messages WHERE session_id = 'ses_e'").pluck().get()).toBe(0);
-    expect(db.sqlite.prepare("SELECT count(*) FROM interactions WHERE session_id = 'ses_e'").pluck().get()).toBe(0);
+    expect(await scalar(sql<{ n: number }>`SELECT count(*) AS n FROM messages WHERE session_id = 'ses_e'`)).toBe(0);
+    expect(await scalar(sql<{ n: number }>`SELECT count(*) AS n FROM interactions WHERE session_id = 'ses_e'`)).toBe(0);
   });
 
   it('answers false, writing nothing, for an existing session deleted meanwhile', async () => {
-    const store = createChatStore(db, createWriteGroup(db.sqlite));
+    const store = createChatStore(opened.backend, opened.hotWrites().chat);
     const results = await Promise.all([store.saveExchange(exchange('ses_gone', 'msg_g', false)), store.saveExchange(exchange('ses_a', 'msg_h', false))]);
     expect(results).toEqual([false, true]);
-    expect(db.sqlite.prepare("SELECT count(*) FROM messages WHERE id = 'msg_g'").pluck().get()).toBe(0);
-    expect(db.sqlite.prepare("SELECT message_count FROM sessions WHERE id = 'ses_a'").pluck().get()).toBe(4);
+    expect(await scalar(sql<{ n: number }>`SELECT count(*) AS n FROM messages WHERE id = 'msg_g'`)).toBe(0);
+    expect(await scalar(sql<{ n: number }>`SELECT message_count AS n FROM sessions WHERE id = 'ses_a'`)).toBe(4);
+    expect(await store.history('ses_a', 3)).toEqual([
+      { role: 'assistant', content: 'answer' },
+      { role: 'user', content: 'question' },
+      { role: 'assistant', content: 'answer' },
+    ]);
+  });
+
+  it('deletes a session of its own workspace only, keeping the numbers of its answers', async () => {
+    const store = createChatStore(opened.backend, opened.hotWrites().chat);
+    await opened.backend.kysely.insertInto('workspaces').values({ id: 'wsp_2', name: 'other', created_at: NOW }).execute();
+    expect(await store.deleteSession('wsp_2', 'ses_b')).toBe(false);
+    expect(await store.findSession('wsp_2', 'ses_b')).toBeUndefined();
+    expect((await store.findSession('wsp_1', 'ses_b'))?.id).toBe('ses_b');
+    expect(await store.deleteSession('wsp_1', 'ses_b')).toBe(true);
+    expect(await store.findSession('wsp_1', 'ses_b')).toBeUndefined();
+    expect(await scalar(sql<{ n: number }>`SELECT count(*) AS n FROM messages WHERE session_id = 'ses_b'`)).toBe(0);
+    expect(await scalar(sql<{ n: number }>`SELECT count(*) AS n FROM interactions WHERE message_id = 'msg_b' OR (session_id IS NULL AND latency_ms = 1)`)).toBe(1);
   });
 });

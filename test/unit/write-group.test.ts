@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChannelStore } from '../../src/business/channels/channels.store.js';
 import { createChatStore } from '../../src/core/chat/chat.store.js';
 import { type Db, migrate, openDatabase } from '../../src/db/database.js';
+import { createSqliteHotWrites } from '../../src/db/sqlite/hot-writes.js';
 import { createWriteGroup, type WriteGroup } from '../../src/db/write-group.js';
 import { tempDir } from '../helpers/app.js';
 
@@ -39,8 +40,9 @@ describe('write group', () => {
   const committed = (id: string) => reader.prepare('SELECT count(*) FROM workspaces WHERE id = ?').pluck().get(id) === 1;
 
   it('commits the channel inbox and the answer path of one turn together, settling each after the commit', async () => {
-    const channels = createChannelStore(db, writes);
-    const chat = createChatStore(db, writes);
+    const hot = createSqliteHotWrites(db, writes);
+    const channels = createChannelStore(db, hot.channels);
+    const chat = createChatStore(db, hot.chat);
     const before = groups;
     const stored = [
       channels.receive(inboxRow('ev-1')),

@@ -1,5 +1,4 @@
-import type { Db } from '../../db/database.js';
-import type { WriteGroup } from '../../db/write-group.js';
+import type { SqlBackend } from '../../db/backend.js';
 
 /** The session an OpenAI-compatible conversation continues, found by the hash of its turns (migration 012). */
 export interface ThreadKey {
@@ -10,26 +9,25 @@ export interface ThreadKey {
   historyHash: string;
 }
 
+/** Records (or moves to the latest session) the conversation that ends with an answer; grouped with the answer's writes. */
+export interface ThreadWrites {
+  save(key: ThreadKey, sessionId: string, now: string): Promise<void>;
+}
+
 /**
- * Every completion records its thread and every follow-up looks one up, so both are prepared
- * statements, and the record joins the context's write group (one commit per event-loop turn with
- * the exchange writes): built with Kysely and committed alone they cost ~50 µs a completion
- * (issue 18, profile of `POST /v1/chat/completions`).
+ * Every completion records its thread and every follow-up looks one up, so the lookup is a prepared
+ * read and the record joins the backend's grouped writes (one commit per event-loop turn with the
+ * exchange writes): built with Kysely and committed alone they cost ~50 µs a completion (issue 18,
+ * profile of `POST /v1/chat/completions`).
  */
-export function createOpenAiThreadStore({ sqlite }: Db, writes: WriteGroup) {
-  const findSession = sqlite
-    .prepare('SELECT session_id FROM openai_threads WHERE workspace_id = ? AND model = ? AND user_key = ? AND history_hash = ?')
-    .pluck();
-  const upsert = sqlite.prepare(
-    `INSERT INTO openai_threads (workspace_id, model, user_key, history_hash, session_id, created_at) VALUES (?, ?, ?, ?, ?, ?)
-     ON CONFLICT (workspace_id, model, user_key, history_hash) DO UPDATE SET session_id = excluded.session_id, created_at = excluded.created_at`,
+export function createOpenAiThreadStore(db: SqlBackend, writes: ThreadWrites) {
+  const findSession = db.prepare<{ session_id: string }>(
+    'SELECT session_id FROM openai_threads WHERE workspace_id = ? AND model = ? AND user_key = ? AND history_hash = ?',
   );
   return {
     find: async (key: ThreadKey): Promise<string | undefined> =>
-      findSession.get(key.workspaceId, key.model, key.userKey, key.historyHash) as string | undefined,
-    /** Records (or moves to the latest session) the conversation that ends with an answer. */
-    save: (key: ThreadKey, sessionId: string, now: string): Promise<void> =>
-      writes.run(() => void upsert.run(key.workspaceId, key.model, key.userKey, key.historyHash, sessionId, now)),
+      (await findSession.first(key.workspaceId, key.model, key.userKey, key.historyHash))?.session_id,
+    save: writes.save,
   };
 }
 
