@@ -9,6 +9,7 @@ import { createChatService } from './core/chat/chat.service.js';
 import { createChatStore } from './core/chat/chat.store.js';
 import { createWriteGroup } from './db/write-group.js';
 import { createSqliteHotWrites } from './db/sqlite/hot-writes.js';
+import { createSqliteKnowledge } from './db/sqlite/knowledge.js';
 import { createSessionService } from './core/chat/sessions.service.js';
 import { createOpenAiService } from './core/openai-compat/openai.service.js';
 import { createOpenAiThreadStore } from './core/openai-compat/openai.store.js';
@@ -171,9 +172,10 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   personas.guardDeletion((workspaceId, personaId) => abTests.personaInUse(workspaceId, personaId));
   const idempotency = createIdempotencyService({ db: db.kysely, cipher, clock });
 
+  const knowledgeDialect = createSqliteKnowledge(db, { keywordBudget: config.search.keywordBudget, cacheBytes: config.search.vectorCacheBytes, ...overrides.index });
   let vectors;
   try {
-    vectors = createVectorState(db, embedder, { keywordBudget: config.search.keywordBudget, cacheBytes: config.search.vectorCacheBytes, ...overrides.index });
+    vectors = await createVectorState(db, knowledgeDialect, embedder);
   } catch (err) {
     await db.close();
     throw err;
@@ -184,7 +186,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     timeoutMs: URL_FETCH_TIMEOUT_MS,
     ...overrides.fetch,
   };
-  const knowledgeStore = createKnowledgeStore(db);
+  const knowledgeStore = createKnowledgeStore(db, knowledgeDialect);
   // Ingestion and search threads run the built-in offline embedder themselves; a replaced embedder
   // (a test's) or a remote model keeps that work on the main thread.
   const threadedEmbedder = overrides.embedder === undefined && config.embeddings.provider === 'hashed';
@@ -311,7 +313,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
           await hub.close();
           // An interrupted job stays `processing` and is resumed at the next start.
           await queue.close();
-          writer.close();
+          await writer.close();
           await pool?.close();
           await searchPool?.close();
           await walCheckpointer?.close();

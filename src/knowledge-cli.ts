@@ -6,6 +6,7 @@ import { DEFAULT_WORKSPACE } from './core/auth/auth.service.js';
 import { detectKind } from './core/knowledge/extract.js';
 import type { KnowledgeSource } from './core/knowledge/knowledge.schemas.js';
 import { reindexKnowledge } from './core/knowledge/reindex.js';
+import { createSqliteKnowledge } from './db/sqlite/knowledge.js';
 import { migrate, openDatabase } from './db/database.js';
 import { AppError } from './errors.js';
 
@@ -168,7 +169,7 @@ export async function runReindex(config: Config, json: boolean, io: KnowledgeCli
     await migrate(db);
     const embedder = await configuredEmbedder(config);
     const show = progressPrinter(io);
-    const result = await reindexKnowledge(db, embedder, (done, total) => show(done, total, 'chunks re-embedded'));
+    const result = await reindexKnowledge(db, createSqliteKnowledge(db), embedder, (done, total) => show(done, total, 'chunks re-embedded'));
     const seconds = (Date.now() - started) / 1000;
     if (json) io.stdout(`${JSON.stringify({ ...result, embedder: `${embedder.provider}:${embedder.model}`, seconds })}\n`);
     else io.stdout(`Re-embedded ${result.chunks} chunks with ${embedder.provider}:${embedder.model} (${result.dimension ?? '?'} dimensions) in ${seconds.toFixed(1)} s.\n`);

@@ -83,7 +83,8 @@ export function createChunkWriter(
   }
 
   function schedule() {
-    if (timer !== null || queue.length === 0) return;
+    // After close() the queue is close()'s to write.
+    if (closed || timer !== null || writing !== null || queue.length === 0) return;
     onWrite();
     if (queuedChunks >= options.maxChunks || !busy()) timer = { kind: 'now', handle: setImmediate(flush) };
     else timer = { kind: 'linger', handle: setTimeout(flush, options.lingerMs) };
@@ -110,25 +111,31 @@ export function createChunkWriter(
     return batch;
   }
 
-  function writeBatch(batch: Pending[]) {
+  async function writeBatch(batch: Pending[]): Promise<void> {
     try {
-      const written = store.writeSources(batch[0]!.index, batch.map((p) => p.write));
+      const written = await store.writeSources(batch[0]!.index, batch.map((p) => p.write));
       batch.forEach((p, i) => p.resolve(written[i]!));
     } catch (err) {
       if (batch.length === 1) return batch[0]!.reject(err);
       logger.warn({ err, sources: batch.length }, 'knowledge batch write failed; writing its sources one by one');
-      for (const p of batch) writeBatch([p]);
+      for (const p of batch) await writeBatch([p]);
     }
   }
+
+  /** The batch being written: one at a time, so sources commit in the order they were queued. */
+  let writing: Promise<void> | null = null;
 
   function flush() {
     timer = null;
     const batch = take();
-    if (batch.length > 0) {
-      writeBatch(batch);
+    if (batch.length === 0) return schedule();
+    writing = (async () => {
+      await writeBatch(batch);
       mergeLater(batch[0]!.index);
-    }
-    schedule();
+    })().finally(() => {
+      writing = null;
+      schedule();
+    });
   }
 
   return {
@@ -151,11 +158,12 @@ export function createChunkWriter(
       if (!closed && queue.length === 0) mergeLater(index);
     },
     /** Writes what is queued, now (shutdown); later writes are refused. */
-    close() {
+    async close() {
       closed = true;
       cancel();
       stopMerge();
-      while (queue.length > 0) writeBatch(take());
+      await writing;
+      while (queue.length > 0) await writeBatch(take());
     },
   };
 }

@@ -106,7 +106,7 @@ export function createIngestor(deps: IngestDeps) {
       const nameFromTitle = source.kind === 'url' && source.name === urlName(source.url ?? '');
       const { name, chunks, vectors: vectorsOf, codes } = await prepare({ kind, data, name: source.name, nameFromTitle, chunking: deps.chunking }, signal);
       signal?.throwIfAborted();
-      const index = vectors.indexFor(vectorsOf[0]!.length);
+      const index = await vectors.indexFor(vectorsOf[0]!.length);
       const written = await writer.write(index, {
         source: {
           id: source.id,
@@ -127,7 +127,7 @@ export function createIngestor(deps: IngestDeps) {
       if (signal?.aborted) throw err;
       const message = describeFailure(err);
       if (message === null) logger.error({ err, sourceId }, 'knowledge processing failed');
-      store.markFailed(sourceId, generation, message ?? 'Processing failed unexpectedly; see the server log.', now());
+      await store.markFailed(sourceId, generation, message ?? 'Processing failed unexpectedly; see the server log.', now());
     }
   }
 

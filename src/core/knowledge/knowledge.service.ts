@@ -208,7 +208,7 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
       // Chunks carry the old persona scope until re-processing rewrites them: drop them now, or a
       // queued (large or URL) source stays visible to personas it no longer belongs to meanwhile.
       if (input.personaId !== undefined && input.personaId !== existing.persona_id) {
-        store.dropChunks(id);
+        await store.dropChunks(id);
         patch.chunk_count = 0;
       }
       if (input.metadata !== undefined) patch.metadata = JSON.stringify(input.metadata);
@@ -266,7 +266,7 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
       let resumed = 0;
       for (const { id, workspace_id, generation, attempts } of await store.unfinished()) {
         if (attempts + 1 >= MAX_ATTEMPTS) {
-          store.markFailed(id, generation, `Processing was interrupted ${attempts + 1} times; send the content again to retry.`, clock.now().toISOString());
+          await store.markFailed(id, generation, `Processing was interrupted ${attempts + 1} times; send the content again to retry.`, clock.now().toISOString());
           continue;
         }
         await store.update(workspace_id, id, { attempts: attempts + 1 });

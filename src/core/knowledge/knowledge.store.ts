@@ -1,9 +1,10 @@
-import type { Db } from '../../db/database.js';
+import type { SqlBackend } from '../../db/backend.js';
 import type { KnowledgeSourceRow, SourceStatus } from '../../db/schema.js';
 import { ValidationError } from '../../errors.js';
 import { type PageRequest, paginate, type Page } from '../../lib/pagination.js';
 import type { Chunk } from './chunk.js';
-import { blobFromVector, type IndexedChunk, type SearchIndex } from './search-index.js';
+import type { KnowledgeDialect } from './knowledge-dialect.js';
+import type { SearchIndex } from './search-index.js';
 
 export interface ChunkWrite extends Chunk {
   id: string;
@@ -50,88 +51,30 @@ function decodePositionCursor(cursor: string): number {
   return n;
 }
 
-export function createKnowledgeStore(db: Db) {
+/**
+ * Knowledge sources and chunks: portable reads here; the writes that share a transaction with the
+ * search index come from the backend's knowledge dialect (knowledge-dialect.ts).
+ */
+export function createKnowledgeStore(db: SqlBackend, dialect: KnowledgeDialect) {
   const k = db.kysely;
-  const sqlite = db.sqlite;
-  const insertChunk = sqlite.prepare(`
-    INSERT INTO knowledge_chunks (id, workspace_id, source_id, scope, position, text, heading_path, tokens, embedding)
-    VALUES (@id, @workspaceId, @sourceId, @scope, @position, @text, @headingPath, @tokens, @embedding)`);
-  const deleteChunks = sqlite.prepare('DELETE FROM knowledge_chunks WHERE source_id = ?');
-  // Every upload inserts its source, its job reads it back and the response reads its state: three
-  // statements a source, prepared (Kysely built each per call), and the response's without the
-  // stored bytes (a 15 KiB upload read back only to be dropped). Issue 18: ingestion throughput.
-  const insertSource = sqlite.prepare(`
-    INSERT INTO knowledge_sources (id, workspace_id, persona_id, name, kind, status, error, bytes, chunk_count, metadata, url, filename, media_type, content, generation, attempts, created_at, updated_at)
-    VALUES (@id, @workspace_id, @persona_id, @name, @kind, @status, @error, @bytes, @chunk_count, @metadata, @url, @filename, @media_type, @content, @generation, @attempts, @created_at, @updated_at)`);
-  const sourceForJob = sqlite.prepare('SELECT * FROM knowledge_sources WHERE id = ?');
-  const sourceSummary = sqlite.prepare(
+  // Every upload's job reads its source back and the response reads its state: prepared, and the
+  // response's without the stored bytes (a 15 KiB upload read back only to be dropped). Issue 18.
+  const sourceForJob = db.prepare<KnowledgeSourceRow>('SELECT * FROM knowledge_sources WHERE id = ?');
+  const sourceSummary = db.prepare<SourceSummaryRow>(
     'SELECT id, workspace_id, persona_id, name, kind, status, error, bytes, chunk_count, metadata, created_at, updated_at FROM knowledge_sources WHERE workspace_id = ? AND id = ?',
   );
-  const generationOf = sqlite.prepare('SELECT generation FROM knowledge_sources WHERE id = ?').pluck();
-  const markReady = sqlite.prepare(`
-    UPDATE knowledge_sources SET status = 'ready', error = NULL, chunk_count = @count, bytes = @bytes, name = @name,
-      content = COALESCE(@content, content), updated_at = @now
-    WHERE id = @id AND generation = @generation`);
-  const markFailedStmt = sqlite.prepare(
-    `UPDATE knowledge_sources SET status = 'failed', error = @error, chunk_count = 0, updated_at = @now WHERE id = @id`,
-  );
-  const hitRows = sqlite.prepare(`
-    SELECT c.rowid AS rowid, c.id AS id, c.source_id AS source_id, c.text AS text, c.position AS position,
-      s.name AS source_name, s.metadata AS metadata
-    FROM knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id
-    WHERE c.rowid IN (SELECT value FROM json_each(?)) AND c.workspace_id = ?`);
-
-  /**
-   * Swaps the chunks of several sources for new ones and marks them ready, in one transaction (the
-   * ingestion writer's batch): one commit, and one FTS5 segment, for them all. Each source is written
-   * only if its generation is still current (not changed or deleted since); the result says which were. Writes go in phases (sources and old chunks, chunk rows,
-   * then the index: codes, and FTS5 last, see `SearchIndex.add`) so no other statement runs between
-   * FTS5 inserts. A search never sees part of a source: it runs between transactions.
-   */
-  function writeSources(index: SearchIndex, writes: SourceWrite[]): boolean[] {
-    return sqlite.transaction(() => {
-      // The same source twice in a batch: the later write wins, or both would insert their chunks.
-      const last = new Map(writes.map((w, i) => [w.source.id, i]));
-      const current = writes.map(({ source, chunks, now }, i) => {
-        if (last.get(source.id) !== i || generationOf.get(source.id) !== source.generation) return false;
-        deleteChunks.run(source.id);
-        markReady.run({ id: source.id, generation: source.generation, count: chunks.length, bytes: source.bytes, name: source.name, content: source.content, now });
-        return true;
-      });
-      const indexed: IndexedChunk[] = [];
-      writes.forEach(({ source, chunks, title }, w) => {
-        if (!current[w]) return;
-        for (const c of chunks) {
-          const { lastInsertRowid } = insertChunk.run({
-            id: c.id,
-            workspaceId: source.workspaceId,
-            sourceId: source.id,
-            scope: source.scope,
-            position: c.position,
-            text: c.text,
-            headingPath: JSON.stringify(c.headingPath),
-            tokens: c.tokens,
-            embedding: blobFromVector(c.vector),
-          });
-          indexed.push({ rowid: Number(lastInsertRowid), workspaceId: source.workspaceId, sourceId: source.id, scope: source.scope, title: title(c), text: c.text, vector: c.vector, code: c.code });
-        }
-      });
-      index.add(indexed);
-      return current;
-    })();
-  }
 
   return {
-    insert: async (row: KnowledgeSourceRow): Promise<void> => void insertSource.run(row),
+    insert: (row: KnowledgeSourceRow): Promise<void> => dialect.insertSource(row),
 
     find: (workspaceId: string, id: string) =>
       k.selectFrom('knowledge_sources').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
 
     /** A source as the API shows it (no stored bytes, url, generation). */
-    summary: async (workspaceId: string, id: string): Promise<SourceSummaryRow | undefined> => sourceSummary.get(workspaceId, id) as SourceSummaryRow | undefined,
+    summary: (workspaceId: string, id: string): Promise<SourceSummaryRow | undefined> => sourceSummary.first(workspaceId, id),
 
     /** Any workspace's source: for the job runner, which got the id from a trusted place. */
-    findForJob: async (id: string): Promise<KnowledgeSourceRow | undefined> => sourceForJob.get(id) as KnowledgeSourceRow | undefined,
+    findForJob: (id: string): Promise<KnowledgeSourceRow | undefined> => sourceForJob.first(id),
 
     list(workspaceId: string, page: PageRequest, filters: { personaId?: string | undefined; status?: SourceStatus | undefined }) {
       let q = k
@@ -147,7 +90,7 @@ export function createKnowledgeStore(db: Db) {
       k.updateTable('knowledge_sources').set(patch).where('workspace_id', '=', workspaceId).where('id', '=', id).execute(),
 
     /** Drops a source's chunks (and through triggers their index rows) without touching the source. */
-    dropChunks: (sourceId: string) => void deleteChunks.run(sourceId),
+    dropChunks: (sourceId: string): Promise<void> => dialect.dropChunks(sourceId),
 
     async delete(workspaceId: string, id: string): Promise<boolean> {
       const r = await k.deleteFrom('knowledge_sources').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
@@ -179,22 +122,15 @@ export function createKnowledgeStore(db: Db) {
     },
 
     /** Chunk rows of search hits with their source's name and metadata, only from this workspace. */
-    hits: (workspaceId: string, rowids: number[]) => hitRows.all(JSON.stringify(rowids), workspaceId) as ChunkHitRow[],
+    hits: (workspaceId: string, rowids: number[]): Promise<ChunkHitRow[]> => dialect.hits(workspaceId, rowids),
 
-    writeSources,
+    writeSources: (index: SearchIndex, writes: SourceWrite[]): Promise<boolean[]> => dialect.writeSources(index, writes),
 
     /**
      * Marks a source failed, unless it changed since `generation`, and drops its chunks: a failed
      * source is not searchable, not even with the text of an earlier version.
      */
-    markFailed(id: string, generation: number, error: string, now: string): boolean {
-      return sqlite.transaction(() => {
-        if (generationOf.get(id) !== generation) return false;
-        deleteChunks.run(id);
-        markFailedStmt.run({ id, error, now });
-        return true;
-      })();
-    },
+    markFailed: (id: string, generation: number, error: string, now: string): Promise<boolean> => dialect.markFailed(id, generation, error, now),
   };
 }
 

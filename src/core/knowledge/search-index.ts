@@ -39,26 +39,35 @@ export interface Hit {
 }
 
 /**
- * Keyword and vector search over chunks. Every query filters by workspace (and persona scope, and
- * sources) inside the query itself, so another workspace's rows can never crowd out or leak into
- * the results. Deleting a chunk row removes its index rows (triggers).
+ * Keyword and vector search over chunks, on either backend. Every query filters by workspace (and
+ * persona scope, and sources) inside the query itself, so another workspace's rows can never crowd
+ * out or leak into the results. Chunks are added by the backend's knowledge writes, in the
+ * transaction that inserts their rows (knowledge-dialect.ts); deleting a chunk row removes its
+ * index rows.
  */
 export interface SearchIndex {
   readonly dimension: number;
-  /** Indexes chunks whose rows were just inserted; call inside the inserting transaction. */
-  add(chunks: IndexedChunk[]): void;
   /** BM25 over title and body, best first. */
-  keyword(filter: SearchFilter, text: string, k: number): Hit[];
+  keyword(filter: SearchFilter, text: string, k: number): Hit[] | Promise<Hit[]>;
   /** Cosine similarity, best first. */
-  vector(filter: SearchFilter, vector: Float32Array, k: number): Hit[];
+  vector(filter: SearchFilter, vector: Float32Array, k: number): Hit[] | Promise<Hit[]>;
   /**
    * One step of merging the keyword index into a single segment (FTS5 'merge', about `pages` pages
    * written, one statement): true when it did work, so another step may be due. `first` starts a
-   * merge of every segment; the later steps carry that merge on.
+   * merge of every segment; the later steps carry that merge on. An index without segments
+   * (PostgreSQL's) answers false.
    */
   mergeStep(first: boolean, pages: number): boolean;
   /** The keyword index's size in pages (~4 KB each), counted up to `upTo`. */
   keywordPages(upTo: number): number;
+}
+
+/** SQLite's index: synchronous, and chunks are added inside the inserting transaction. */
+export interface SqliteSearchIndex extends SearchIndex {
+  /** Indexes chunks whose rows were just inserted; call inside the inserting transaction. */
+  add(chunks: IndexedChunk[]): void;
+  keyword(filter: SearchFilter, text: string, k: number): Hit[];
+  vector(filter: SearchFilter, vector: Float32Array, k: number): Hit[];
 }
 
 export interface SqliteSearchIndexOptions {
@@ -196,7 +205,7 @@ export function openSqliteSearchIndex(
   sqlite: SqliteDatabase.Database,
   dimension: number,
   options: SqliteSearchIndexOptions = {},
-): SearchIndex {
+): SqliteSearchIndex {
   const opts = { ...DEFAULT_INDEX_OPTIONS, ...options };
   const coder: BinaryCoder = createBinaryCoder(dimension);
   const insertFts = sqlite.prepare('INSERT INTO knowledge_fts (rowid, title, body) VALUES (?, ?, ?)');

@@ -19,7 +19,7 @@ export interface ResolvedSearch {
 export interface SearchRunDeps {
   index: SearchIndex | null;
   embedder: Pick<Embedder, 'embed'>;
-  hits: (workspaceId: string, rowids: number[]) => ChunkHitRow[];
+  hits: (workspaceId: string, rowids: number[]) => Promise<ChunkHitRow[]>;
   fusion: FusionOptions;
 }
 
@@ -28,14 +28,14 @@ export async function runSearch(deps: SearchRunDeps, filter: SearchFilter, input
   const depth = Math.max(input.limit, fusion.depth);
   let keywordHits: Hit[] = [];
   let vectorHits: Hit[] = [];
-  if (input.mode !== 'vector' && index) keywordHits = index.keyword(filter, input.q, input.mode === 'keyword' ? input.limit : depth);
+  if (input.mode !== 'vector' && index) keywordHits = await index.keyword(filter, input.q, input.mode === 'keyword' ? input.limit : depth);
   if (input.mode !== 'keyword' && index) {
     const [queryVector] = await embedder.embed([input.q]);
     // A query of stop words only embeds to zero: every chunk would tie at 0, so none is a hit; nor is one pointing away.
-    vectorHits = index.vector(filter, queryVector!, input.mode === 'vector' ? input.limit : depth).filter((h) => h.score > 0);
+    vectorHits = (await index.vector(filter, queryVector!, input.mode === 'vector' ? input.limit : depth)).filter((h) => h.score > 0);
   }
   const ranked = input.mode === 'keyword' ? keywordHits : input.mode === 'vector' ? vectorHits : fuse(keywordHits, vectorHits, fusion).slice(0, input.limit);
-  const rows = new Map(deps.hits(filter.workspaceId, ranked.map((h) => h.rowid)).map((r) => [r.rowid, r]));
+  const rows = new Map((await deps.hits(filter.workspaceId, ranked.map((h) => h.rowid))).map((r) => [r.rowid, r]));
   const data = ranked.flatMap((hit) => {
     const row = rows.get(hit.rowid);
     if (!row) return [];

@@ -7,20 +7,20 @@
  */
 import { workerData } from 'node:worker_threads';
 import { openDatabase } from '../../db/database.js';
+import { createSqliteKnowledge } from '../../db/sqlite/knowledge.js';
 import { serveRequests } from '../../lib/worker-pool.js';
 import { createHashedEmbedder } from '../../llm/hashed-embedder.js';
-import { createKnowledgeStore } from './knowledge.store.js';
 import { openSqliteSearchIndex } from './search-index.js';
 import type { SearchRequest, SearchThreadOptions } from './search-pool.js';
 import { runSearch } from './search-run.js';
 
 const options = workerData as SearchThreadOptions;
 const db = openDatabase({ filename: options.filename, durability: options.durability });
-const store = createKnowledgeStore(db);
+const knowledge = createSqliteKnowledge(db, options.index);
 const deps = {
   index: openSqliteSearchIndex(db.sqlite, options.dimension, options.index),
   embedder: createHashedEmbedder(options.dimension),
-  hits: store.hits,
+  hits: knowledge.hits,
   fusion: options.fusion,
 };
 

@@ -1,6 +1,7 @@
-import type { Db } from '../../db/database.js';
+import type { SqlBackend } from '../../db/backend.js';
 import { type Embedder, embedderId } from '../../llm/embedder.js';
-import { openSqliteSearchIndex, resetVectorTable, type SearchIndex, type SqliteSearchIndexOptions } from './search-index.js';
+import type { KnowledgeDialect } from './knowledge-dialect.js';
+import type { SearchIndex } from './search-index.js';
 
 /** Thrown at start-up when stored vectors came from another embedder than the configured one. */
 export class EmbedderMismatchError extends Error {}
@@ -14,33 +15,32 @@ export interface VectorState {
   /** The open index, or null while no dimension is known (nothing has been embedded yet). */
   index(): SearchIndex | null;
   /** The index for vectors of this dimension, created (and the embedder recorded) if need be. */
-  indexFor(dimension: number): SearchIndex;
+  indexFor(dimension: number): Promise<SearchIndex>;
   /** Drops every indexed row and opens an empty index of `dimension` (reindex); records nothing. */
-  reset(dimension: number): SearchIndex;
+  reset(dimension: number): Promise<SearchIndex>;
   /** Records the configured embedder as the one the stored vectors came from. */
-  record(dimension: number): void;
+  record(dimension: number): Promise<void>;
 }
 
-export function createVectorState(
-  db: Db,
+export async function createVectorState(
+  db: SqlBackend,
+  knowledge: KnowledgeDialect,
   embedder: Embedder,
-  options: SqliteSearchIndexOptions = {},
   /** `reindex` opens the state precisely to fix a mismatch. */
   { allowMismatch = false } = {},
-): VectorState {
-  const getSetting = db.sqlite.prepare('SELECT value FROM settings WHERE key = ?').pluck();
-  const setSetting = db.sqlite.prepare(
-    'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
-  );
+): Promise<VectorState> {
+  const k = db.kysely;
+  const setting = async (key: string) => (await k.selectFrom('settings').select('value').where('key', '=', key).executeTakeFirst())?.value;
   const id = embedderId(embedder);
-  const record = (dimension: number) => {
-    setSetting.run('embedder', id);
-    setSetting.run('dimension', String(dimension));
+  const record = async (dimension: number) => {
+    for (const [key, value] of [['embedder', id], ['dimension', String(dimension)]] as const) {
+      await k.insertInto('settings').values({ key, value }).onConflict((oc) => oc.column('key').doUpdateSet({ value })).execute();
+    }
   };
 
-  const recordedId = getSetting.get('embedder') as string | undefined;
-  const recordedDim = Number(getSetting.get('dimension') ?? NaN);
-  const chunks = db.sqlite.prepare('SELECT count(*) FROM knowledge_chunks').pluck().get() as number;
+  const recordedId = await setting('embedder');
+  const recordedDim = Number((await setting('dimension')) ?? NaN);
+  const { chunks } = await k.selectFrom('knowledge_chunks').select((eb) => eb.fn.countAll<number>().as('chunks')).executeTakeFirstOrThrow();
   const mismatch = recordedId !== undefined && recordedId !== id && chunks > 0;
   if (mismatch && !allowMismatch) {
     throw new EmbedderMismatchError(
@@ -49,31 +49,36 @@ export function createVectorState(
     );
   }
   let current: SearchIndex | null = null;
+  let opening: Promise<SearchIndex> | null = null;
   const known = recordedId === id && Number.isInteger(recordedDim) ? recordedDim : embedder.dimension();
   if (known !== null && !mismatch) {
-    current = openSqliteSearchIndex(db.sqlite, known, options);
-    record(known);
+    current = await knowledge.openIndex(known);
+    await record(known);
   }
 
   return {
     index: () => current,
-    indexFor(dimension) {
+    async indexFor(dimension) {
+      if (current === null && opening !== null) await opening; // two first answers at once open it once
       if (current?.dimension === dimension) return current;
       if (current !== null) {
         throw new EmbedderMismatchError(
           `The embedder answered vectors of ${dimension} dimensions; the index holds ${current.dimension}. Run \`switchboard reindex\`.`,
         );
       }
-      current = openSqliteSearchIndex(db.sqlite, dimension, options);
-      record(dimension);
-      return current;
-    },
-    reset(dimension) {
-      db.sqlite.transaction(() => {
-        db.sqlite.exec(`INSERT INTO knowledge_fts (knowledge_fts) VALUES ('delete-all')`);
-        resetVectorTable(db.sqlite, dimension);
+      opening = (async () => {
+        const index = await knowledge.openIndex(dimension);
+        await record(dimension);
+        return (current = index);
       })();
-      current = openSqliteSearchIndex(db.sqlite, dimension, options);
+      try {
+        return await opening;
+      } finally {
+        opening = null;
+      }
+    },
+    async reset(dimension) {
+      current = await knowledge.resetIndex(dimension);
       return current;
     },
     record,
