@@ -121,9 +121,9 @@ export function ftsQuery(text: string): string | null {
  * the index has grown by a tenth (largest rowid; counts from a smaller index would keep too many
  * terms) or for at most five minutes (deletions).
  */
-const TERM_COUNT_TTL_MS = 5 * 60_000;
-const TERM_COUNT_GROWTH = 1.1;
-const TERM_COUNT_CACHE_SIZE = 50_000;
+export const TERM_COUNT_TTL_MS = 5 * 60_000;
+export const TERM_COUNT_GROWTH = 1.1;
+export const TERM_COUNT_CACHE_SIZE = 50_000;
 
 function vectorTableSql(bits: number): string {
   return `CREATE VIRTUAL TABLE knowledge_vec USING vec0(
@@ -153,15 +153,15 @@ export function bumpVectorEpochs(sqlite: SqliteDatabase.Database): void {
 }
 
 /** The settings key recording which coder wrote the stored codes: they are only comparable under the same one. */
-const CODES_SETTING = 'vector_codes';
-const codesSignature = (dimension: number, bits: number) => `${dimension}d:${bits}b`;
+export const CODES_SETTING = 'vector_codes';
+export const codesSignature = (dimension: number, bits: number) => `${dimension}d:${bits}b`;
 
 /**
  * Four running sums instead of one: the additions no longer wait on each other, ~35 % faster for the
  * exact rescoring of a search's candidates (200 × 384 dimensions: ~95 → ~63 µs). The sum order
  * differs from a single loop's only in the last bits.
  */
-function dot(a: Float32Array, b: Float32Array): number {
+export function dot(a: Float32Array, b: Float32Array): number {
   let s0 = 0;
   let s1 = 0;
   let s2 = 0;

@@ -59,7 +59,7 @@ interface WorkspaceCodes {
 
 const ROW_OVERHEAD_BYTES = 32;
 
-interface CodeRow {
+export interface CodeRow {
   rowid: number;
   scope: string;
   source_id: string;
@@ -67,23 +67,26 @@ interface CodeRow {
   embedding?: Buffer;
 }
 
-/** `dimension`: also hold the float32 vectors (see above); without it, codes only. */
-export function createVectorCache(sqlite: SqliteDatabase.Database, bits: number, maxBytes: number, dimension?: number): VectorCache {
+/** A workspace's state as the database holds it: its epoch and how many rows it has. */
+export interface WorkspaceVersion {
+  epoch: number;
+  /** Rows of the workspace; asked for only when it is not held yet (to know whether it fits). */
+  count: () => number | Promise<number>;
+}
+
+/**
+ * The memory side of the cache, shared by both backends' loaders: which workspaces are held, the
+ * budget, and the Hamming selection. A loader brings a workspace up to date in one snapshot of its
+ * database (`refresh`), then asks for the nearest rows.
+ */
+export function createCodeHolder(bits: number, maxBytes: number, dimension?: number) {
   const held = new Map<string, WorkspaceCodes>(); // insertion order = least recently searched first
-  const epochOf = sqlite.prepare('SELECT epoch FROM knowledge_vector_epochs WHERE workspace_id = ?').pluck();
-  const countOf = sqlite.prepare('SELECT count(*) FROM knowledge_chunk_keys WHERE workspace_id = ?').pluck();
   const withVectors = dimension !== undefined && dimension > 0;
-  const rowsAfter = sqlite.prepare(`
-    SELECT k.rowid AS rowid, k.scope AS scope, k.source_id AS source_id, c.code AS code${withVectors ? ', e.embedding AS embedding' : ''}
-    FROM knowledge_chunk_keys k JOIN knowledge_codes c ON c.rowid = k.rowid
-    ${withVectors ? 'JOIN knowledge_chunks e ON e.rowid = k.rowid' : ''}
-    WHERE k.workspace_id = ? AND k.rowid > ? ORDER BY k.rowid`);
   const bytesPerRow = bits / 8 + ROW_OVERHEAD_BYTES;
   const dim = withVectors ? dimension : 0;
   /** Codes and vectors of a workspace beyond this: its vectors are dropped. */
   const maxWithVectors = maxBytes / 2;
   let total = 0;
-
   const fresh = (epoch: number): WorkspaceCodes => ({
     epoch,
     lastRowid: 0,
@@ -143,21 +146,51 @@ export function createVectorCache(sqlite: SqliteDatabase.Database, bits: number,
     held.delete(workspaceId);
   }
 
-  /** The workspace's codes as of now, or null when they would not fit the budget. */
-  const current = sqlite.transaction((workspaceId: string): WorkspaceCodes | null => {
-    const epoch = (epochOf.get(workspaceId) as number | undefined) ?? 0;
+  return {
+    withVectors,
+    bytes: () => total,
+    /** The rowid after which the workspace's rows must be read (0: all), or null when it would not fit. */
+    async refresh(workspaceId: string, version: WorkspaceVersion, rowsAfter: (lastRowid: number) => CodeRow[] | Promise<CodeRow[]>): Promise<WorkspaceCodes | null> {
+      return refreshWith(workspaceId, version.epoch, version.count, rowsAfter);
+    },
+    /** As `refresh`, for a loader that reads synchronously (SQLite, inside one read transaction). */
+    refreshNow(workspaceId: string, epoch: number, count: () => number, rowsAfter: (lastRowid: number) => CodeRow[]): WorkspaceCodes | null {
+      let ws = held.get(workspaceId);
+      if (ws && ws.epoch !== epoch) {
+        drop(workspaceId);
+        ws = undefined;
+      }
+      if (!ws) {
+        if (count() * bytesPerRow > maxBytes) return null;
+        ws = fresh(epoch);
+      }
+      return settle(workspaceId, ws, rowsAfter(ws.lastRowid));
+    },
+    nearest: (ws: WorkspaceCodes, filter: SearchFilter, query: Uint8Array, count: number) => nearestIn(ws, dim, filter, query, count),
+  };
+
+  async function refreshWith(workspaceId: string, epoch: number, count: () => number | Promise<number>, rowsAfter: (lastRowid: number) => CodeRow[] | Promise<CodeRow[]>) {
     let ws = held.get(workspaceId);
     if (ws && ws.epoch !== epoch) {
       drop(workspaceId);
       ws = undefined;
     }
     if (!ws) {
-      if ((countOf.get(workspaceId) as number) * bytesPerRow > maxBytes) return null;
+      if ((await count()) * bytesPerRow > maxBytes) return null;
       ws = fresh(epoch);
     }
+    const from = ws.lastRowid;
+    const rows = await rowsAfter(from);
+    // Another search of the same workspace may have refreshed it meanwhile: add only what it lacks.
+    const current = held.get(workspaceId) ?? ws;
+    if (current.epoch !== epoch) return null;
+    return settle(workspaceId, current, rows.filter((r) => r.rowid > current.lastRowid));
+  }
+
+  function settle(workspaceId: string, ws: WorkspaceCodes, rows: CodeRow[]): WorkspaceCodes | null {
     held.delete(workspaceId);
     held.set(workspaceId, ws); // most recently searched last
-    append(ws, rowsAfter.all(workspaceId, ws.lastRowid) as CodeRow[]);
+    append(ws, rows);
     if (ws.bytes > maxBytes) {
       drop(workspaceId);
       return null;
@@ -167,72 +200,100 @@ export function createVectorCache(sqlite: SqliteDatabase.Database, bits: number,
       drop(id);
     }
     return ws;
-  });
+  }
+}
 
+/** Up to `count` rowids of the workspace the filter may see, nearest to `query` by Hamming distance (ties in insertion order). */
+function nearestIn(ws: WorkspaceCodes, dim: number, filter: SearchFilter, query: Uint8Array, count: number): Candidates {
+  const n = ws.rowids.length;
+  if (n === 0 || count <= 0) return { rowids: [], vectors: ws.vectors && [] };
+
+  // Which rows the filter may see: the shared scope and the persona's; the listed sources.
+  let allowedScope: ((s: number) => boolean) | null = null;
+  if (filter.personaId !== undefined) {
+    const shared = ws.scopes.get(SHARED_SCOPE) ?? -1;
+    const persona = ws.scopes.get(filter.personaId) ?? -1;
+    allowedScope = (s) => s === shared || s === persona;
+  }
+  let allowedSource: Uint8Array | null = null;
+  if (filter.sourceIds !== undefined) {
+    allowedSource = new Uint8Array(ws.sources.size);
+    for (const id of filter.sourceIds) {
+      const i = ws.sources.get(id);
+      if (i !== undefined) allowedSource[i] = 1;
+    }
+  }
+  const allowed = (i: number) => (allowedScope === null || allowedScope(ws.scopeOf[i]!)) && (allowedSource === null || allowedSource[ws.sourceOf[i]!] === 1);
+  const held = ws.vectors;
+  const vectors: Float32Array[] | null = held && [];
+  const out: number[] = [];
+  const take = (i: number) => {
+    out.push(ws.rowids[i]!);
+    if (held !== null) vectors!.push(held.subarray(i * dim, (i + 1) * dim));
+  };
+
+  // Asked for at least every row (a workspace smaller than the candidates): every visible row is
+  // a candidate, whatever its distance, so the Hamming pass would only pick them all (same order).
+  if (count >= n) {
+    for (let i = 0; i < n; i++) if (allowed(i)) take(i);
+    return { rowids: out, vectors };
+  }
+  const distance = ws.codes.distances(query);
+
+  // A histogram of distances gives the cut-off that keeps `count` rows in one more pass.
+  const histogram = new Uint32Array(ws.codes.bytesPerCode * 8 + 1);
+  let visible = 0;
+  for (let i = 0; i < n; i++) {
+    if (!allowed(i)) continue;
+    histogram[distance[i]!]!++;
+    visible++;
+  }
+  const wanted = Math.min(count, visible);
+  let cut = 0;
+  let below = 0;
+  while (below + histogram[cut]! < wanted) below += histogram[cut++]!;
+  let atCut = wanted - below; // rows at exactly the cut-off distance still to take
+  for (let i = 0; i < n && out.length < wanted; i++) {
+    const d = distance[i]!;
+    if (d > cut || !allowed(i)) continue;
+    if (d === cut) {
+      if (atCut === 0) continue;
+      atCut--;
+    }
+    take(i);
+  }
+  return { rowids: out, vectors };
+}
+
+/** `dimension`: also hold the float32 vectors (see above); without it, codes only. */
+export function createVectorCache(sqlite: SqliteDatabase.Database, bits: number, maxBytes: number, dimension?: number): VectorCache {
+  const holder = createCodeHolder(bits, maxBytes, dimension);
+  const epochOf = sqlite.prepare('SELECT epoch FROM knowledge_vector_epochs WHERE workspace_id = ?').pluck();
+  const countOf = sqlite.prepare('SELECT count(*) FROM knowledge_chunk_keys WHERE workspace_id = ?').pluck();
+  const rowsAfter = sqlite.prepare(codeRowsSql(holder.withVectors, '?', '?'));
+  /** The workspace's codes as of now, or null when they would not fit the budget; one read transaction. */
+  const current = sqlite.transaction((workspaceId: string) =>
+    holder.refreshNow(
+      workspaceId,
+      (epochOf.get(workspaceId) as number | undefined) ?? 0,
+      () => countOf.get(workspaceId) as number,
+      (after) => rowsAfter.all(workspaceId, after) as CodeRow[],
+    ),
+  );
   return {
-    bytes: () => total,
-
+    bytes: holder.bytes,
     nearest(filter, query, count) {
       const ws = current(filter.workspaceId);
-      if (ws === null) return null;
-      const n = ws.rowids.length;
-      if (n === 0 || count <= 0) return { rowids: [], vectors: ws.vectors && [] };
-
-      // Which rows the filter may see: the shared scope and the persona's; the listed sources.
-      let allowedScope: ((s: number) => boolean) | null = null;
-      if (filter.personaId !== undefined) {
-        const shared = ws.scopes.get(SHARED_SCOPE) ?? -1;
-        const persona = ws.scopes.get(filter.personaId) ?? -1;
-        allowedScope = (s) => s === shared || s === persona;
-      }
-      let allowedSource: Uint8Array | null = null;
-      if (filter.sourceIds !== undefined) {
-        allowedSource = new Uint8Array(ws.sources.size);
-        for (const id of filter.sourceIds) {
-          const i = ws.sources.get(id);
-          if (i !== undefined) allowedSource[i] = 1;
-        }
-      }
-      const allowed = (i: number) => (allowedScope === null || allowedScope(ws.scopeOf[i]!)) && (allowedSource === null || allowedSource[ws.sourceOf[i]!] === 1);
-      const held = ws.vectors;
-      const vectors: Float32Array[] | null = held && [];
-      const out: number[] = [];
-      const take = (i: number) => {
-        out.push(ws.rowids[i]!);
-        if (held !== null) vectors!.push(held.subarray(i * dim, (i + 1) * dim));
-      };
-
-      // Asked for at least every row (a workspace smaller than the candidates): every visible row is
-      // a candidate, whatever its distance, so the Hamming pass would only pick them all (same order).
-      if (count >= n) {
-        for (let i = 0; i < n; i++) if (allowed(i)) take(i);
-        return { rowids: out, vectors };
-      }
-      const distance = ws.codes.distances(query);
-
-      // A histogram of distances gives the cut-off that keeps `count` rows in one more pass.
-      const histogram = new Uint32Array(ws.codes.bytesPerCode * 8 + 1);
-      let visible = 0;
-      for (let i = 0; i < n; i++) {
-        if (!allowed(i)) continue;
-        histogram[distance[i]!]!++;
-        visible++;
-      }
-      const wanted = Math.min(count, visible);
-      let cut = 0;
-      let below = 0;
-      while (below + histogram[cut]! < wanted) below += histogram[cut++]!;
-      let atCut = wanted - below; // rows at exactly the cut-off distance still to take
-      for (let i = 0; i < n && out.length < wanted; i++) {
-        const d = distance[i]!;
-        if (d > cut || !allowed(i)) continue;
-        if (d === cut) {
-          if (atCut === 0) continue;
-          atCut--;
-        }
-        take(i);
-      }
-      return { rowids: out, vectors };
+      return ws === null ? null : holder.nearest(ws, filter, query, count);
     },
   };
+}
+
+/** The rows of a workspace after a rowid, oldest first: codes, and the vectors when held. Placeholders by dialect. */
+export function codeRowsSql(withVectors: boolean, workspace: string, after: string): string {
+  return `
+    SELECT k.rowid AS rowid, k.scope AS scope, k.source_id AS source_id, c.code AS code${withVectors ? ', e.embedding AS embedding' : ''}
+    FROM knowledge_chunk_keys k JOIN knowledge_codes c ON c.rowid = k.rowid
+    ${withVectors ? 'JOIN knowledge_chunks e ON e.rowid = k.rowid' : ''}
+    WHERE k.workspace_id = ${workspace} AND k.rowid > ${after} ORDER BY k.rowid`;
 }

@@ -1,0 +1,445 @@
+/**
+ * Knowledge on PostgreSQL (knowledge-dialect.ts), ranked and searched as SQLite does it:
+ *
+ * Keywords: the terms of FTS5's own tokenizer (fts-tokenizer.ts) in plain tables (migration 014),
+ * scored here with FTS5's bm25() (bm25.ts) over the whole index's rows and tokens, so both backends
+ * return the same rows in the same order. PostgreSQL's ts_rank has no IDF or length normalisation.
+ * One statement reads a query's postings, hits and totals, so they come from one snapshot.
+ *
+ * Vectors: the binary codes of binary-code.ts in `knowledge_codes`, a Hamming first stage over the
+ * workspace's codes held in memory (vector-cache.ts), and the exact float32 rescoring. The database
+ * is the truth: each search brings its workspace up to date by its epoch (bumped when chunks go) and
+ * the rows after the last rowid loaded. For "after the last rowid" to miss nothing, the chunks of a
+ * workspace are written one transaction at a time (an advisory lock per workspace), so a workspace's
+ * rowids become visible in increasing order.
+ */
+import { type Kysely, sql, type Transaction } from 'kysely';
+import { createBinaryCoder, type BinaryCoder } from '../../core/knowledge/binary-code.js';
+import { bm25Score } from '../../core/knowledge/bm25.js';
+import { ftsTokens } from '../../core/knowledge/fts-tokenizer.js';
+import type { KnowledgeDialect, ReembeddedChunk } from '../../core/knowledge/knowledge-dialect.js';
+import type { ChunkHitRow, SourceWrite } from '../../core/knowledge/knowledge.store.js';
+import {
+  blobFromVector,
+  CODES_SETTING,
+  codesSignature,
+  DEFAULT_INDEX_OPTIONS,
+  dot,
+  type Hit,
+  type IndexedChunk,
+  queryTerms,
+  type SearchFilter,
+  type SearchIndex,
+  SHARED_SCOPE,
+  type SqliteSearchIndexOptions,
+  TERM_COUNT_CACHE_SIZE,
+  TERM_COUNT_GROWTH,
+  TERM_COUNT_TTL_MS,
+  vectorFromBlob,
+} from '../../core/knowledge/search-index.js';
+import { type CodeRow, createCodeHolder } from '../../core/knowledge/vector-cache.js';
+import type { Database, KnowledgeSourceRow } from '../schema.js';
+import type { PostgresDb } from './connection.js';
+
+type Trx = Transaction<Database>;
+
+/** First key of the advisory locks serialising a workspace's chunk writes (the second is the workspace's hash). */
+const WORKSPACE_WRITE_LOCK = 7_102_025;
+
+interface OpenIndex {
+  index: SearchIndex;
+  coder: BinaryCoder;
+}
+
+/** Title and body term counts of one chunk, and its size in tokens, as FTS5 counts them. */
+function termsOf(title: string, body: string): { tokens: number; freq: Map<string, [number, number]> } {
+  const freq = new Map<string, [number, number]>();
+  const titleTokens = ftsTokens(title);
+  const bodyTokens = ftsTokens(body);
+  for (const t of titleTokens) {
+    const f = freq.get(t);
+    if (f) f[0]++;
+    else freq.set(t, [1, 0]);
+  }
+  for (const t of bodyTokens) {
+    const f = freq.get(t);
+    if (f) f[1]++;
+    else freq.set(t, [0, 1]);
+  }
+  return { tokens: titleTokens.length + bodyTokens.length, freq };
+}
+
+/** Occurrences of `phrase` (consecutive terms) in a token list. */
+function phraseCount(tokens: string[], phrase: string[]): number {
+  let n = 0;
+  for (let i = 0; i + phrase.length <= tokens.length; i++) {
+    let j = 0;
+    while (j < phrase.length && tokens[i + j] === phrase[j]) j++;
+    if (j === phrase.length) n++;
+  }
+  return n;
+}
+
+export function createPostgresKnowledge(db: PostgresDb, options: SqliteSearchIndexOptions = {}): KnowledgeDialect {
+  const opts = { ...DEFAULT_INDEX_OPTIONS, ...options };
+  const k: Kysely<Database> = db.kysely;
+  const opened = new WeakMap<SearchIndex, OpenIndex>();
+  const own = (index: SearchIndex): OpenIndex => {
+    const found = opened.get(index);
+    if (!found) throw new Error('a search index of another backend');
+    return found;
+  };
+
+  /** Codes, token counts and postings of chunks whose rows were just written, in their transaction. */
+  async function addToIndex(trx: Trx, coder: BinaryCoder, chunks: (IndexedChunk | ReembeddedChunk)[]): Promise<void> {
+    if (chunks.length === 0) return;
+    const rowids = chunks.map((c) => c.rowid);
+    const codes = chunks.map((c) => ('code' in c && c.code !== undefined ? c.code : coder.encode(c.vector)));
+    await sql`INSERT INTO knowledge_codes (rowid, code) SELECT * FROM unnest(${rowids}::bigint[], ${codes}::bytea[])`.execute(trx);
+    const terms: string[] = [];
+    const termRows: number[] = [];
+    const titleFreq: number[] = [];
+    const bodyFreq: number[] = [];
+    const tokens: number[] = [];
+    let totalTokens = 0;
+    for (const c of chunks) {
+      const counted = termsOf(c.title, c.text);
+      tokens.push(counted.tokens);
+      totalTokens += counted.tokens;
+      for (const [term, [t, b]] of counted.freq) {
+        terms.push(term);
+        termRows.push(c.rowid);
+        titleFreq.push(t);
+        bodyFreq.push(b);
+      }
+    }
+    await sql`INSERT INTO knowledge_documents (rowid, tokens, title)
+      SELECT * FROM unnest(${rowids}::bigint[], ${tokens}::integer[], ${chunks.map((c) => c.title)}::text[])`.execute(trx);
+    await sql`INSERT INTO knowledge_postings (term, rowid, title_freq, body_freq)
+      SELECT * FROM unnest(${terms}::text[], ${termRows}::bigint[], ${titleFreq}::integer[], ${bodyFreq}::integer[])`.execute(trx);
+    await sql`UPDATE knowledge_keyword_totals SET rows = rows + ${chunks.length}, tokens = tokens + ${totalTokens} WHERE id = 1`.execute(trx);
+  }
+
+  /** Every stored vector of this dimension gets a code of the current coder (the coder changed). */
+  async function reencodeStored(trx: Trx, coder: BinaryCoder, dimension: number): Promise<void> {
+    for (let after = 0; ; ) {
+      const rows = await sql<{ rowid: number; embedding: Buffer }>`
+        SELECT rowid, embedding FROM knowledge_chunks WHERE rowid > ${after} AND length(embedding) = ${dimension * 4} ORDER BY rowid LIMIT 1000`.execute(trx);
+      if (rows.rows.length === 0) return;
+      const rowids = rows.rows.map((r) => r.rowid);
+      const codes = rows.rows.map((r) => coder.encode(vectorFromBlob(r.embedding)));
+      await sql`INSERT INTO knowledge_codes (rowid, code) SELECT * FROM unnest(${rowids}::bigint[], ${codes}::bytea[])`.execute(trx);
+      after = rowids[rowids.length - 1]!;
+    }
+  }
+
+  const bumpEpochs = (trx: Kysely<Database>) =>
+    sql`INSERT INTO knowledge_vector_epochs (workspace_id, epoch)
+      SELECT DISTINCT workspace_id, 1 FROM knowledge_chunk_keys
+      ON CONFLICT (workspace_id) DO UPDATE SET epoch = knowledge_vector_epochs.epoch + 1`.execute(trx);
+
+  async function open(dimension: number): Promise<SearchIndex> {
+    const coder = createBinaryCoder(dimension);
+    const signature = codesSignature(dimension, coder.bits);
+    const stored = await k.selectFrom('settings').select('value').where('key', '=', CODES_SETTING).executeTakeFirst();
+    if (stored?.value !== signature) {
+      // Codes of another coder are not comparable: rebuilt from the stored vectors of this dimension.
+      await k.transaction().execute(async (trx) => {
+        await sql`DELETE FROM knowledge_codes`.execute(trx);
+        await reencodeStored(trx, coder, dimension);
+        await trx.insertInto('settings').values({ key: CODES_SETTING, value: signature }).onConflict((oc) => oc.column('key').doUpdateSet({ value: signature })).execute();
+        await bumpEpochs(trx);
+      });
+    }
+    const index = openIndex(dimension, coder);
+    opened.set(index, { index, coder });
+    return index;
+  }
+
+  function openIndex(dimension: number, coder: BinaryCoder): SearchIndex {
+    const holder = opts.cacheBytes > 0 ? createCodeHolder(coder.bits, opts.cacheBytes, dimension) : null;
+
+    /** The workspace's codes as of one snapshot: held ones brought up to date, else read for this search only. */
+    async function candidates(filter: SearchFilter, code: Uint8Array, wanted: number) {
+      return k
+        .transaction()
+        .setIsolationLevel('repeatable read')
+        .execute(async (trx) => {
+          const epochs = await sql<{ epoch: number }>`SELECT epoch FROM knowledge_vector_epochs WHERE workspace_id = ${filter.workspaceId}`.execute(trx);
+          const epoch = epochs.rows[0]?.epoch ?? 0;
+          const count = async () => (await sql<{ n: number }>`SELECT count(*) AS n FROM knowledge_chunk_keys WHERE workspace_id = ${filter.workspaceId}`.execute(trx)).rows[0]!.n;
+          const ws = holder ? await holder.refresh(filter.workspaceId, { epoch, count }, (after) => readRows(trx, filter.workspaceId, after)) : null;
+          if (ws !== null && holder) return holder.nearest(ws, filter, code, wanted);
+          // Over the memory budget (or none): the same selection over the workspace read for this search alone.
+          const once = createCodeHolder(coder.bits, Number.POSITIVE_INFINITY);
+          const all = await once.refresh(filter.workspaceId, { epoch, count: () => 0 }, (after) => readRows(trx, filter.workspaceId, after, false));
+          return once.nearest(all!, filter, code, wanted);
+        });
+    }
+
+    return {
+      dimension,
+      async keyword(filter, text, limit) {
+        const terms = queryTerms(text);
+        if (terms.length === 0 || limit <= 0 || filter.sourceIds?.length === 0) return [];
+        const phrases = (await budgeted(terms)).map((quoted) => ftsTokens(quoted.slice(1, -1)));
+        return keywordSearch(filter, phrases, limit);
+      },
+      async vector(filter, vector, limit) {
+        if (limit <= 0 || filter.sourceIds?.length === 0) return [];
+        if (vector.length !== dimension) throw new Error(`query vector of length ${vector.length}, index dimension ${dimension}`);
+        const near = await candidates(filter, coder.encode(vector), Math.max(limit, opts.candidates));
+        if (near.rowids.length === 0) return [];
+        const held = near.vectors;
+        let scored: Hit[];
+        if (held) scored = near.rowids.map((rowid, i) => ({ rowid, score: dot(vector, held[i]!) }));
+        else {
+          const rows = await sql<{ rowid: number; embedding: Buffer }>`SELECT rowid, embedding FROM knowledge_chunks WHERE rowid = ANY(${near.rowids}::bigint[])`.execute(k);
+          scored = rows.rows.map((r) => ({ rowid: r.rowid, score: dot(vector, vectorFromBlob(r.embedding)) }));
+        }
+        return scored.sort((a, b) => b.score - a.score || a.rowid - b.rowid).slice(0, limit);
+      },
+      // No segments to merge: postings are rows.
+      mergeStep: () => false,
+      keywordPages: () => 0,
+    };
+  }
+
+  async function readRows(trx: Trx, workspaceId: string, after: number, withVectors = true): Promise<CodeRow[]> {
+    const rows = await sql<CodeRow>`
+      SELECT k.rowid AS rowid, k.scope AS scope, k.source_id AS source_id, c.code AS code${withVectors ? sql`, e.embedding AS embedding` : sql``}
+      FROM knowledge_chunk_keys k JOIN knowledge_codes c ON c.rowid = k.rowid
+      ${withVectors ? sql`JOIN knowledge_chunks e ON e.rowid = k.rowid` : sql``}
+      WHERE k.workspace_id = ${workspaceId} AND k.rowid > ${after} ORDER BY k.rowid`.execute(trx);
+    return rows.rows;
+  }
+
+  // How many chunks each query term matches, for the keyword budget: as the SQLite index keeps them.
+  const termCounts = new Map<string, { count: number; at: number }>();
+  let countedAtSize = 0;
+
+  /** The query's terms, rarest first, while the chunks they match stay within the budget (search-index.ts `budgeted`). */
+  async function budgeted(terms: string[]): Promise<string[]> {
+    if (!Number.isFinite(opts.keywordBudget)) return terms;
+    const size = (await sql<{ size: number }>`SELECT coalesce(max(rowid), 0) AS size FROM knowledge_chunk_keys`.execute(k)).rows[0]!.size;
+    if (size > countedAtSize * TERM_COUNT_GROWTH) {
+      termCounts.clear();
+      countedAtSize = size;
+    }
+    const now = performance.now();
+    const unknown = terms.filter((t) => {
+      const known = termCounts.get(t);
+      return !(known && now - known.at < TERM_COUNT_TTL_MS);
+    });
+    if (unknown.length > 0) {
+      const hits = await phraseHits(unknown.map((quoted) => ftsTokens(quoted.slice(1, -1))));
+      if (termCounts.size + unknown.length > TERM_COUNT_CACHE_SIZE) termCounts.clear();
+      unknown.forEach((t, i) => termCounts.set(t, { count: hits[i]!, at: now }));
+    }
+    const counted = terms.map((term) => ({ term, count: termCounts.get(term)!.count })).sort((a, b) => a.count - b.count);
+    let spent = 0;
+    return counted.filter((t, i) => (spent += t.count) <= opts.keywordBudget || i === 0).map((t) => t.term);
+  }
+
+  /** Rows of the whole index holding each phrase (FTS5's hits), now. */
+  async function phraseHits(phrases: string[][]): Promise<number[]> {
+    const single = [...new Set(phrases.filter((p) => p.length === 1).map((p) => p[0]!))];
+    const counts = new Map<string, number>();
+    if (single.length > 0) {
+      const rows = await sql<{ term: string; hits: number }>`
+        SELECT term, count(*) AS hits FROM knowledge_postings WHERE term = ANY(${single}::text[]) GROUP BY term`.execute(k);
+      for (const r of rows.rows) counts.set(r.term, r.hits);
+    }
+    const out: number[] = [];
+    for (const p of phrases) {
+      if (p.length === 0) out.push(0);
+      else if (p.length === 1) out.push(counts.get(p[0]!) ?? 0);
+      else out.push((await phraseRows(k, p, null)).length);
+    }
+    return out;
+  }
+
+  /**
+   * Rows holding a phrase of several terms, with its occurrences per column: the rows holding every
+   * term, re-tokenised (terms must follow each other within one column). Rare: a quoted word that
+   * FTS5 splits into several terms. `filter` null: the whole index (for its hits).
+   */
+  async function phraseRows(q: Kysely<Database> | Trx, phrase: string[], filter: SearchFilter | null) {
+    const distinct = [...new Set(phrase)];
+    const rows = await sql<{ rowid: number; title: string; text: string; tokens: number }>`
+      SELECT d.rowid AS rowid, d.title AS title, ch.text AS text, d.tokens AS tokens
+      FROM knowledge_postings p
+      JOIN knowledge_documents d ON d.rowid = p.rowid
+      JOIN knowledge_chunks ch ON ch.rowid = p.rowid
+      ${filter === null ? sql`` : sql`JOIN knowledge_chunk_keys c ON c.rowid = p.rowid`}
+      WHERE p.term = ${distinct[0]!}
+        AND (SELECT count(*) FROM knowledge_postings o WHERE o.rowid = p.rowid AND o.term = ANY(${distinct}::text[])) = ${distinct.length}
+        ${filter === null ? sql`` : filterSql(filter)}`.execute(q);
+    return rows.rows
+      .map((r) => ({ rowid: r.rowid, tokens: r.tokens, freq: [phraseCount(ftsTokens(r.title), phrase), phraseCount(ftsTokens(r.text), phrase)] as [number, number] }))
+      .filter((r) => r.freq[0] + r.freq[1] > 0);
+  }
+
+  function filterSql(filter: SearchFilter) {
+    return sql`AND c.workspace_id = ${filter.workspaceId}
+      ${filter.personaId !== undefined ? sql`AND c.scope IN (${SHARED_SCOPE}, ${filter.personaId})` : sql``}
+      ${filter.sourceIds !== undefined ? sql`AND c.source_id = ANY(${filter.sourceIds}::text[])` : sql``}`;
+  }
+
+  /** BM25 over the phrases (in the order FTS5 would sum them), best first; ties by rowid. */
+  async function keywordSearch(filter: SearchFilter, phrases: string[][], limit: number): Promise<Hit[]> {
+    const single = [...new Set(phrases.filter((p) => p.length === 1).map((p) => p[0]!))];
+    const multi = phrases.filter((p) => p.length > 1);
+    // One statement: the postings the search may see, every term's hits and the totals, one snapshot.
+    const rows = await sql<{ kind: 'p' | 'h' | 't'; term: string | null; rowid: number | null; a: number; b: number; c: number | null }>`
+      SELECT 'p' AS kind, p.term, p.rowid, p.title_freq AS a, p.body_freq AS b, d.tokens AS c
+        FROM knowledge_postings p
+        JOIN knowledge_chunk_keys c ON c.rowid = p.rowid
+        JOIN knowledge_documents d ON d.rowid = p.rowid
+        WHERE p.term = ANY(${single}::text[]) ${filterSql(filter)}
+      UNION ALL
+      SELECT 'h', term, NULL, count(*), 0, NULL FROM knowledge_postings WHERE term = ANY(${single}::text[]) GROUP BY term
+      UNION ALL
+      SELECT 't', NULL, NULL, rows, tokens, NULL FROM knowledge_keyword_totals WHERE id = 1`.execute(k);
+    const hits = new Map<string, number>();
+    const perRow = new Map<number, { tokens: number; freq: Map<string, [number, number]> }>();
+    let totalRows = 0;
+    let totalTokens = 0;
+    for (const r of rows.rows) {
+      if (r.kind === 't') {
+        totalRows = r.a;
+        totalTokens = r.b;
+      } else if (r.kind === 'h') hits.set(r.term!, r.a);
+      else {
+        let row = perRow.get(r.rowid!);
+        if (!row) perRow.set(r.rowid!, (row = { tokens: r.c!, freq: new Map() }));
+        row.freq.set(r.term!, [r.a, r.b]);
+      }
+    }
+    // Phrases of several terms: their rows and hits by re-reading the text (rare).
+    const multiStats = new Map<string, { hits: number; rows: Map<number, [number, number]> }>();
+    for (const p of multi) {
+      const key = p.join(' ');
+      if (multiStats.has(key)) continue;
+      const everywhere = await phraseRows(k, p, null);
+      const visible = await phraseRows(k, p, filter);
+      const visibleRows = new Map(visible.map((r) => [r.rowid, r.freq] as const));
+      for (const r of visible) if (!perRow.has(r.rowid)) perRow.set(r.rowid, { tokens: r.tokens, freq: new Map() });
+      multiStats.set(key, { hits: everywhere.length, rows: visibleRows });
+    }
+    const weights = [opts.titleWeight, opts.bodyWeight] as const;
+    const scored: Hit[] = [];
+    for (const [rowid, row] of perRow) {
+      const bm25 = bm25Score({
+        phrases: phrases.map((p) => {
+          if (p.length === 0) return { hits: 0, freq: [0, 0] as const };
+          if (p.length === 1) return { hits: hits.get(p[0]!) ?? 0, freq: row.freq.get(p[0]!) ?? ([0, 0] as const) };
+          const stats = multiStats.get(p.join(' '))!;
+          return { hits: stats.hits, freq: stats.rows.get(rowid) ?? ([0, 0] as const) };
+        }),
+        rowTokens: row.tokens,
+        totalRows,
+        totalTokens,
+        weights,
+      });
+      scored.push({ rowid, score: -bm25 });
+    }
+    return scored.sort((a, b) => b.score - a.score || a.rowid - b.rowid).slice(0, limit);
+  }
+
+  return {
+    openIndex: (dimension) => open(dimension),
+
+    async resetIndex(dimension) {
+      await k.transaction().execute(async (trx) => {
+        await sql`DELETE FROM knowledge_codes`.execute(trx);
+        await sql`DELETE FROM knowledge_postings`.execute(trx);
+        await sql`DELETE FROM knowledge_documents`.execute(trx);
+        await sql`UPDATE knowledge_keyword_totals SET rows = 0, tokens = 0 WHERE id = 1`.execute(trx);
+        await bumpEpochs(trx);
+      });
+      const coder = createBinaryCoder(dimension);
+      const signature = codesSignature(dimension, coder.bits);
+      await k.insertInto('settings').values({ key: CODES_SETTING, value: signature }).onConflict((oc) => oc.column('key').doUpdateSet({ value: signature })).execute();
+      return open(dimension);
+    },
+
+    insertSource: async (row: KnowledgeSourceRow) => void (await k.insertInto('knowledge_sources').values(row).execute()),
+
+    writeSources(index, writes: SourceWrite[]) {
+      const { coder } = own(index);
+      return k.transaction().execute(async (trx) => {
+        // In a fixed order, so two writers never wait on each other's workspace locks.
+        for (const workspaceId of [...new Set(writes.map((w) => w.source.workspaceId))].sort()) {
+          await sql`SELECT pg_advisory_xact_lock(${WORKSPACE_WRITE_LOCK}, hashtext(${workspaceId}))`.execute(trx);
+        }
+        // The same source twice in a batch: the later write wins, or both would insert their chunks.
+        const last = new Map(writes.map((w, i) => [w.source.id, i]));
+        const current: boolean[] = [];
+        for (const [i, { source, chunks, now }] of writes.entries()) {
+          const row = last.get(source.id) === i ? await trx.selectFrom('knowledge_sources').select('generation').where('id', '=', source.id).forUpdate().executeTakeFirst() : undefined;
+          if (row?.generation !== source.generation) {
+            current.push(false);
+            continue;
+          }
+          await trx.deleteFrom('knowledge_chunks').where('source_id', '=', source.id).execute();
+          await trx
+            .updateTable('knowledge_sources')
+            .set({ status: 'ready', error: null, chunk_count: chunks.length, bytes: source.bytes, name: source.name, updated_at: now, ...(source.content !== null ? { content: source.content } : {}) })
+            .where('id', '=', source.id)
+            .where('generation', '=', source.generation)
+            .execute();
+          current.push(true);
+        }
+        const rows = writes.flatMap(({ source, chunks, title }, w) => (current[w] ? chunks.map((c) => ({ source, c, title: title(c) })) : []));
+        if (rows.length === 0) return current;
+        const inserted = await sql<{ rowid: number; id: string }>`
+          INSERT INTO knowledge_chunks (id, workspace_id, source_id, scope, position, text, heading_path, tokens, embedding)
+          SELECT * FROM unnest(${rows.map((r) => r.c.id)}::text[], ${rows.map((r) => r.source.workspaceId)}::text[], ${rows.map((r) => r.source.id)}::text[],
+            ${rows.map((r) => r.source.scope)}::text[], ${rows.map((r) => r.c.position)}::bigint[], ${rows.map((r) => r.c.text)}::text[],
+            ${rows.map((r) => JSON.stringify(r.c.headingPath))}::text[], ${rows.map((r) => r.c.tokens)}::bigint[], ${rows.map((r) => blobFromVector(r.c.vector))}::bytea[])
+          RETURNING rowid, id`.execute(trx);
+        const rowidOf = new Map(inserted.rows.map((r) => [r.id, r.rowid]));
+        await addToIndex(
+          trx,
+          coder,
+          rows.map(({ source, c, title }) => ({ rowid: rowidOf.get(c.id)!, workspaceId: source.workspaceId, sourceId: source.id, scope: source.scope, title, text: c.text, vector: c.vector, code: c.code })),
+        );
+        return current;
+      });
+    },
+
+    markFailed: (id, generation, error, now) =>
+      k.transaction().execute(async (trx) => {
+        const row = await trx.selectFrom('knowledge_sources').select('generation').where('id', '=', id).forUpdate().executeTakeFirst();
+        if (row?.generation !== generation) return false;
+        await trx.deleteFrom('knowledge_chunks').where('source_id', '=', id).execute();
+        await trx.updateTable('knowledge_sources').set({ status: 'failed', error, chunk_count: 0, updated_at: now }).where('id', '=', id).execute();
+        return true;
+      }),
+
+    dropChunks: async (sourceId) => void (await k.deleteFrom('knowledge_chunks').where('source_id', '=', sourceId).execute()),
+
+    async hits(workspaceId, rowids): Promise<ChunkHitRow[]> {
+      if (rowids.length === 0) return [];
+      const rows = await sql<ChunkHitRow>`
+        SELECT c.rowid AS rowid, c.id AS id, c.source_id AS source_id, c.text AS text, c.position AS position,
+          s.name AS source_name, s.metadata AS metadata
+        FROM knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id
+        WHERE c.rowid = ANY(${rowids}::bigint[]) AND c.workspace_id = ${workspaceId}`.execute(k);
+      return rows.rows;
+    },
+
+    reembed(index, chunks) {
+      const { coder } = own(index);
+      return k.transaction().execute(async (trx) => {
+        await sql`UPDATE knowledge_chunks c SET embedding = v.embedding
+          FROM unnest(${chunks.map((c) => c.rowid)}::bigint[], ${chunks.map((c) => blobFromVector(c.vector))}::bytea[]) AS v(rowid, embedding)
+          WHERE c.rowid = v.rowid`.execute(trx);
+        await addToIndex(trx, coder, chunks);
+      });
+    },
+
+    bumpVectorEpochs: async () => void (await bumpEpochs(k)),
+  };
+}

@@ -1,0 +1,168 @@
+// Knowledge search on PostgreSQL against SQLite (issue 25): the same chunks written to both, the
+// same queries, the same hits in the same order, keyword (BM25 over FTS5's terms) and vector; the
+// filters of workspace, persona scope and sources; deletions and failures changing both alike.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { KnowledgeDialect } from '../../src/core/knowledge/knowledge-dialect.js';
+import type { SourceWrite } from '../../src/core/knowledge/knowledge.store.js';
+import { type Hit, type SearchFilter, type SearchIndex, SHARED_SCOPE } from '../../src/core/knowledge/search-index.js';
+import type { KnowledgeSourceRow } from '../../src/db/schema.js';
+import { createHashedEmbedder } from '../../src/llm/hashed-embedder.js';
+import { postgresUrl } from '../helpers/postgres.js';
+import { prng } from '../helpers/prng.js';
+import { type OpenedBackend, openTestBackend } from '../helpers/sql-backend.js';
+
+const NOW = '2026-11-25T00:00:00.000Z';
+const embedder = createHashedEmbedder();
+const DIM = embedder.dimension()!;
+
+const WORDS = (
+  'protein cell cells gene genes expression running runs ran mutation mutations tumour tumor cancer ' +
+  'receptor receptors binding signal signalling signaling pathway pathways mouse mice human humans ' +
+  'therapy therapies dose doses trial trials patient patients risk reduced reduction increased ' +
+  'the of and in a to with is café naïve Ångström résumé x-ray e-mail 2026 covid-19 β-catenin ' +
+  // one word to JavaScript, two terms to FTS5 (U+19B0 is a separator to SQLite): a phrase query
+  'cell\u19b0receptor cell\u19b0receptor'
+).split(' ');
+
+interface Side {
+  opened: OpenedBackend;
+  knowledge: KnowledgeDialect;
+  index: SearchIndex;
+}
+
+function sentence(rand: () => number, words: number): string {
+  return Array.from({ length: words }, () => WORDS[Math.floor(rand() * WORDS.length)]!).join(' ');
+}
+
+/** Sources of two workspaces, shared and persona-scoped, with chunks of a fixed random text. */
+function corpus() {
+  const rand = prng(20261125);
+  const sources: { row: KnowledgeSourceRow; write: Omit<SourceWrite, 'chunks'> & { texts: string[] } }[] = [];
+  for (let s = 0; s < 8; s++) {
+    const workspaceId = s % 4 === 3 ? 'wsp_b' : 'wsp_a';
+    const personaId = s % 3 === 1 && workspaceId === 'wsp_a' ? 'per_1' : null;
+    const id = `src_${s}`;
+    const name = `Source ${sentence(rand, 2)}`;
+    sources.push({
+      row: { id, workspace_id: workspaceId, persona_id: personaId, name, kind: 'text', status: 'processing', error: null, bytes: 1, chunk_count: 0, metadata: '{}', url: null, filename: null, media_type: null, content: null, generation: 1, attempts: 0, created_at: NOW, updated_at: NOW },
+      write: {
+        source: { id, workspaceId, scope: personaId ?? SHARED_SCOPE, name, generation: 1, bytes: 1, content: null },
+        title: (c) => `${name} ${c.headingPath.join(' ')}`,
+        now: NOW,
+        texts: Array.from({ length: 10 + Math.floor(rand() * 20) }, () => sentence(rand, 5 + Math.floor(rand() * 60))),
+      },
+    });
+  }
+  return sources;
+}
+
+async function writeCorpus(side: Side) {
+  const k = side.opened.backend.kysely;
+  for (const id of ['wsp_a', 'wsp_b']) await k.insertInto('workspaces').values({ id, name: id, created_at: NOW }).execute();
+  await k.insertInto('personas').values({ id: 'per_1', workspace_id: 'wsp_a', name: 'p', instructions: 'i', traits: '[]', model: null, temperature: null, max_tokens: null, tools: '[]', created_at: NOW, updated_at: NOW }).execute();
+  const sources = corpus();
+  for (const s of sources) await side.knowledge.insertSource(s.row);
+  const writes: SourceWrite[] = [];
+  for (const s of sources) {
+    const vectors = await embedder.embed(s.write.texts);
+    writes.push({
+      ...s.write,
+      chunks: s.write.texts.map((text, i) => ({ id: `${s.row.id}_c${i}`, text, position: i, headingPath: [`Part ${i % 3}`], tokens: text.split(' ').length, vector: vectors[i]! })),
+    });
+  }
+  // Two batches, as the chunk writer would make them.
+  expect(await side.knowledge.writeSources(side.index, writes.slice(0, 5))).toEqual([true, true, true, true, true]);
+  expect(await side.knowledge.writeSources(side.index, writes.slice(5))).toEqual([true, true, true]);
+}
+
+/** Hits as chunk ids with their scores. */
+async function named(side: Side, filter: SearchFilter, hits: Hit[]) {
+  const rows = new Map((await side.knowledge.hits(filter.workspaceId, hits.map((h) => h.rowid))).map((r) => [r.rowid, r.id]));
+  return hits.map((h) => ({ id: rows.get(h.rowid), score: h.score }));
+}
+
+describe.skipIf(!postgresUrl())('knowledge on PostgreSQL ranks as on SQLite', () => {
+  const sides: Side[] = [];
+  beforeAll(async () => {
+    for (const kind of ['sqlite', 'postgres'] as const) {
+      const opened = await openTestBackend({ kind });
+      const knowledge = opened.knowledge({ cacheBytes: 1 << 20 });
+      const side = { opened, knowledge, index: await knowledge.openIndex(DIM) };
+      await writeCorpus(side);
+      sides.push(side);
+    }
+  }, 60_000);
+  afterAll(async () => {
+    for (const s of sides) await s.opened.close();
+  });
+
+  const FILTERS: SearchFilter[] = [{ workspaceId: 'wsp_a' }, { workspaceId: 'wsp_b' }, { workspaceId: 'wsp_a', personaId: 'per_1' }, { workspaceId: 'wsp_a', personaId: 'per_2' }, { workspaceId: 'wsp_a', sourceIds: ['src_1', 'src_2'] }, { workspaceId: 'wsp_c' }];
+
+  async function compareKeyword(queries: string[]) {
+    for (const filter of FILTERS) {
+      for (const q of queries) {
+        const [a, b] = await Promise.all(sides.map(async (s) => named(s, filter, await s.index.keyword(filter, q, 20))));
+        expect(b!.map((h) => h.id), `${q} ${JSON.stringify(filter)}`).toEqual(a!.map((h) => h.id));
+        b!.forEach((h, i) => expect(h.score).toBeCloseTo(a![i]!.score, 9));
+      }
+    }
+  }
+
+  const rand = prng(7);
+  const QUERIES = ['running mutations', 'cell\u19b0receptor binding', 'the', 'Cancer THERAPY dose', 'x-ray', 'naive cafe', 'e-mail β-catenin', 'covid-19 2026', 'zebra', '', ...Array.from({ length: 30 }, () => sentence(rand, 1 + Math.floor(rand() * 4)))];
+
+  it('answers keyword searches with the same chunks, order and BM25 scores', async () => {
+    expect((await sides[0]!.index.keyword({ workspaceId: 'wsp_a' }, 'protein', 50)).length).toBeGreaterThan(5);
+    await compareKeyword(QUERIES);
+  });
+
+  it('drops the commonest terms of a query as SQLite does when they match more chunks than the keyword budget', async () => {
+    const small = sides.map((s) => s.opened.knowledge({ keywordBudget: 40, cacheBytes: 1 << 20 }));
+    const indexes = await Promise.all(small.map((k) => k.openIndex(DIM)));
+    for (const q of ['the protein cell', 'cancer the of and', 'running runs ran', QUERIES.slice(10, 20).join(' ')]) {
+      const [a, b] = await Promise.all(indexes.map(async (index, i) => named(sides[i]!, { workspaceId: 'wsp_a' }, await index.keyword({ workspaceId: 'wsp_a' }, q, 50))));
+      expect(b!.map((h) => h.id), q).toEqual(a!.map((h) => h.id));
+      b!.forEach((h, i) => expect(h.score).toBeCloseTo(a![i]!.score, 9));
+      // fewer rows than without the budget: the common terms were dropped
+      const full = await sides[0]!.index.keyword({ workspaceId: 'wsp_a' }, q, 500);
+      expect(a!.length).toBeLessThanOrEqual(full.length);
+    }
+  });
+
+  it('answers vector searches with the same chunks in the same order', async () => {
+    for (const filter of FILTERS) {
+      for (const q of QUERIES.slice(0, 15)) {
+        const [vector] = await embedder.embed([q]);
+        const [a, b] = await Promise.all(sides.map(async (s) => named(s, filter, await s.index.vector(filter, vector!, 10))));
+        expect(b!.map((h) => h.id), q).toEqual(a!.map((h) => h.id));
+        b!.forEach((h, i) => expect(h.score).toBeCloseTo(a![i]!.score, 5));
+      }
+    }
+  });
+
+  it('keeps matching after chunks go (a source dropped, one failed) and new ones come', async () => {
+    for (const s of sides) {
+      await s.knowledge.dropChunks('src_0');
+      expect(await s.knowledge.markFailed('src_2', 1, 'broken', NOW)).toBe(true);
+      expect(await s.knowledge.markFailed('src_4', 99, 'stale generation', NOW)).toBe(false);
+    }
+    await compareKeyword(QUERIES.slice(0, 12));
+    const [vector] = await embedder.embed(['protein cell']);
+    const [a, b] = await Promise.all(sides.map(async (s) => named(s, { workspaceId: 'wsp_a' }, await s.index.vector({ workspaceId: 'wsp_a' }, vector!, 10))));
+    expect(b!.map((h) => h.id)).toEqual(a!.map((h) => h.id));
+    expect(a!.some((h) => h.id?.startsWith('src_0_') || h.id?.startsWith('src_2_'))).toBe(false);
+  });
+
+  it('never shows a chunk of another workspace, persona or source', async () => {
+    for (const s of sides) {
+      const hits = await named(s, { workspaceId: 'wsp_b' }, await s.index.keyword({ workspaceId: 'wsp_b' }, QUERIES.join(' '), 100));
+      expect(hits.length).toBeGreaterThan(0);
+      expect(hits.every((h) => h.id?.startsWith('src_3_') || h.id?.startsWith('src_7_'))).toBe(true);
+      const persona2 = await s.index.keyword({ workspaceId: 'wsp_a', personaId: 'per_2' }, QUERIES.join(' '), 100);
+      const ids = (await named(s, { workspaceId: 'wsp_a' }, persona2)).map((h) => h.id!);
+      expect(ids.some((id) => id.startsWith('src_1_') || id.startsWith('src_4_'))).toBe(false); // per_1's sources
+      // another workspace's rows are not even read back by id
+      expect(await s.knowledge.hits('wsp_b', persona2.map((h) => h.rowid))).toEqual([]);
+    }
+  });
+});
