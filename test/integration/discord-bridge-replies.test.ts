@@ -43,6 +43,7 @@ describe('Discord bridge: replies', () => {
       writer.progress(text);
       await sleep(30);
     }
+    const finishing = Date.now();
     const ids = await writer.finish(`${text}done.`);
 
     const all = writes(rig);
@@ -50,9 +51,12 @@ describe('Discord bridge: replies', () => {
     expect(body(all[0]).message_reference).toEqual({ message_id: q.id, fail_if_not_exists: false });
     expect(all.slice(1).every((w) => w.route === PATCH)).toBe(true);
     const progressive = all.slice(0, -1); // the last one is finish(), which does not wait
-    for (let i = 1; i < progressive.length; i++) expect(progressive[i]!.at - progressive[i - 1]!.at).toBeGreaterThanOrEqual(950);
+    // At most one start a second from the first progress on: the i-th cannot arrive before i s
+    // have passed, and no more can have started than whole seconds fit before finish(). Bounds
+    // from this test's own clock, which hold however late the requests arrive on a loaded machine.
+    progressive.forEach((w, i) => expect(w.at).toBeGreaterThanOrEqual(started + i * 1000));
+    expect(progressive.length).toBeLessThanOrEqual(1 + Math.floor((finishing - started) / 1000));
     expect(all.length).toBeGreaterThanOrEqual(3);
-    expect(all.length).toBeLessThanOrEqual(5);
     expect(rig.fake.posted).toHaveLength(1);
     expect(ids).toEqual([rig.fake.posted[0]!.id]);
     expect(rig.fake.posted[0]!.content).toBe(`${text}done.`);

@@ -37,6 +37,7 @@ describe('Slack bridge, replies', () => {
       writer.progress(`**Answer:** ${text}`);
       await sleep(40);
     }
+    const finishing = Date.now();
     const ids = await writer.finish('**Answer:** done, see [docs](https://example.com)');
 
     const posts = fake.ok('chat.postMessage');
@@ -46,13 +47,14 @@ describe('Slack bridge, replies', () => {
     expect(textOf(posts[0])).toMatch(/^\*Answer:\* word/);
     expect(ids).toEqual([posts[0]?.response?.ts]);
     expect(updates.every((u) => u.body.ts === ids[0])).toBe(true);
-    // 2.6 s of progress: the post plus two or three edits, then the final edit.
+    // 2.6 s of progress: the post and at least one edit, then the final edit.
     expect(updates.length).toBeGreaterThanOrEqual(2);
-    expect(updates.length).toBeLessThanOrEqual(4);
-    const progressCalls = [posts[0], ...updates.slice(0, -1)];
-    for (let i = 1; i < progressCalls.length; i++) {
-      expect((progressCalls[i]?.at ?? 0) - (progressCalls[i - 1]?.at ?? 0)).toBeGreaterThanOrEqual(950);
-    }
+    // At most one start a second from the first progress on: the i-th cannot arrive before i s have
+    // passed, and no more can have started than whole seconds fit before finish(). Bounds from this
+    // test's own clock, which hold however late the requests arrive on a loaded machine.
+    const progressCalls = [posts[0]!, ...updates.slice(0, -1)];
+    progressCalls.forEach((call, i) => expect(call.at).toBeGreaterThanOrEqual(t0 + i * 1000));
+    expect(progressCalls.length).toBeLessThanOrEqual(1 + Math.floor((finishing - t0) / 1000));
     expect(textOf(updates.at(-1))).toBe('*Answer:* done, see <https://example.com|docs>');
   });
 
