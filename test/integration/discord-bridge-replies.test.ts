@@ -190,7 +190,8 @@ describe('Discord bridge: send()', () => {
     const started = Date.now();
     const err = await rig.bridge.send({ to: RANDOM_ID, text: 'too slow', priority: 'normal' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RateLimitedError);
-    expect(Date.now() - started).toBeLessThan(3000);
+    // Fails at once rather than waiting the 120 s asked for (a bound far from both, for a loaded machine).
+    expect(Date.now() - started).toBeLessThan(15_000);
     expect(rig.fake.requests.filter((x) => x.route === POST)).toHaveLength(3);
   });
 

@@ -67,10 +67,9 @@ describe('Slack bridge, Events API', () => {
     const ts = nextTs();
     const text = '<@UBOT> hi &amp; see <#C2|general>, <@U7|ann> and <https://example.com/a|the docs> &lt;3';
     const message = messageEvent({ channel: 'C1', user: 'U1', ts, text });
-    const t0 = Date.now();
+    // Answered while the service still holds the message (released below): the acknowledgement does not wait for it.
     const answer = await deliver(h.bridge, eventCallback(message, { eventId: 'EvMSG' }));
     expect(answer.status).toBe(200);
-    expect(Date.now() - t0).toBeLessThan(1000);
     await until('the message', () => h.rec.messages.length === 1);
     expect(h.rec.messages[0]).toEqual({
       externalId: 'EvMSG',

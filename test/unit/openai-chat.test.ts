@@ -190,13 +190,12 @@ describe('createOpenAiChat through the openai package', { timeout: 5_000 }, () =
 
   it('times out a first token that is slower than the time-out with a 504', async () => {
     fake.reply({ text: 'Too late.', firstTokenDelayMs: 400 });
-    const started = Date.now();
     const { events, error } = await drain(chat({ timeoutMs: 150, maxRetries: 0 }).stream(ask('hi')));
     expect(events).toEqual([]);
     expect(error).toBeInstanceOf(UpstreamTimeoutError);
     expect((error as UpstreamTimeoutError).code).toBe('upstream_timeout');
     expect((error as UpstreamTimeoutError).status).toBe(504);
-    expect(Date.now() - started).toBeLessThan(400);
+    // Not waited out: the first token (at 400 ms) never arrived as an event. A wall-clock bound would fail on a loaded machine.
     await vi.waitFor(() => expect(fake.requests[0]!.closedByClient).toBe(true), { timeout: 1_000 });
   });
 
