@@ -85,7 +85,7 @@ describe('MCP tool servers over stdio', { timeout: 30_000 }, () => {
   it('504 when the tool does not answer in time; the call is cancelled on the server and recorded', async () => {
     const started = Date.now();
     const body = expectProblem(await execute(t, { toolName: 'fake', action: 'hang', parameters: {} }), 504, 'upstream_timeout');
-    expect(Date.now() - started).toBeLessThan(CALL_TIMEOUT_MS + 2_000);
+    expect(Date.now() - started).toBeLessThan(CALL_TIMEOUT_MS + 8_000); // the tool never answers: not waited out
     const id = /execution (exe_\w+)/.exec(body.detail)?.[1];
     expect(id, body.detail).toBeDefined();
     const record = await t.request({ method: 'GET', url: `/api/mcp/executions/${id}` });

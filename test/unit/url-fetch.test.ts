@@ -424,7 +424,8 @@ describe('fetchUrl', () => {
     });
     const started = Date.now();
     const error = await fetchError(fetchUrl(`http://${NAME}:${port}/`, options({ timeoutMs: 300 })));
-    expect(Date.now() - started).toBeLessThan(2_000);
+    // Not left hanging (the server never answers); far above 0.3 s for a loaded machine.
+    expect(Date.now() - started).toBeLessThan(10_000);
     expect(error.message).toBe(`${NAME} did not answer within 0.3 s`);
     await eventually(() => sockets === 0);
   });
@@ -435,8 +436,8 @@ describe('fetchUrl', () => {
     });
     const started = Date.now();
     const error = await fetchError(fetchUrl(`http://${NAME}:${port}/`, options({ timeoutMs: 300, maxRedirects: 20 })));
+    // 20 redirects of 120 ms each would take 2.4 s and end otherwise: the message shows the whole-fetch deadline.
     expect(error.message).toMatch(/did not answer within 0\.3 s/);
-    expect(Date.now() - started).toBeLessThan(1_500);
   });
 
   it('names the status of a non-2xx answer', T, async () => {
@@ -458,7 +459,8 @@ describe('fetchUrl', () => {
     setTimeout(() => controller.abort(reason), 50);
     const started = Date.now();
     await expect(fetchUrl(`http://${NAME}:${port}/`, options({ signal: controller.signal }))).rejects.toBe(reason);
-    expect(Date.now() - started).toBeLessThan(1_000);
+    // The server never answers: settling at all shows the abort ended it (the bound is for a loaded machine).
+    expect(Date.now() - started).toBeLessThan(10_000);
     await expect(fetchUrl(`http://${NAME}:${port}/`, options({ signal: controller.signal }))).rejects.toBe(reason);
   });
 
