@@ -1,20 +1,32 @@
 /**
- * Analytics reads over interactions, feedback and interaction_tools (API.md §8). Every statement
- * is led by (workspace_id, time range) and answered from the covering indexes of migration 009.
+ * Analytics reads over interactions, feedback and interaction_tools (API.md §8), one store for both
+ * backends. Every statement is led by (workspace_id, time range) and answered from the covering
+ * indexes of migration 009.
  *
- * The aggregates are better-sqlite3 prepared statements rather than Kysely: they run once per
- * bucket (up to 367 per request) and Kysely adds a compile and an object per row. Each report reads
- * its window once: the sums and the times the percentiles need come from the same range scan, the
- * times as a `group_concat` list parsed here into a Float64Array. Measured over a 30-day window of
- * 490k answers (bench/analytics.ts data, in process): the performance report's totals and both
- * times in one scan 98 ms, where a separate totals scan and a plucked column of the times took
- * 46 + 113 ms; the overview's 31 daily sums and latencies 65 ms instead of 44 + 73 ms. Plucking
- * returns one JS value per row through the driver; the list is one string. Tool calls grouped by
- * name: 38 ms, most of it SQLite's sort. The exports' rows: analytics.export-store.ts.
+ * What differs by dialect sits behind `AnalyticsReads`, chosen once per backend: the scans that
+ * read a window's times as one list (`group_concat` on SQLite, `string_agg` on PostgreSQL), the
+ * per-bucket scans (a prepared statement per bucket on SQLite, where a call costs microseconds; one
+ * statement over every bucket on PostgreSQL, where each statement is a round trip) and the exports'
+ * per-session lookups (src/db/sqlite/analytics-reads.ts, src/db/postgres/analytics-reads.ts). The
+ * rest is written once here as prepared reads with `?` placeholders: better-sqlite3 statements on
+ * SQLite, named statements on PostgreSQL. On SQLite they plan as the named-parameter statements they
+ * replace did (EXPLAIN QUERY PLAN compared on the bench data) and take as long.
+ *
+ * Each report reads its window once: the sums and the times the percentiles need come from the
+ * same range scan, the times as a list of integers parsed here into a Float64Array. Measured on
+ * SQLite over a 30-day window of 490k answers (bench/analytics.ts data, in process): the performance
+ * report's totals and both times in one scan 98 ms, where a separate totals scan and a plucked
+ * column of the times took 46 + 113 ms; the overview's 31 daily sums and latencies 65 ms instead of
+ * 44 + 73 ms. Plucking returns one JS value per row through the driver; the list is one string.
+ * Tool calls grouped by name: 38 ms, most of it SQLite's sort. The exports' rows:
+ * analytics.export-store.ts.
  */
+import type { SqlBackend } from '../../db/backend.js';
 import type { Db } from '../../db/database.js';
+import { createPostgresAnalyticsReads } from '../../db/postgres/analytics-reads.js';
 import type { SessionRow } from '../../db/schema.js';
-import { createAnalyticsExportStore } from './analytics.export-store.js';
+import { createSqliteAnalyticsReads } from '../../db/sqlite/analytics-reads.js';
+import { type ConversationExportRow, createAnalyticsExportStore, type MessageBatchRow } from './analytics.export-store.js';
 
 export interface Filter {
   workspaceId: string;
@@ -47,14 +59,71 @@ export interface AnswerTotals {
   latencySum: number;
 }
 
-const FILTER = '(@personaId IS NULL OR persona_id = @personaId) AND (@channelId IS NULL OR channel_id = @channelId)';
+/** One range's answers, with the latencies of the successful ones as a list of integers ("12,40"; null for none). */
+export interface AnswerScan extends AnswerTotals {
+  latencyList: string | null;
+}
+
+/** A window's interactions in one scan, the times as lists of integers (null for none). */
+export interface PerformanceScan {
+  all: number;
+  errors: number;
+  promptTokens: number;
+  completionTokens: number;
+  /** Successful answers: as many latencies as `latencyList` holds. */
+  answers: number;
+  latencyList: string | null;
+  /** Successful answers that streamed text: as many times as `ttftList` holds. */
+  streamed: number;
+  ttftList: string | null;
+}
 
 /**
- * Parses a `group_concat` of integers ("12,-3,40"; null for none) into `out` from `at`, and returns
- * where it stopped: one pass over the characters, no string per number. The columns read this way
- * are INTEGER in STRICT tables, so the list holds digits, minus signs and commas only.
+ * The analytics statements whose SQL differs by dialect (ANCHORS-storage.md, rule 1). Every number
+ * comes back as a JavaScript number; ranges are answered in the order given.
  */
-function integersInto(list: string | null, out: Float64Array, at: number): number {
+export interface AnalyticsReads {
+  /** Per range: conversations opened, successful answers, their latency sum and their latencies. */
+  answerScans(f: Filter, ranges: Range[]): Promise<AnswerScan[]>;
+  /** Conversations opened in each range. */
+  conversationCounts(f: Filter, ranges: Range[]): Promise<number[]>;
+  /** Count and sum of the feedback ratings given in each range. */
+  ratingTotals(f: Filter, ranges: Range[]): Promise<Array<{ count: number; sum: number }>>;
+  /** Counts, token sums and both answer times of one range, in one scan. */
+  performanceScan(f: Filter, r: Range): Promise<PerformanceScan>;
+  /**
+   * Up to EXPORT_BATCH sessions of the workspace created in [at…hi) after (at, id), in (created_at,
+   * id) order, each with the numbers of its interactions and feedback.
+   */
+  conversationBatch(workspaceId: string, at: string, id: string, hi: string): Promise<ConversationExportRow[]>;
+  /**
+   * Up to EXPORT_BATCH of the workspace's user messages and final answers written in [at…hi) after
+   * (at, seq), in (created_at, seq) order; see MessageBatchRow.
+   */
+  messageBatch(workspaceId: string, at: string, seq: number, hi: string): Promise<MessageBatchRow[]>;
+}
+
+/** The dialect module of a backend. */
+export function analyticsReadsOf(backend: SqlBackend): AnalyticsReads {
+  // Only the SQLite backend (database.ts) has kind 'sqlite'; its statements need the raw connection.
+  return backend.kind === 'sqlite' ? createSqliteAnalyticsReads(backend as Db) : createPostgresAnalyticsReads(backend);
+}
+
+const FILTER = '(CAST(? AS TEXT) IS NULL OR persona_id = ?) AND (CAST(? AS TEXT) IS NULL OR channel_id = ?)';
+/** The conditions of a range read of the workspace, filtered; its parameters: `rangeParams`. */
+const inRange = (col: string) => `workspace_id = ? AND ${col} >= ? AND ${col} < ? AND ${FILTER}`;
+const rangeParams = (f: Filter, r: Range) => {
+  const personaId = f.personaId ?? null;
+  const channelId = f.channelId ?? null;
+  return [f.workspaceId, r.lo, r.hi, personaId, personaId, channelId, channelId];
+};
+
+/**
+ * Parses a list of integers ("12,-3,40"; null for none) into `out` from `at`, and returns where it
+ * stopped: one pass over the characters, no string per number. The columns read this way are
+ * integers on both backends, so the list holds digits, minus signs and commas only.
+ */
+export function integersInto(list: string | null, out: Float64Array, at: number): number {
   if (list === null) return at;
   let n = at;
   let v = 0;
@@ -72,38 +141,26 @@ function integersInto(list: string | null, out: Float64Array, at: number): numbe
   return n;
 }
 
-export function createAnalyticsStore(db: Db) {
-  const { sqlite } = db;
-  const params = (f: Filter, r: Range) => ({ ws: f.workspaceId, personaId: f.personaId ?? null, channelId: f.channelId ?? null, lo: r.lo, hi: r.hi });
-  const inRange = (col: string) => `workspace_id = @ws AND ${col} >= @lo AND ${col} < @hi AND ${FILTER}`;
-
-  const performanceScan = sqlite.prepare(
-    `SELECT COUNT(*) AS "all", COALESCE(SUM(error IS NOT NULL), 0) AS errors, COALESCE(SUM(prompt_tokens), 0) AS promptTokens,
-            COALESCE(SUM(completion_tokens), 0) AS completionTokens,
-            COUNT(*) FILTER (WHERE error IS NULL) AS answers, group_concat(latency_ms) FILTER (WHERE error IS NULL) AS latencyList,
-            COUNT(ttft_ms) FILTER (WHERE error IS NULL) AS streamed, group_concat(ttft_ms) FILTER (WHERE error IS NULL) AS ttftList
-     FROM interactions WHERE ${inRange('started_at')}`,
+/**
+ * `reads`: the backend's dialect module; by default the one of its kind. Both are created here, once
+ * per store, so their statements are prepared once.
+ */
+export function createAnalyticsStore(backend: SqlBackend, reads: AnalyticsReads = analyticsReadsOf(backend)) {
+  const { prepare } = backend;
+  const byPersona = prepare<{ id: string; n: number }>(
+    `SELECT persona_id AS id, COUNT(*) AS n FROM interactions WHERE ${inRange('started_at')} AND new_session = 1
+     GROUP BY persona_id ORDER BY 2 DESC, 1`,
   );
-  const answerScan = sqlite.prepare(
-    `SELECT COALESCE(SUM(new_session), 0) AS conversations, COUNT(*) FILTER (WHERE error IS NULL) AS answers,
-            COALESCE(SUM(latency_ms) FILTER (WHERE error IS NULL), 0) AS latencySum, group_concat(latency_ms) FILTER (WHERE error IS NULL) AS latencyList
-     FROM interactions WHERE ${inRange('started_at')}`,
+  const byChannel = prepare<{ id: string; n: number }>(
+    `SELECT channel_id AS id, COUNT(*) AS n FROM interactions WHERE ${inRange('started_at')} AND new_session = 1 AND channel_id IS NOT NULL
+     GROUP BY channel_id ORDER BY 2 DESC, 1`,
   );
-  const conversationsOnly = sqlite.prepare(`SELECT COUNT(*) FROM interactions WHERE ${inRange('started_at')} AND new_session = 1`).pluck();
-  const ratings = sqlite.prepare(`SELECT COUNT(*) AS count, COALESCE(SUM(rating), 0) AS sum FROM feedback WHERE ${inRange('created_at')}`);
-  const byPersona = sqlite
-    .prepare(`SELECT persona_id, COUNT(*) FROM interactions WHERE ${inRange('started_at')} AND new_session = 1 GROUP BY persona_id ORDER BY 2 DESC, 1`)
-    .raw();
-  const byChannel = sqlite
-    .prepare(
-      `SELECT channel_id, COUNT(*) FROM interactions WHERE ${inRange('started_at')} AND new_session = 1 AND channel_id IS NOT NULL GROUP BY channel_id ORDER BY 2 DESC, 1`,
-    )
-    .raw();
-  const byTool = sqlite
-    .prepare(`SELECT tool_name, COUNT(*), SUM(is_error) FROM interaction_tools WHERE ${inRange('started_at')} GROUP BY tool_name ORDER BY 2 DESC, 1`)
-    .raw();
-  const recent = sqlite.prepare(
-    `SELECT * FROM sessions WHERE workspace_id = @ws AND created_at >= @lo AND created_at < @hi AND ${FILTER} ORDER BY created_at DESC, id DESC LIMIT @limit`,
+  const byTool = prepare<{ name: string; calls: number; failures: number }>(
+    `SELECT tool_name AS name, COUNT(*) AS calls, SUM(is_error) AS failures FROM interaction_tools WHERE ${inRange('started_at')}
+     GROUP BY tool_name ORDER BY 2 DESC, 1`,
+  );
+  const recent = prepare<SessionRow>(
+    `SELECT * FROM sessions WHERE ${inRange('created_at')} ORDER BY created_at DESC, id DESC LIMIT ?`,
   );
 
   return {
@@ -112,7 +169,7 @@ export function createAnalyticsStore(db: Db) {
      * of every successful answer in all the ranges (ms, no order). One scan of each range.
      */
     async answerTotals(f: Filter, ranges: Range[]): Promise<{ totals: AnswerTotals[]; latencies: Float64Array }> {
-      const rows = ranges.map((r) => answerScan.get(params(f, r)) as AnswerTotals & { latencyList: string | null });
+      const rows = await reads.answerScans(f, ranges);
       const latencies = new Float64Array(rows.reduce((a, row) => a + row.answers, 0));
       let at = 0;
       for (const row of rows) at = integersInto(row.latencyList, latencies, at);
@@ -120,20 +177,14 @@ export function createAnalyticsStore(db: Db) {
     },
 
     /** Conversations opened in each range. */
-    conversationCounts: async (f: Filter, ranges: Range[]): Promise<number[]> => ranges.map((r) => conversationsOnly.get(params(f, r)) as number),
+    conversationCounts: (f: Filter, ranges: Range[]): Promise<number[]> => reads.conversationCounts(f, ranges),
 
     /** Count and sum of the feedback ratings given in each range. */
-    ratingTotals: async (f: Filter, ranges: Range[]): Promise<Array<{ count: number; sum: number }>> =>
-      ranges.map((r) => ratings.get(params(f, r)) as { count: number; sum: number }),
+    ratingTotals: (f: Filter, ranges: Range[]): Promise<Array<{ count: number; sum: number }>> => reads.ratingTotals(f, ranges),
 
     /** Interaction counts, token sums and the answer times of the range, in one scan. */
     async performanceTotals(f: Filter, r: Range): Promise<PerformanceTotals> {
-      const row = performanceScan.get(params(f, r)) as Omit<PerformanceTotals, 'latencies' | 'firstTokens'> & {
-        answers: number;
-        latencyList: string | null;
-        streamed: number;
-        ttftList: string | null;
-      };
+      const row = await reads.performanceScan(f, r);
       const latencies = new Float64Array(row.answers);
       const firstTokens = new Float64Array(row.streamed);
       integersInto(row.latencyList, latencies, 0);
@@ -141,14 +192,22 @@ export function createAnalyticsStore(db: Db) {
       return { all: row.all, errors: row.errors, promptTokens: row.promptTokens, completionTokens: row.completionTokens, latencies, firstTokens };
     },
 
-    conversationsBy: async (f: Filter, r: Range, key: 'persona' | 'channel'): Promise<Array<[string, number]>> =>
-      (key === 'persona' ? byPersona : byChannel).all(params(f, r)) as Array<[string, number]>,
+    /** Conversations opened in the range per persona or per channel, most first (ties by id). */
+    async conversationsBy(f: Filter, r: Range, key: 'persona' | 'channel'): Promise<Array<[string, number]>> {
+      const rows = await (key === 'persona' ? byPersona : byChannel).all(...rangeParams(f, r));
+      return rows.map((row) => [row.id, row.n]);
+    },
 
-    toolCalls: async (f: Filter, r: Range): Promise<Array<[string, number, number]>> => byTool.all(params(f, r)) as Array<[string, number, number]>,
+    /** Calls and failed calls per tool in the range, most called first (ties by name). */
+    async toolCalls(f: Filter, r: Range): Promise<Array<[string, number, number]>> {
+      const rows = await byTool.all(...rangeParams(f, r));
+      return rows.map((row) => [row.name, row.calls, row.failures]);
+    },
 
-    recentSessions: async (f: Filter, r: Range, limit: number): Promise<SessionRow[]> => recent.all({ ...params(f, r), limit }) as SessionRow[],
+    /** The newest sessions opened in the range (ties by id, descending). */
+    recentSessions: (f: Filter, r: Range, limit: number): Promise<SessionRow[]> => recent.all(...rangeParams(f, r), limit),
 
-    ...createAnalyticsExportStore(db),
+    ...createAnalyticsExportStore(backend, reads),
   };
 }
 
