@@ -166,7 +166,7 @@ export async function run(_options: BenchOptions): Promise<BenchRow[]> {
     for (let p = 0; p < 8; p++) personas.push((await ctx.services.personas.create(workspace.id, { name: `P${p}`, instructions: 'x', traits: [], tools: [] })).id);
     process.stdout.write(`  writing ${fmt(rows)} interactions over ${SPAN_DAYS} days... `);
     const gen = startWindow();
-    const extra = generate(ctx.db.sqlite, workspace.id, personas, rows, ctx.clock.now().getTime());
+    const extra = generate(ctx.sqlite().sqlite, workspace.id, personas, rows, ctx.clock.now().getTime());
     const generated = gen();
     process.stdout.write(`${(generated.elapsedMs / 1000).toFixed(1)} s (+${fmt(extra.tools)} tool calls, ${fmt(extra.ratings)} ratings)\n`);
     const talk = await ctx.services.auth.createWorkspace('bench-conversations');
@@ -177,10 +177,10 @@ export async function run(_options: BenchOptions): Promise<BenchRow[]> {
     }
     process.stdout.write(`  writing ${fmt(exchanges)} exchanges over ${CONVERSATION_DAYS} days in two workspaces... `);
     const talkWindow = startWindow();
-    const messages = generateConversations(ctx.db.sqlite, talk.workspace.id, noise.workspace.id, talkPersonas, exchanges, ctx.clock.now().getTime());
+    const messages = generateConversations(ctx.sqlite().sqlite, talk.workspace.id, noise.workspace.id, talkPersonas, exchanges, ctx.clock.now().getTime());
     const talkGenerated = talkWindow();
-    ctx.db.sqlite.pragma('wal_checkpoint(TRUNCATE)');
-    ctx.db.sqlite.exec('ANALYZE');
+    ctx.sqlite().sqlite.pragma('wal_checkpoint(TRUNCATE)');
+    ctx.sqlite().sqlite.exec('ANALYZE');
     process.stdout.write(`${(talkGenerated.elapsedMs / 1000).toFixed(1)} s (${fmt(messages)} messages to export)\n`);
     const dbBytes = fs.statSync(path.join(dataDir, 'switchboard.db')).size;
     const dataNote = `${fmt(rows)} interactions over ${SPAN_DAYS} days (${fmt(extra.tools)} tool calls, ${fmt(extra.ratings)} ratings), written in ${(generated.elapsedMs / 1000).toFixed(1)} s; database ${mib(dbBytes)} MiB`;

@@ -349,7 +349,7 @@ async function searchMode(ctx: AppContext, workspaceId: string, queries: string[
  */
 async function vectorRecall(ctx: AppContext, workspaceId: string, queries: string[], returned: string[][]) {
   const dim = ctx.embedder.dimension() ?? 0;
-  const rows = ctx.db.sqlite.prepare('SELECT id, embedding FROM knowledge_chunks WHERE workspace_id = ?').all(workspaceId) as { id: string; embedding: Buffer }[];
+  const rows = ctx.sqlite().sqlite.prepare('SELECT id, embedding FROM knowledge_chunks WHERE workspace_id = ?').all(workspaceId) as { id: string; embedding: Buffer }[];
   const matrix = new Float32Array(rows.length * dim);
   const indexOf = new Map<string, number>();
   rows.forEach((r, i) => {
@@ -388,13 +388,13 @@ async function vectorRecall(ctx: AppContext, workspaceId: string, queries: strin
 }
 
 function databaseBytes(ctx: AppContext) {
-  ctx.db.sqlite.pragma('wal_checkpoint(TRUNCATE)');
+  ctx.sqlite().sqlite.pragma('wal_checkpoint(TRUNCATE)');
   const file = databaseFile(ctx.config);
   const size = (f: string) => (fs.existsSync(f) ? fs.statSync(f).size : 0);
   const bytes = size(file) + size(`${file}-wal`);
   let parts: string[] = [];
   try {
-    const byTable = ctx.db.sqlite
+    const byTable = ctx.sqlite().sqlite
       .prepare(`SELECT CASE WHEN name LIKE 'knowledge_fts%' THEN 'fts5' WHEN name LIKE 'knowledge_vec%' THEN 'sqlite-vec'
           WHEN name LIKE 'knowledge_chunks%' OR name LIKE 'sqlite_autoindex_knowledge_chunks%' THEN 'chunks (text + float32)'
           WHEN name LIKE '%knowledge_sources%' THEN 'sources (content)' ELSE 'other' END AS part, sum(pgsize) AS bytes
@@ -528,7 +528,7 @@ export async function run(options: BenchOptions): Promise<BenchRow[]> {
       const rate = (batch.chunks / batch.window.elapsedMs) * 1000;
       process.stdout.write(`${fmt(rate)} chunks/s\n`);
       ctx = await open();
-      const workspaceId = ctx.db.sqlite.prepare("SELECT id FROM workspaces WHERE name = 'default'").pluck().get() as string;
+      const workspaceId = ctx.sqlite().sqlite.prepare("SELECT id FROM workspaces WHERE name = 'default'").pluck().get() as string;
       const sorted = [...batch.latenciesMs].sort((a, b) => a - b);
       const http = `${fmt(batch.chunks)} chunks from ${fmt(batch.latenciesMs.length)} POSTs (JSON text bodies, ~${fmt(corpus.document(0).content.length / 1024)} KiB each, half Markdown) over 127.0.0.1 by ${clients} keep-alive clients, ` +
         `${(batch.window.elapsedMs / 1000).toFixed(2)} s from the first POST until every source was processed; POST p50 ${percentile(sorted, 0.5).toFixed(1)} ms, p95 ${percentile(sorted, 0.95).toFixed(1)} ms`;

@@ -101,7 +101,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     challenge: () => `Bearer realm="switchboard", resource_metadata="${resourceMetadataUrlOf(base())}"`,
   });
   registerIdempotencyHooks(app, services.idempotency);
-  registerResponseCache(app, ctx.db);
+  if (ctx.changeCounters) registerResponseCache(app, ctx.changeCounters);
 
   if (config.rateLimitPerMinute > 0) registerRateLimit(app, { max: config.rateLimitPerMinute });
   if (config.corsOrigins.length > 0) {

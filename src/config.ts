@@ -73,6 +73,16 @@ const envSchema = z.object({
   PORT: int(0, 65535).default(3000),
   HOST: z.string().trim().min(1).default('127.0.0.1'),
   SWITCHBOARD_DATA_DIR: z.string().trim().min(1).default('./data'),
+  SWITCHBOARD_DATABASE_URL: z
+    .string()
+    .trim()
+    .refine((v) => {
+      if (!URL.canParse(v)) return false;
+      const u = new URL(v);
+      return (u.protocol === 'postgres:' || u.protocol === 'postgresql:') && u.hostname !== '';
+    }, 'must be a PostgreSQL URL such as postgres://user:password@host:5432/switchboard')
+    .optional(),
+  SWITCHBOARD_DATABASE_POOL: int(1, 1_000).default(10),
   SWITCHBOARD_ADMIN_KEY: z
     .string()
     .trim()
@@ -119,6 +129,8 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export interface Config {
   server: { port: number; host: string };
   dataDir: string;
+  /** PostgreSQL (SWITCHBOARD_DATABASE_URL) with its pool size, or undefined for SQLite in dataDir. */
+  database: { url: string; poolSize: number } | undefined;
   durability: 'normal' | 'full';
   adminKey: string | undefined;
   apiKey: string | undefined;
@@ -172,6 +184,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       // Reported next to every other bad variable, even when those fail parsing.
       when: (payload) => payload.value !== null && typeof payload.value === 'object',
     })
+    // Every instance on a shared database seals and opens credentials with the same key: a key file
+    // in one machine's data directory would make the others' credentials unreadable.
+    .refine((e) => e.SWITCHBOARD_DATABASE_URL === undefined || e.SWITCHBOARD_SECRET !== undefined, {
+      path: ['SWITCHBOARD_SECRET'],
+      message: 'is required with SWITCHBOARD_DATABASE_URL (every instance must use the same key): 32 bytes, base64 or hex, e.g. from `openssl rand -base64 32`',
+      when: (payload) => payload.value !== null && typeof payload.value === 'object',
+    })
     .safeParse(present);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => ({
@@ -185,6 +204,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     server: { port: e.PORT, host: e.HOST },
     dataDir: e.SWITCHBOARD_DATA_DIR,
+    database: e.SWITCHBOARD_DATABASE_URL === undefined ? undefined : { url: e.SWITCHBOARD_DATABASE_URL, poolSize: e.SWITCHBOARD_DATABASE_POOL },
     durability: e.SWITCHBOARD_DURABILITY,
     adminKey: e.SWITCHBOARD_ADMIN_KEY,
     apiKey: e.SWITCHBOARD_API_KEY,
@@ -234,7 +254,7 @@ const NOT_FOR_STDIO = new Set([
 ]);
 
 /** Variables whose values are secrets: a client config that holds them must be kept private. */
-export const SECRET_VARIABLES = ['SWITCHBOARD_SECRET', 'OPENAI_API_KEY'] as const;
+export const SECRET_VARIABLES = ['SWITCHBOARD_SECRET', 'OPENAI_API_KEY', 'SWITCHBOARD_DATABASE_URL'] as const;
 
 /**
  * The environment an MCP client must give `switchboard mcp` so it acts on the same data, the same

@@ -7,9 +7,6 @@ import { createAuthStore } from './core/auth/auth.store.js';
 import { type AgentLimits, createAgent } from './core/chat/agent.js';
 import { createChatService } from './core/chat/chat.service.js';
 import { createChatStore } from './core/chat/chat.store.js';
-import { createWriteGroup } from './db/write-group.js';
-import { createSqliteHotWrites } from './db/sqlite/hot-writes.js';
-import { createSqliteKnowledge } from './db/sqlite/knowledge.js';
 import { createSessionService } from './core/chat/sessions.service.js';
 import { createOpenAiService } from './core/openai-compat/openai.service.js';
 import { createOpenAiThreadStore } from './core/openai-compat/openai.store.js';
@@ -46,8 +43,10 @@ import { createToolHub, type ToolHub } from './core/tools/tool-hub.js';
 import { createToolsService } from './core/tools/tools.service.js';
 import { createToolsStore } from './core/tools/tools.store.js';
 import { createVault } from './core/tools/vault.js';
-import { type Db, migrate, openDatabase } from './db/database.js';
-import { createWalCheckpointer } from './db/wal-checkpointer.js';
+import type { Db } from './db/database.js';
+import type { ChangeCounters } from './http/response-cache.js';
+import { type Backend, databaseFile, openBackend } from './db/open.js';
+import type { PostgresDb } from './db/postgres/connection.js';
 import { type Cipher, createCipher, loadSecretKey } from './lib/cipher.js';
 import { type Clock, systemClock } from './lib/clock.js';
 import { type IdGenerator, randomIds } from './lib/ids.js';
@@ -62,7 +61,12 @@ export const VERSION = '0.1.0';
 export interface AppContext {
   config: Config;
   logger: Logger;
-  db: Db;
+  /** The database: SQLite (the default) or PostgreSQL (SWITCHBOARD_DATABASE_URL). */
+  db: Db | PostgresDb;
+  /** The SQLite database, for what only SQLite has (online backup, raw statements in tests); throws on PostgreSQL. */
+  sqlite(): Db;
+  /** What tells the response cache the database is unchanged; null: no response cache (PostgreSQL). */
+  changeCounters: ChangeCounters | null;
   clock: Clock;
   ids: IdGenerator;
   cipher: Cipher;
@@ -133,9 +137,6 @@ const CHAT_TIMEOUT_MS = 60_000;
 /** URL fetches take at most this long, redirects included. */
 const URL_FETCH_TIMEOUT_MS = 15_000;
 
-/** How often the checkpoint thread copies the WAL into the database (wal-checkpointer.ts). */
-const WAL_CHECKPOINT_MS = 200;
-
 /** The embedder SWITCHBOARD_EMBEDDINGS selects (the `openai` package only for a remote one, as for the model). */
 export async function configuredEmbedder(config: Config): Promise<Embedder> {
   if (config.embeddings.provider === 'hashed') return createHashedEmbedder();
@@ -144,9 +145,7 @@ export async function configuredEmbedder(config: Config): Promise<Embedder> {
   return createOpenAiEmbedder({ client, model: config.embeddings.model });
 }
 
-export function databaseFile(config: Config): string {
-  return path.join(config.dataDir, 'switchboard.db');
-}
+export { databaseFile };
 
 /** The one composition root: everything the transports need, built from config plus test overrides. */
 export async function createContext(config: Config, overrides: ContextOverrides = {}): Promise<AppContext> {
@@ -155,14 +154,11 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const ids = overrides.ids ?? randomIds;
   const embedder = overrides.embedder ?? (await configuredEmbedder(config));
   const llm = overrides.llm ?? (await configuredLlm(config));
-  const dbFile = overrides.databaseFile ?? databaseFile(config);
-  const db = openDatabase({ filename: dbFile, durability: config.durability });
-  try {
-    await migrate(db);
-  } catch (err) {
-    await db.close();
-    throw err;
-  }
+  const backend: Backend = await openBackend(config, logger, {
+    ...(overrides.databaseFile !== undefined ? { databaseFile: overrides.databaseFile } : {}),
+    index: { keywordBudget: config.search.keywordBudget, cacheBytes: config.search.vectorCacheBytes, ...overrides.index },
+  });
+  const { db } = backend;
   const cipher = createCipher(loadSecretKey(config.secret, config.dataDir));
 
   const auth = createAuthService({ store: createAuthStore(db.kysely), clock, ids });
@@ -172,12 +168,11 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   personas.guardDeletion((workspaceId, personaId) => abTests.personaInUse(workspaceId, personaId));
   const idempotency = createIdempotencyService({ db: db.kysely, cipher, clock });
 
-  const knowledgeDialect = createSqliteKnowledge(db, { keywordBudget: config.search.keywordBudget, cacheBytes: config.search.vectorCacheBytes, ...overrides.index });
   let vectors;
   try {
-    vectors = await createVectorState(db, knowledgeDialect, embedder);
+    vectors = await createVectorState(db, backend.knowledge, embedder);
   } catch (err) {
-    await db.close();
+    await backend.close();
     throw err;
   }
   const fetchOptions: UrlFetchOptions = {
@@ -186,7 +181,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     timeoutMs: URL_FETCH_TIMEOUT_MS,
     ...overrides.fetch,
   };
-  const knowledgeStore = createKnowledgeStore(db, knowledgeDialect);
+  const knowledgeStore = createKnowledgeStore(db, backend.knowledge);
   // Ingestion and search threads run the built-in offline embedder themselves; a replaced embedder
   // (a test's) or a remote model keeps that work on the main thread.
   const threadedEmbedder = overrides.embedder === undefined && config.embeddings.provider === 'hashed';
@@ -195,21 +190,19 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const script = workers > 0 ? ingestWorkerScript() : null;
   if (workers > 0 && script === null) logger.warn('no compiled ingestion worker (dist/); knowledge is processed on the main thread');
   const pool = script ? createIngestPool({ size: workers, dimension: embedder.dimension()!, logger, script }) : null;
-  // With a second core, WAL checkpoints leave the main thread's commits (answers, processed sources) for a thread of their own.
-  const walCheckpointer = os.availableParallelism() > 1 ? createWalCheckpointer(db, { filename: dbFile, durability: config.durability, intervalMs: WAL_CHECKPOINT_MS }, logger) : null;
-  const startCheckpoints = () => walCheckpointer?.start();
-  const writer = createChunkWriter(knowledgeStore, logger, () => (pool?.pending ?? 0) > 0, { ...DEFAULT_WRITER, ...overrides.ingest?.writer }, startCheckpoints);
+  const writer = createChunkWriter(knowledgeStore, logger, () => (pool?.pending ?? 0) > 0, { ...DEFAULT_WRITER, ...overrides.ingest?.writer }, backend.onWrite);
   const ingestor = createIngestor({ store: knowledgeStore, vectors, embedder, clock, ids, logger, fetchOptions, writer, pool });
   // With workers, more sources than threads are in flight (sourcesInFlight says why).
   const queue = createJobQueue((id, signal) => ingestor.process(id, signal), logger, { concurrency: pool ? sourcesInFlight(pool.size) : 1 });
-  // Searches (and so chat retrieval) on their own thread beside the main one, given a database file
-  // (an in-memory one is not shared).
+  // Searches (and so chat retrieval) on their own thread beside the main one, given a SQLite file
+  // (an in-memory one is not shared; on PostgreSQL the server does the heavy part).
+  const searchFile = backend.searchFile;
   const searchPool =
-    threadedEmbedder && dbFile !== ':memory:'
+    threadedEmbedder && searchFile !== null
       ? createSearchPool(
           config.search.threads,
           {
-            filename: dbFile,
+            filename: searchFile,
             durability: config.durability,
             dimension: embedder.dimension()!,
             index: { keywordBudget: config.search.keywordBudget, cacheBytes: config.search.vectorCacheBytes, ...overrides.index },
@@ -248,8 +241,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const tools: ToolHub = hub;
   const toolsService = createToolsService({ store: toolsStore, hub, vault, clock, ids, guard: fetchOptions, allowStdio: config.mcpStdio });
   const agent = createAgent({ llm, knowledge, tools, logger, limits: overrides.agent });
-  // One write group for the hot path's writes (answers, channel messages): one commit per event-loop turn.
-  const hot = createSqliteHotWrites(db, createWriteGroup(db.sqlite, { onWrite: startCheckpoints }));
+  const { hot } = backend;
   const chatStore = createChatStore(db, hot.chat);
   const chat = createChatService({ store: chatStore, personas, abTests, agent, clock, ids });
   const openai = createOpenAiService({ chat, personas, abTests, threads: createOpenAiThreadStore(db, hot.threads), clock });
@@ -257,7 +249,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   // The one answer to "is this a channel of the workspace?" (404 filters of sessions and analytics).
   const channelExists: ChannelExists = async (workspaceId, channelId) => (await channelStore.find(workspaceId, channelId)) !== undefined;
   const sessions = createSessionService({ store: chatStore, clock, personas, channelExists });
-  const analytics = createAnalyticsService({ store: createAnalyticsStore(db), personas, channelExists, clock });
+  const analytics = createAnalyticsService({ store: createAnalyticsStore(db, backend.analytics), personas, channelExists, clock });
   const inbox = createInbox({ store: channelStore, chat, sessions, clock, logger, recoveryWindowMs: overrides.channels?.recoveryWindowMs });
   const channels = createChannelService({
     store: channelStore,
@@ -297,6 +289,11 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     config,
     logger,
     db,
+    changeCounters: backend.changeCounters,
+    sqlite() {
+      if (db.kind !== 'sqlite') throw new Error('This instance stores its data in PostgreSQL, not SQLite.');
+      return db;
+    },
     clock,
     ids,
     cipher,
@@ -316,10 +313,9 @@ export async function createContext(config: Config, overrides: ContextOverrides 
           await writer.close();
           await pool?.close();
           await searchPool?.close();
-          await walCheckpointer?.close();
           await auth.flushUsage();
         } finally {
-          await db.close();
+          await backend.close();
         }
       })();
       return closing;

@@ -113,7 +113,7 @@ async function evaluate(ctx: AppContext, workspaceId: string, queries: Query[], 
 
 /** Scores index hits (chunk rows) against a query's relevant documents. */
 function judgeHits(ctx: AppContext, docOf: Map<string, string>) {
-  const sourceOfRow = ctx.db.sqlite.prepare('SELECT source_id FROM knowledge_chunks WHERE rowid = ?').pluck();
+  const sourceOfRow = ctx.sqlite().sqlite.prepare('SELECT source_id FROM knowledge_chunks WHERE rowid = ?').pluck();
   return (hits: Hit[], relevant: Query['relevant']) => score(docsOf(hits.map((h) => sourceOfRow.get(h.rowid) as string), docOf), relevant);
 }
 
@@ -125,14 +125,14 @@ async function tune(ctx: AppContext, workspaceId: string, train: Query[], docOf:
   let bestKeyword = { ndcg: -1, titleWeight: 1 };
   const keywordRuns = new Map<number, Hit[][]>();
   for (const titleWeight of [0.25, 0.5, 1, 1.5, 2, 3]) {
-    const index = openSqliteSearchIndex(ctx.db.sqlite, ctx.embedder.dimension()!, { ...DEFAULT_INDEX_OPTIONS, titleWeight });
+    const index = openSqliteSearchIndex(ctx.sqlite().sqlite, ctx.embedder.dimension()!, { ...DEFAULT_INDEX_OPTIONS, titleWeight });
     const runs = train.map((q) => index.keyword(filter, q.text, 100));
     keywordRuns.set(titleWeight, runs);
     const ndcg = mean(runs.map((hits, i) => judge(hits, train[i]!.relevant).ndcg));
     console.log(`  keyword titleWeight=${titleWeight}: train nDCG@10 ${ndcg.toFixed(4)}`);
     if (ndcg > bestKeyword.ndcg) bestKeyword = { ndcg, titleWeight };
   }
-  const index = openSqliteSearchIndex(ctx.db.sqlite, ctx.embedder.dimension()!, DEFAULT_INDEX_OPTIONS);
+  const index = openSqliteSearchIndex(ctx.sqlite().sqlite, ctx.embedder.dimension()!, DEFAULT_INDEX_OPTIONS);
   const vectorRuns = train.map((_, i) => index.vector(filter, vectors[i]!, 100));
   const keywordBest = keywordRuns.get(bestKeyword.titleWeight)!;
   let bestFusion: FusionOptions & { ndcg: number } = { ...DEFAULT_FUSION, ndcg: -1 };
@@ -171,7 +171,7 @@ async function tune(ctx: AppContext, workspaceId: string, train: Query[], docOf:
  */
 async function budgetEffect(ctx: AppContext, workspaceId: string, test: Query[], docOf: Map<string, string>, chunks: number) {
   const budget = Math.max(1, Math.round((DEFAULT_INDEX_OPTIONS.keywordBudget * chunks) / 100_000));
-  const index = openSqliteSearchIndex(ctx.db.sqlite, ctx.embedder.dimension()!, { ...DEFAULT_INDEX_OPTIONS, keywordBudget: budget });
+  const index = openSqliteSearchIndex(ctx.sqlite().sqlite, ctx.embedder.dimension()!, { ...DEFAULT_INDEX_OPTIONS, keywordBudget: budget });
   const judge = judgeHits(ctx, docOf);
   const filter = { workspaceId };
   const vectors = await ctx.embedder.embed(test.map((q) => q.text));
@@ -199,7 +199,7 @@ async function main() {
   try {
     const { workspace } = await ctx.services.auth.createWorkspace('eval');
     const { docOf, seconds } = await ingest(ctx, workspace.id, corpus);
-    const chunks = ctx.db.sqlite.prepare('SELECT count(*) FROM knowledge_chunks').pluck().get() as number;
+    const chunks = ctx.sqlite().sqlite.prepare('SELECT count(*) FROM knowledge_chunks').pluck().get() as number;
     console.log(`Ingested in ${seconds.toFixed(1)} s (${chunks} chunks, ${(chunks / seconds).toFixed(0)} chunks/s through the service).`);
     if (args.includes('--tune')) {
       console.log('Tuning on train queries only:');

@@ -117,7 +117,7 @@ async function startBare(): Promise<Running> {
  */
 async function startReference(): Promise<Running> {
   const seeded = await seed(0);
-  const list = seeded.ctx.db.sqlite.prepare(
+  const list = seeded.ctx.sqlite().sqlite.prepare(
     'SELECT * FROM personas WHERE workspace_id = ? ORDER BY created_at DESC, id DESC LIMIT ?',
   );
   const app = Fastify({ logger: false });

@@ -9,6 +9,7 @@ const healthSchema = z
     status: z.enum(['ok', 'degraded']),
     version: z.string(),
     database: z.enum(['ok', 'error']),
+    databaseKind: z.enum(['sqlite', 'postgres']).describe('Where the data lives: SQLite in the data directory, or PostgreSQL (SWITCHBOARD_DATABASE_URL).'),
     model: z.object({ provider: z.string(), name: z.string() }),
   })
   .meta({ id: 'Health' });
@@ -38,6 +39,7 @@ export function healthRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           status: database === 'ok' ? ('ok' as const) : ('degraded' as const),
           version: VERSION,
           database,
+          databaseKind: ctx.db.kind,
           model: { provider: ctx.config.model.provider, name: ctx.config.model.name },
         };
         return reply.code(database === 'ok' ? 200 : 503).send(body);

@@ -18,7 +18,7 @@ describe('Discord channel end to end', { timeout: 30_000 }, () => {
   const repliesTo = (messageId: string) => fake.posted.filter((p) => (p.body.message_reference as { message_id?: string } | undefined)?.message_id === messageId);
   const finalOf = (p: FakeDiscord['posted'][number]) => p.edits.at(-1)?.content ?? p.content;
   /** Whether a message is answered and settled (reply parts recorded, session stored). */
-  const settled = (messageId: unknown) => t.ctx.db.sqlite.prepare('SELECT status FROM channel_inbox WHERE external_id = ?').pluck().get(String(messageId)) === 'answered';
+  const settled = (messageId: unknown) => t.ctx.sqlite().sqlite.prepare('SELECT status FROM channel_inbox WHERE external_id = ?').pluck().get(String(messageId)) === 'answered';
 
   beforeAll(async () => {
     fake = await startFakeDiscord();
@@ -60,7 +60,7 @@ describe('Discord channel end to end', { timeout: 30_000 }, () => {
     // The gateway delivers in order and a message is stored before it is answered: once the DM is
     // answered, the two before it would be in the inbox had they been taken.
     const stored = (...ids: unknown[]) =>
-      t.ctx.db.sqlite.prepare(`SELECT count(*) FROM channel_inbox WHERE channel_id = ? AND external_id IN (${ids.map(() => '?').join(', ')})`).pluck().get(channelId, ...ids.map(String));
+      t.ctx.sqlite().sqlite.prepare(`SELECT count(*) FROM channel_inbox WHERE channel_id = ? AND external_id IN (${ids.map(() => '?').join(', ')})`).pluck().get(channelId, ...ids.map(String));
     expect(stored(dm.id)).toBe(1);
     expect(stored(bot.id, chatter.id)).toBe(0);
     expect(fake.posted.length - before).toBe(1);
@@ -72,7 +72,7 @@ describe('Discord channel end to end', { timeout: 30_000 }, () => {
     const reply = await waitFor(() => settled(asked.id) && repliesTo(String(asked.id)).find((p) => finalOf(p).includes('5 business days')), 'the answer', 10_000);
     fake.react({ user: ALICE, channelId: GENERAL_ID, messageId: reply.id, emoji: '👍' });
     const ratings = () =>
-      t.ctx.db.sqlite.prepare('SELECT f.rating FROM feedback f JOIN channel_messages m ON m.message_id = f.message_id WHERE m.external_id = ?').pluck().all(reply.id);
+      t.ctx.sqlite().sqlite.prepare('SELECT f.rating FROM feedback f JOIN channel_messages m ON m.message_id = f.message_id WHERE m.external_id = ?').pluck().all(reply.id);
     await waitFor(() => ratings().length === 1, 'the feedback', 5_000);
     expect(ratings()).toEqual([5]);
   });

@@ -31,7 +31,7 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
   };
   /** Whether the thread's latest message is answered and settled (reply parts recorded, session stored). */
   const settled = (threadTs: string) =>
-    t.ctx.db.sqlite.prepare('SELECT status FROM channel_inbox WHERE conversation_id = ? ORDER BY seq DESC LIMIT 1').pluck().get(`C1:${threadTs}`) === 'answered';
+    t.ctx.sqlite().sqlite.prepare('SELECT status FROM channel_inbox WHERE conversation_id = ? ORDER BY seq DESC LIMIT 1').pluck().get(`C1:${threadTs}`) === 'answered';
   /**
    * A person's mention in the thread, delivered after what a test expects to be ignored or answered
    * once: it waits until the barrier itself is answered, so anything delivered before it that was
@@ -100,7 +100,7 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
     // retry would have been stored and posted before it, so none now means none ever.
     await barrier(ts);
     expect(threadPosts(ts)).toHaveLength(2); // the first answer and the barrier's, no second answer
-    const rows = t.ctx.db.sqlite.prepare('SELECT count(*) FROM channel_inbox WHERE channel_id = ? AND external_id = ?').pluck().get(channelId, callback.event_id);
+    const rows = t.ctx.sqlite().sqlite.prepare('SELECT count(*) FROM channel_inbox WHERE channel_id = ? AND external_id = ?').pluck().get(channelId, callback.event_id);
     expect(rows).toBe(1);
 
     const botTs = nextTs();
@@ -109,7 +109,7 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
     await deliver(own);
     await deliver(otherBot);
     await barrier(botTs);
-    const stored = t.ctx.db.sqlite.prepare('SELECT count(*) FROM channel_inbox WHERE channel_id = ? AND external_id IN (?, ?)').pluck().get(channelId, own.event_id, otherBot.event_id);
+    const stored = t.ctx.sqlite().sqlite.prepare('SELECT count(*) FROM channel_inbox WHERE channel_id = ? AND external_id IN (?, ?)').pluck().get(channelId, own.event_id, otherBot.event_id);
     expect(stored).toBe(0);
     expect(threadPosts(botTs)).toHaveLength(1); // the barrier's answer only
 
@@ -161,7 +161,7 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
     await fake.waitFor('the answer', () => settled(ts) && finalText(ts).includes('5 business days'), 8_000);
     const replyTs = String(threadPosts(ts)[0]!.response!.ts);
     await deliver(eventCallback(reactionEvent({ reaction: '+1', ts: replyTs, itemUser: fake.botUserId })));
-    const rating = () => t.ctx.db.sqlite.prepare("SELECT rating FROM feedback f JOIN channel_messages m ON m.message_id = f.message_id WHERE m.external_id = ? ORDER BY f.seq").pluck().all(replyTs);
+    const rating = () => t.ctx.sqlite().sqlite.prepare("SELECT rating FROM feedback f JOIN channel_messages m ON m.message_id = f.message_id WHERE m.external_id = ? ORDER BY f.seq").pluck().all(replyTs);
     await fake.waitFor('the 👍 feedback', () => rating().length === 1, 5_000);
     expect(rating()).toEqual([5]);
     await deliver(eventCallback(reactionEvent({ reaction: '-1', ts: replyTs, itemUser: fake.botUserId })));
@@ -233,7 +233,7 @@ describe('a restart answers what was left unanswered, once', { timeout: 30_000 }
       const channel = await createChannel(t, { type: 'slack', personaId: persona, credentials: { botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET } });
       // What a crash leaves: stored messages, not answered (one recent, one old, one answered already).
       const store = (externalId: string, ts: string, status: string, receivedAt: Date) =>
-        t.ctx.db.sqlite
+        t.ctx.sqlite().sqlite
           .prepare('INSERT INTO channel_inbox (channel_id, external_id, conversation_id, payload, status, received_at) VALUES (?, ?, ?, ?, ?, ?)')
           .run(channel.id, externalId, `C1:${ts}`, JSON.stringify({ externalId, conversationId: `C1:${ts}`, conversationRef: 'C1', userId: 'U7', text: 'How long do refunds take?', direct: false, mentioned: true, replyTo: { channel: 'C1', thread_ts: ts } }), status, receivedAt.toISOString());
       const recent = nextTs();
@@ -247,7 +247,7 @@ describe('a restart answers what was left unanswered, once', { timeout: 30_000 }
 
       second = await createContext(loadConfig(env));
       await second.services.channels.startAll();
-      const db = second.db.sqlite;
+      const db = second.sqlite().sqlite;
       const statusOf = (externalId: string) => db.prepare('SELECT status FROM channel_inbox WHERE external_id = ?').pluck().get(externalId);
       // Recovery answers in order; wait until it has been through every row.
       await fake.waitFor('the recovery', () => statusOf('Ev-recent') === 'answered' && statusOf('Ev-old') !== 'pending', 8_000);

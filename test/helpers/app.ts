@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -5,6 +6,7 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { type AppContext, type ContextOverrides, createContext } from '../../src/context.js';
+import { createTestDatabase, type TestBackend } from './postgres.js';
 
 export interface TestApp {
   app: FastifyInstance;
@@ -22,6 +24,8 @@ export function tempDir(prefix = 'switchboard-test-'): string {
 }
 
 export interface TestAppOptions {
+  /** Where the data lives: SQLite in the temporary directory (default), or a fresh PostgreSQL database of its own. */
+  backend?: TestBackend;
   /** Extra environment variables; the rate limit is off unless set here. */
   env?: Record<string, string>;
   overrides?: ContextOverrides;
@@ -32,7 +36,9 @@ export interface TestAppOptions {
 /** A fresh app on a temporary database, ready (not listening), with the default workspace's admin key. */
 export async function createTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const dataDir = tempDir();
-  const config = loadConfig({ SWITCHBOARD_DATA_DIR: dataDir, LOG_LEVEL: 'silent', SWITCHBOARD_RATE_LIMIT: '0', ...options.env });
+  const database = options.backend?.kind === 'postgres' ? await createTestDatabase() : null;
+  const onPostgres = database ? { SWITCHBOARD_DATABASE_URL: database.url, SWITCHBOARD_SECRET: crypto.randomBytes(32).toString('base64') } : {};
+  const config = loadConfig({ SWITCHBOARD_DATA_DIR: dataDir, LOG_LEVEL: 'silent', SWITCHBOARD_RATE_LIMIT: '0', ...onPostgres, ...options.env });
   const ctx = await createContext(config, options.overrides);
   const boot = await ctx.services.auth.bootstrap(config.adminKey);
   const adminKey = boot?.key ?? config.adminKey;
@@ -61,6 +67,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
       closed = true;
       await app.close();
       await ctx.close();
+      await database?.drop();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };

@@ -4,11 +4,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assignVariant } from '../../src/business/ab-tests/ab-tests.service.js';
 import { moments, welchTest } from '../../src/business/ab-tests/stats.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { testBackends } from '../helpers/postgres.js';
 import { createAbTest, createPersona } from '../helpers/factories.js';
 import { callError, callOk, connectInMemory } from '../helpers/mcp.js';
 import { expectProblem } from '../helpers/problem.js';
 
-describe('A/B tests', () => {
+describe.each(testBackends())('A/B tests on $kind', (backend) => {
   let t: TestApp;
   let a: string;
   let b: string;
@@ -24,7 +25,7 @@ describe('A/B tests', () => {
   };
 
   beforeAll(async () => {
-    t = await createTestApp();
+    t = await createTestApp({ backend });
     a = (await createPersona(t, { name: 'Formal' })).id;
     b = (await createPersona(t, { name: 'Casual' })).id;
   });

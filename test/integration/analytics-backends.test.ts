@@ -455,7 +455,7 @@ describe.each(testBackends())('analytics stores on $kind', (which) => {
     // One connection: a store that held one while asking for another would hang here.
     opened = await openTestBackend(which, { poolSize: 1 });
     await insertSeed(opened.backend.kysely);
-    store = createAnalyticsStore(opened.backend);
+    store = createAnalyticsStore(opened.backend, opened.analyticsReads());
   });
   afterAll(() => opened?.close());
 

@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { testBackends } from '../helpers/postgres.js';
 import { createPersona, recordFeedback, recordInteraction, workspaceOf } from '../helpers/factories.js';
 import { expectProblem } from '../helpers/problem.js';
 
@@ -10,13 +11,13 @@ const NOW = '2026-03-10T15:30:00.000Z';
 const at = (offsetMs: number) => new Date(Date.parse(NOW) + offsetMs).toISOString();
 const H = 3_600_000;
 
-describe('analytics windows and buckets', () => {
+describe.each(testBackends())('analytics windows and buckets on $kind', (backend) => {
   let t: TestApp;
   let ws: string;
   let persona: string;
 
   beforeAll(async () => {
-    t = await createTestApp({ overrides: { clock: manualClock(new Date(NOW)) } });
+    t = await createTestApp({ backend, overrides: { clock: manualClock(new Date(NOW)) } });
     ws = await workspaceOf(t);
     persona = (await createPersona(t)).id;
     const open = (started_at: string, latency_ms = 100) => recordInteraction(t, { workspace_id: ws, persona_id: persona, started_at, latency_ms, new_session: 1 });
@@ -115,11 +116,11 @@ describe('analytics windows and buckets', () => {
   });
 });
 
-describe('analytics times of any size', () => {
+describe.each(testBackends())('analytics times of any size on $kind', (backend) => {
   let t: TestApp;
 
   beforeAll(async () => {
-    t = await createTestApp({ overrides: { clock: manualClock(new Date(NOW)) } });
+    t = await createTestApp({ backend, overrides: { clock: manualClock(new Date(NOW)) } });
   });
   afterAll(async () => t.close());
 

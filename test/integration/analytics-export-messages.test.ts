@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MESSAGE_COLUMNS } from '../../src/business/analytics/analytics.service.js';
 import { manualClock } from '../../src/lib/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { testBackends } from '../helpers/postgres.js';
 import { createAbTest, createPersona } from '../helpers/factories.js';
 
 type Message = Record<string, unknown>;
@@ -23,7 +24,7 @@ const FORMULAS = [
 const FORMULA_START = /^[=+\-@\t\r]/;
 const TOOL_MESSAGE = '/tool knowledge.search {"query":"refunds"}';
 
-describe('analytics export: messages', () => {
+describe.each(testBackends())('analytics export: messages on $kind', (backend) => {
   let t: TestApp;
   const clock = manualClock(new Date('2026-03-01T12:00:00.000Z'));
   let persona: string;
@@ -49,7 +50,7 @@ describe('analytics export: messages', () => {
   }
 
   beforeAll(async () => {
-    t = await createTestApp({ overrides: { clock } });
+    t = await createTestApp({ backend, overrides: { clock } });
     persona = (await createPersona(t)).id;
     tooled = (await createPersona(t, { name: 'Tooled', tools: ['knowledge.*'] })).id;
 

@@ -6,12 +6,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ANSWER_COLUMNS, CONVERSATION_COLUMNS } from '../../src/business/analytics/analytics.service.js';
 import { manualClock } from '../../src/lib/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { testBackends } from '../helpers/postgres.js';
 import { createPersona, recordInteraction, workspaceOf } from '../helpers/factories.js';
 import { expectProblem } from '../helpers/problem.js';
 
 const TRICKY_USER = 'ann "the"\nuser, 2';
 
-describe('analytics export', () => {
+describe.each(testBackends())('analytics export on $kind', (backend) => {
   let t: TestApp;
   let persona: string;
   const sessions: string[] = [];
@@ -19,7 +20,7 @@ describe('analytics export', () => {
   const exportFile = (body: Record<string, unknown>) => t.request({ method: 'POST', url: '/business/analytics/export', body });
 
   beforeAll(async () => {
-    t = await createTestApp({ overrides: { clock: manualClock(new Date('2026-03-10T12:00:00.000Z')) } });
+    t = await createTestApp({ backend, overrides: { clock: manualClock(new Date('2026-03-10T12:00:00.000Z')) } });
     persona = (await createPersona(t)).id;
     for (const [message, userId] of [['=SUM(A1:A2)', TRICKY_USER], ['plain question', 'bob'], ['to be deleted', 'carl']]) {
       const res = await t.request({ method: 'POST', url: '/query', body: { personaId: persona, message, userId } });

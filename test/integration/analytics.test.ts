@@ -110,7 +110,7 @@ describe('analytics from recorded answers', () => {
   it('reports latency, tokens, errors and tool calls', async () => {
     const body = await get('/business/analytics/performance');
     const latencies = answers.map((a) => a.latencyMs);
-    const ttfts = (t.ctx.db.sqlite.prepare('SELECT ttft_ms FROM interactions WHERE error IS NULL AND ttft_ms IS NOT NULL').pluck().all() as number[]);
+    const ttfts = (t.ctx.sqlite().sqlite.prepare('SELECT ttft_ms FROM interactions WHERE error IS NULL AND ttft_ms IS NOT NULL').pluck().all() as number[]);
     expect(body.latency).toEqual({ p50Ms: nearestRank(latencies, 0.5), p95Ms: nearestRank(latencies, 0.95), p99Ms: nearestRank(latencies, 0.99) });
     expect(body.firstTokenMs).toEqual({ p50Ms: ttfts.length ? nearestRank(ttfts, 0.5) : null, p95Ms: ttfts.length ? nearestRank(ttfts, 0.95) : null });
     expect(body.tokens).toEqual({

@@ -46,7 +46,7 @@ describe('webhook channels', { timeout: 20_000 }, () => {
     const listed = await t.request({ method: 'GET', url: '/business/channels?type=webhook' });
     expect(listed.json().data.map((c: { id: string }) => c.id)).toContain(channel.id);
     for (const res of [listed, await t.request({ method: 'GET', url: `/business/channels/${channel.id}` })]) expect(res.body).not.toContain(SECRET);
-    const stored = t.ctx.db.sqlite.prepare('SELECT secrets FROM channels WHERE id = ?').pluck().get(channel.id) as string;
+    const stored = t.ctx.sqlite().sqlite.prepare('SELECT secrets FROM channels WHERE id = ?').pluck().get(channel.id) as string;
     expect(stored).not.toContain(SECRET);
     expect(JSON.parse(expectSealed(t, stored, `channel:${channel.id}`))).toEqual({ secret: SECRET });
 

@@ -124,5 +124,5 @@ export async function startOnFakeModel(): Promise<{ fake: FakeOpenAi; t: TestApp
 
 /** The `error` of every interaction recorded so far, oldest first (null for an answer). */
 export function interactionErrors(t: TestApp): Array<string | null> {
-  return (t.ctx.db.sqlite.prepare('SELECT error FROM interactions ORDER BY seq').all() as { error: string | null }[]).map((r) => r.error);
+  return (t.ctx.sqlite().sqlite.prepare('SELECT error FROM interactions ORDER BY seq').all() as { error: string | null }[]).map((r) => r.error);
 }

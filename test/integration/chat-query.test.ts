@@ -52,7 +52,7 @@ describe('POST /query with the offline model', () => {
     expect(session.messages.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant']);
     expect(session.messages[1]).toMatchObject({ id: a.messageId, content: a.response });
 
-    const [row] = t.ctx.db.sqlite.prepare('SELECT * FROM interactions WHERE message_id = ?').all(a.messageId) as Record<string, unknown>[];
+    const [row] = t.ctx.sqlite().sqlite.prepare('SELECT * FROM interactions WHERE message_id = ?').all(a.messageId) as Record<string, unknown>[];
     expect(row).toMatchObject({ session_id: a.sessionId, persona_id: persona.id, user_id: 'user-7', model: 'offline', error: null, tool_calls: 0, prompt_tokens: a.usage.promptTokens });
     expect(row!.ttft_ms).not.toBeNull();
   });
@@ -142,7 +142,7 @@ describe('POST /query with the offline model', () => {
     expect(again.statusCode).toBe(200);
     expect(again.headers['idempotent-replayed']).toBe('true');
     expect(again.json().messageId).toBe(first.json().messageId);
-    const count = t.ctx.db.sqlite.prepare('SELECT count(*) AS n FROM messages WHERE session_id = ?').get(first.json().sessionId) as { n: number };
+    const count = t.ctx.sqlite().sqlite.prepare('SELECT count(*) AS n FROM messages WHERE session_id = ?').get(first.json().sessionId) as { n: number };
     expect(count.n).toBe(2);
   });
 });
@@ -186,7 +186,7 @@ describe('POST /query against an OpenAI-compatible server', () => {
     expect(system.content!.match(/<\/passage>/g)).toHaveLength(1);
     expect(body.messages.at(-1)).toEqual({ role: 'user', content: 'How long do refunds take?' });
 
-    const [row] = t.ctx.db.sqlite.prepare('SELECT model FROM interactions ORDER BY seq DESC LIMIT 1').all() as { model: string }[];
+    const [row] = t.ctx.sqlite().sqlite.prepare('SELECT model FROM interactions ORDER BY seq DESC LIMIT 1').all() as { model: string }[];
     expect(row!.model).toBe('gpt-override');
   });
 
@@ -215,7 +215,7 @@ describe('POST /query against an OpenAI-compatible server', () => {
     const toolMessage = round2.find((m) => m.role === 'tool')!;
     expect(toolMessage.tool_call_id).toBe('call_1');
     expect(toolMessage.content).toMatch(/^<tool_result>\n\[/);
-    const [row] = t.ctx.db.sqlite.prepare('SELECT tool_calls FROM interactions WHERE message_id = ?').all(a.messageId) as { tool_calls: number }[];
+    const [row] = t.ctx.sqlite().sqlite.prepare('SELECT tool_calls FROM interactions WHERE message_id = ?').all(a.messageId) as { tool_calls: number }[];
     expect(row!.tool_calls).toBe(1);
   });
 
@@ -233,10 +233,10 @@ describe('POST /query against an OpenAI-compatible server', () => {
     expectProblem(await query(t, { personaId: persona.id, message: 'hello' }), 502, 'upstream_error');
     fake.reply({ text: 'late', firstTokenDelayMs: 1_500 });
     expectProblem(await query(t, { personaId: persona.id, message: 'hello' }), 504, 'upstream_timeout');
-    const errors = (t.ctx.db.sqlite.prepare('SELECT error FROM interactions ORDER BY seq DESC LIMIT 2').all() as { error: string }[]).map((r) => r.error);
+    const errors = (t.ctx.sqlite().sqlite.prepare('SELECT error FROM interactions ORDER BY seq DESC LIMIT 2').all() as { error: string }[]).map((r) => r.error);
     expect(errors).toEqual(['upstream_timeout', 'upstream_error']);
     // Nothing of a failed exchange is stored: no session was created for these.
-    const orphan = t.ctx.db.sqlite.prepare("SELECT count(*) AS n FROM messages WHERE content = 'hello'").get() as { n: number };
+    const orphan = t.ctx.sqlite().sqlite.prepare("SELECT count(*) AS n FROM messages WHERE content = 'hello'").get() as { n: number };
     expect(orphan.n).toBe(0);
   });
 });

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { testBackends } from '../helpers/postgres.js';
 import type { FakeOpenAi } from '../fakes/openai-server.js';
 import { chunksOf, interactionErrors, listen, OFFLINE_ANSWER, postJson, readSse, REFUND_TEXT, type SseRead, seedSupport, shapeOf, startOnFakeModel, textOf, TOOL_MESSAGE } from './chat-helpers.js';
 
@@ -26,13 +27,13 @@ function expectFraming(read: SseRead) {
   expect(read.events.filter((e) => e.data === '[DONE]')).toHaveLength(1);
 }
 
-describe('native event stream, offline model', () => {
+describe.each(testBackends())('native event stream, offline model on $kind', (backend) => {
   let t: TestApp;
   let origin: string;
   let personaId: string;
 
   beforeAll(async () => {
-    t = await createTestApp();
+    t = await createTestApp({ backend });
     origin = await listen(t);
     personaId = await seedSupport(t);
   });

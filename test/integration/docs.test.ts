@@ -20,7 +20,7 @@ describe('health, OpenAPI and docs (API.md §11)', () => {
     for (const url of ['/health', '/api/health']) {
       const res = await t.request({ method: 'GET', url, as: null });
       expect(res.statusCode).toBe(200);
-      expect(res.json()).toEqual({ status: 'ok', version: expect.any(String), database: 'ok', model: { provider: 'offline', name: 'offline' } });
+      expect(res.json()).toEqual({ status: 'ok', version: expect.any(String), database: 'ok', databaseKind: 'sqlite', model: { provider: 'offline', name: 'offline' } });
     }
   });
 
@@ -227,7 +227,7 @@ describe('GET /health when the database is gone', () => {
   it('answers 503 with database "error" instead of failing', async () => {
     const t = await createTestApp();
     try {
-      t.ctx.db.sqlite.close();
+      t.ctx.sqlite().sqlite.close();
       const res = await t.request({ method: 'GET', url: '/health', as: null });
       expect(res.statusCode).toBe(503);
       expect(res.json()).toMatchObject({ status: 'degraded', database: 'error' });

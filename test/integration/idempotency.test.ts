@@ -2,16 +2,17 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { manualClock } from '../../src/lib/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { testBackends } from '../helpers/postgres.js';
 import { workspaceOf } from '../helpers/factories.js';
 import { expectProblem } from '../helpers/problem.js';
 import { expectSealed } from '../helpers/sealed.js';
 
-describe('Idempotency-Key (API.md §1)', () => {
+describe.each(testBackends())('Idempotency-Key (API.md §1) on $kind', (backend) => {
   let t: TestApp;
   const clock = manualClock(new Date('2026-05-01T00:00:00.000Z'));
   beforeEach(async () => {
     clock.set(new Date('2026-05-01T00:00:00.000Z'));
-    t = await createTestApp({ overrides: { clock } });
+    t = await createTestApp({ backend, overrides: { clock } });
   });
   afterEach(async () => t.close());
 

@@ -1,14 +1,15 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { testBackends } from '../helpers/postgres.js';
 import { expectProblem } from '../helpers/problem.js';
 
-describe('API keys (API.md §2)', () => {
+describe.each(testBackends())('API keys (API.md §2) on $kind', (backend) => {
   let t: TestApp;
   const clock = manualClock(new Date('2026-03-01T12:00:00.000Z'));
   beforeEach(async () => {
     clock.set(new Date('2026-03-01T12:00:00.000Z'));
-    t = await createTestApp({ overrides: { clock } });
+    t = await createTestApp({ backend, overrides: { clock } });
   });
   afterEach(async () => t.close());
 
@@ -212,10 +213,10 @@ describe('API keys (API.md §2)', () => {
   });
 });
 
-describe('SWITCHBOARD_ADMIN_KEY', () => {
+describe.each(testBackends())('SWITCHBOARD_ADMIN_KEY on $kind', (backend) => {
   it('ensures that exact secret is an admin key of the default workspace', async () => {
     const secret = `sb_${'A'.repeat(40)}`;
-    const t = await createTestApp({ env: { SWITCHBOARD_ADMIN_KEY: secret } });
+    const t = await createTestApp({ backend, env: { SWITCHBOARD_ADMIN_KEY: secret } });
     try {
       const res = await t.request({ method: 'GET', url: '/auth/me', as: secret });
       expect(res.statusCode).toBe(200);

@@ -75,6 +75,6 @@ export async function foundSources(t: TestApp, p: SearchParams, as?: string): Pr
 
 /** Row counts of the chunk table and both index tables: a deleted chunk must leave no index row behind. */
 export function indexCounts(t: TestApp) {
-  const count = (table: string) => t.ctx.db.sqlite.prepare(`SELECT count(*) FROM ${table}`).pluck().get() as number;
+  const count = (table: string) => t.ctx.sqlite().sqlite.prepare(`SELECT count(*) FROM ${table}`).pluck().get() as number;
   return { chunks: count('knowledge_chunks'), fts: count('knowledge_fts'), vec: count('knowledge_vec') };
 }

@@ -28,7 +28,7 @@ describe('merging the keyword index after writes', { timeout: 20_000 }, () => {
     }
     return t;
   }
-  const segments = (app: Pick<TestApp, 'ctx'>) => app.ctx.db.sqlite.prepare('SELECT count(DISTINCT segid) FROM knowledge_fts_idx').pluck().get() as number;
+  const segments = (app: Pick<TestApp, 'ctx'>) => app.ctx.sqlite().sqlite.prepare('SELECT count(DISTINCT segid) FROM knowledge_fts_idx').pluck().get() as number;
   const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
   it('keeps a segment per write until writes have been quiet for mergeAfterMs', async () => {

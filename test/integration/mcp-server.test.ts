@@ -4,6 +4,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { testBackends } from '../helpers/postgres.js';
 import { startReceiver, type WebhookReceiver } from '../fakes/webhook-receiver.js';
 import { databaseSnapshot } from '../helpers/db-snapshot.js';
 import { addSource, createAbTest, createChannel, createPersona, createTeam } from '../helpers/factories.js';
@@ -34,12 +35,12 @@ const TOOLS = [
   'update_persona',
 ];
 
-describe('MCP server (in memory)', () => {
+describe.each(testBackends())('MCP server (in memory) on $kind', (backend) => {
   let t: TestApp;
   let client: Client;
 
   beforeAll(async () => {
-    t = await createTestApp();
+    t = await createTestApp({ backend });
     client = await connectInMemory(t);
   });
   afterAll(async () => {
@@ -201,13 +202,13 @@ describe('MCP server (in memory)', () => {
   });
 });
 
-describe('MCP server scopes and workspaces', () => {
+describe.each(testBackends())('MCP server scopes and workspaces on $kind', (backend) => {
   let t: TestApp;
   let receiver: WebhookReceiver;
 
   beforeAll(async () => {
     receiver = await startReceiver();
-    t = await createTestApp({ overrides: { fetch: LOOPBACK_ONLY } });
+    t = await createTestApp({ backend, overrides: { fetch: LOOPBACK_ONLY } });
   });
   afterAll(async () => {
     await t?.close();
@@ -245,11 +246,11 @@ describe('MCP server scopes and workspaces', () => {
     expect((await callOk(reader, 'get_persona', { id: persona.id })).name).toBe('Visible');
 
     await t.ctx.services.auth.flushUsage();
-    const before = databaseSnapshot(t);
+    const before = await databaseSnapshot(t);
     for (const name of writers) {
       expect(await callError(reader, name, calls[name]), name).toBe(`Forbidden: ${name} needs the "write" scope.`);
     }
-    expect(databaseSnapshot(t)).toEqual(before);
+    expect(await databaseSnapshot(t)).toEqual(before);
     expect(receiver.deliveries).toEqual([]);
     await reader.close();
 
@@ -326,7 +327,7 @@ describe('MCP server scopes and workspaces', () => {
 
       // Tools that change data find nothing of the other workspace to act on, and change nothing.
       await t.ctx.services.auth.flushUsage();
-      const before = databaseSnapshot(t);
+      const before = await databaseSnapshot(t);
       const writes: Array<[string, Record<string, unknown>, string]> = [
         ['ask_persona', { personaId: foreign.persona, message: 'hi' }, foreign.persona],
         ['update_persona', { id: foreign.persona, name: 'hijack' }, foreign.persona],
@@ -337,7 +338,7 @@ describe('MCP server scopes and workspaces', () => {
         ['send_channel_message', { channelId: foreign.channel, to: 'x', message: 'y' }, foreign.channel],
       ];
       for (const [name, args, id] of writes) expectNotFound(await callError(client, name, args), id);
-      expect(databaseSnapshot(t)).toEqual(before);
+      expect(await databaseSnapshot(t)).toEqual(before);
 
       // Resources: listed, read and completed for this workspace only.
       const uris = [...own.personas.map((id) => `switchboard://personas/${id}`), `switchboard://knowledge/${own.source}`, `switchboard://ab-tests/${own.abTest}/results`];

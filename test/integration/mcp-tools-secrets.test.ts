@@ -84,7 +84,7 @@ describe('credentials never leave the vault', { timeout: 30_000 }, () => {
     expect(logText).toContain('tool server unavailable');
     for (const secret of secrets) expect(logText.includes(secret), `log leaks ${secret}`).toBe(false);
 
-    t.ctx.db.sqlite.pragma('wal_checkpoint(TRUNCATE)');
+    t.ctx.sqlite().sqlite.pragma('wal_checkpoint(TRUNCATE)');
     const file = databaseFile(t.ctx.config);
     const bytes = [file, `${file}-wal`, `${file}-shm`].filter((f) => fs.existsSync(f)).map((f) => fs.readFileSync(f));
     expect(bytes[0]!.length).toBeGreaterThan(0);
@@ -92,7 +92,7 @@ describe('credentials never leave the vault', { timeout: 30_000 }, () => {
       for (const b of bytes) expect(b.includes(Buffer.from(secret)), `database holds ${secret}`).toBe(false);
     }
     // What is stored is ciphertext, and only the names are readable.
-    const row = t.ctx.db.sqlite.prepare("SELECT id, secrets, credential_names FROM mcp_servers WHERE name = 'remote'").get() as { id: string; secrets: string; credential_names: string };
+    const row = t.ctx.sqlite().sqlite.prepare("SELECT id, secrets, credential_names FROM mcp_servers WHERE name = 'remote'").get() as { id: string; secrets: string; credential_names: string };
     expect(JSON.parse(expectSealed(t, row.secrets, `mcp-server:${row.id}`))).toEqual({ credentials: { API_TOKEN: SECRET }, headers: { Authorization: 'Bearer ${API_TOKEN}', 'X-Literal': LITERAL_HEADER } });
     expect(JSON.parse(row.credential_names)).toEqual(['API_TOKEN']);
   });

@@ -2,6 +2,7 @@
 // registration rules, every execution outcome, monitoring, execution records and workspaces.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { testBackends } from '../helpers/postgres.js';
 import { execute, registerServer, SECRET, stdioServer, toolText } from '../helpers/mcp-tools.js';
 import { expectProblem } from '../helpers/problem.js';
 import { sha256 } from '../fakes/mcp-test-server.mjs';
@@ -208,10 +209,10 @@ describe('MCP tool servers over stdio', { timeout: 30_000 }, () => {
   });
 });
 
-describe('stdio servers without the operator opt-in', () => {
+describe.each(testBackends())('stdio servers without the operator opt-in on $kind', (backend) => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await createTestApp();
+    t = await createTestApp({ backend });
   });
   afterAll(async () => {
     await t?.close();

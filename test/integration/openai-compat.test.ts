@@ -95,7 +95,7 @@ describe('/v1 with the offline model', () => {
     // Feedback works on the completion's message id.
     const feedback = await t.request({ method: 'POST', url: `/sessions/${extra.session_id}/feedback`, body: { rating: 5, messageId: extra.message_id } });
     expect(feedback.statusCode, feedback.body).toBe(201);
-    const [row] = t.ctx.db.sqlite.prepare('SELECT rating, error FROM interactions WHERE message_id = ?').all(extra.message_id) as { rating: number }[];
+    const [row] = t.ctx.sqlite().sqlite.prepare('SELECT rating, error FROM interactions WHERE message_id = ?').all(extra.message_id) as { rating: number }[];
     expect(row).toEqual({ rating: 5, error: null });
   });
 
@@ -159,7 +159,7 @@ describe('/v1 with the offline model', () => {
     const session = await sessionOf(t, [...sessions][0]!);
     expect(session.messageCount).toBe(6);
     expect(session.messages.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user', 'assistant']);
-    const started = t.ctx.db.sqlite.prepare('SELECT SUM(new_session) AS n, COUNT(*) AS c FROM interactions WHERE session_id = ?').get(session.id);
+    const started = t.ctx.sqlite().sqlite.prepare('SELECT SUM(new_session) AS n, COUNT(*) AS c FROM interactions WHERE session_id = ?').get(session.id);
     expect(started).toEqual({ n: 1, c: 3 });
 
     // The same earlier turns for another `user` are another conversation.
@@ -329,7 +329,7 @@ describe('/v1 with an OpenAI-compatible model (fake server)', () => {
     await vi.waitFor(() => expect(completions()[0]!.closedByClient).toBe(true), { timeout: 1_000, interval: 20 });
     await vi.waitFor(() => expect(interactionErrors(t)).toHaveLength(before + 1), { timeout: 1_000, interval: 20 });
     expect(interactionErrors(t).at(-1)).toBe('cancelled');
-    expect(t.ctx.db.sqlite.prepare("SELECT COUNT(*) AS n FROM messages WHERE content = 'talk slowly'").get()).toEqual({ n: 0 });
+    expect(t.ctx.sqlite().sqlite.prepare("SELECT COUNT(*) AS n FROM messages WHERE content = 'talk slowly'").get()).toEqual({ n: 0 });
   });
 
   it('cancels the upstream call of a non-streamed completion whose client aborts', async () => {

@@ -2,14 +2,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
 import { sequentialIds } from '../../src/lib/ids.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { testBackends } from '../helpers/postgres.js';
 
 const valid = { name: 'Ada', instructions: 'Answer briefly.', traits: ['precise', 'kind'] };
 
-describe('personas (API.md §3)', () => {
+describe.each(testBackends())('personas on $kind (API.md §3)', (backend) => {
   let t: TestApp;
   const clock = manualClock(new Date('2026-04-01T00:00:00.000Z'));
   beforeAll(async () => {
-    t = await createTestApp({ overrides: { clock, ids: sequentialIds() } });
+    t = await createTestApp({ backend, overrides: { clock, ids: sequentialIds() } });
   });
   afterAll(async () => t.close());
 

@@ -64,7 +64,7 @@ describe('sessions', () => {
     expect(latest.json()).toMatchObject({ sessionId: a.sessionId, messageId: b.messageId, rating: 5, comment: 'great' });
     const named = await t.request({ method: 'POST', url: `/sessions/${a.sessionId}/feedback`, body: { rating: 2, messageId: a.messageId } });
     expect(named.json().messageId).toBe(a.messageId);
-    const rating = (id: string) => (t.ctx.db.sqlite.prepare('SELECT rating FROM interactions WHERE message_id = ?').get(id) as { rating: number }).rating;
+    const rating = (id: string) => (t.ctx.sqlite().sqlite.prepare('SELECT rating FROM interactions WHERE message_id = ?').get(id) as { rating: number }).rating;
     expect(rating(b.messageId)).toBe(5);
     expect(rating(a.messageId)).toBe(2);
 
@@ -84,13 +84,13 @@ describe('sessions', () => {
     expect(del.statusCode).toBe(204);
     expectProblem(await t.request({ method: 'GET', url: `/sessions/${a.sessionId}` }), 404, 'not_found');
     expectProblem(await t.request({ method: 'DELETE', url: `/sessions/${a.sessionId}` }), 404, 'not_found');
-    const messages = t.ctx.db.sqlite.prepare('SELECT count(*) AS n FROM messages WHERE session_id = ?').get(a.sessionId) as { n: number };
+    const messages = t.ctx.sqlite().sqlite.prepare('SELECT count(*) AS n FROM messages WHERE session_id = ?').get(a.sessionId) as { n: number };
     expect(messages.n).toBe(0);
-    const kept = t.ctx.db.sqlite.prepare("SELECT * FROM interactions WHERE persona_id = ? AND session_id IS NULL AND rating = 4").all(ada) as Record<string, unknown>[];
+    const kept = t.ctx.sqlite().sqlite.prepare("SELECT * FROM interactions WHERE persona_id = ? AND session_id IS NULL AND rating = 4").all(ada) as Record<string, unknown>[];
     expect(kept).toHaveLength(1);
     expect(kept[0]).toMatchObject({ message_id: null, metadata: null });
     expect(kept[0]!.latency_ms).toEqual(expect.any(Number));
-    const feedback = t.ctx.db.sqlite.prepare('SELECT * FROM feedback WHERE rating = 4').all() as Record<string, unknown>[];
+    const feedback = t.ctx.sqlite().sqlite.prepare('SELECT * FROM feedback WHERE rating = 4').all() as Record<string, unknown>[];
     expect(feedback).toEqual([expect.objectContaining({ session_id: null, message_id: null, comment: null, persona_id: ada })]);
     // Continuing a deleted session is a 404.
     expectProblem(await t.request({ method: 'POST', url: '/query', body: { personaId: ada, message: 'again', sessionId: a.sessionId } }), 404, 'not_found');

@@ -3,16 +3,17 @@ import type { Team } from '../../src/business/teams/teams.schemas.js';
 import { manualClock } from '../../src/lib/clock.js';
 import { sequentialIds } from '../../src/lib/ids.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { testBackends } from '../helpers/postgres.js';
 import { createTeam } from '../helpers/factories.js';
 import { callError, callOk, connectInMemory } from '../helpers/mcp.js';
 import { expectProblem } from '../helpers/problem.js';
 
-describe('teams (API.md §8)', () => {
+describe.each(testBackends())('teams (API.md §8) on $kind', (backend) => {
   let t: TestApp;
   // Mutable: one app checks several instants. 2026-03-09 is a Monday.
   const clock = manualClock(new Date('2026-03-09T12:00:00.000Z'));
   beforeAll(async () => {
-    t = await createTestApp({ overrides: { clock, ids: sequentialIds() } });
+    t = await createTestApp({ backend, overrides: { clock, ids: sequentialIds() } });
   });
   afterAll(async () => t.close());
 

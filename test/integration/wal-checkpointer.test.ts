@@ -14,8 +14,8 @@ describe('the WAL checkpoint thread', () => {
   it('keeps the log bounded while the main connection never checkpoints, and hands checkpoints back when it stops', async () => {
     const t = await createTestApp();
     const file = path.join(t.dataDir, 'switchboard.db');
-    const sqlite = t.ctx.db.sqlite;
-    const checkpointer = createWalCheckpointer(t.ctx.db, { filename: file, durability: 'normal', intervalMs: 20 }, pino({ level: 'silent' }))!;
+    const sqlite = t.ctx.sqlite().sqlite;
+    const checkpointer = createWalCheckpointer(t.ctx.sqlite(), { filename: file, durability: 'normal', intervalMs: 20 }, pino({ level: 'silent' }))!;
     try {
       sqlite.exec('CREATE TABLE scratch (v BLOB)');
       const insert = sqlite.prepare('INSERT INTO scratch (v) VALUES (randomblob(4000))');
@@ -63,11 +63,11 @@ describe('the WAL checkpoint thread', () => {
   it('starts with the first stored answer of an app on more than one core', async () => {
     const t = await createTestApp();
     try {
-      expect(t.ctx.db.sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(DEFAULT_CHECKPOINT_PAGES);
+      expect(t.ctx.sqlite().sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(DEFAULT_CHECKPOINT_PAGES);
       const persona = await createPersona(t);
       const res = await t.request({ method: 'POST', url: '/query', body: { personaId: persona.id, message: 'hello' } });
       expect(res.statusCode, res.body).toBe(200);
-      expect(t.ctx.db.sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(os.availableParallelism() > 1 ? BACKSTOP_CHECKPOINT_PAGES : DEFAULT_CHECKPOINT_PAGES);
+      expect(t.ctx.sqlite().sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(os.availableParallelism() > 1 ? BACKSTOP_CHECKPOINT_PAGES : DEFAULT_CHECKPOINT_PAGES);
     } finally {
       await t.close();
     }

@@ -70,7 +70,7 @@ describe('agent loop', () => {
   beforeAll(async () => {
     t = await createTestApp({ overrides: { embedder } });
     persona.id = (await t.request({ method: 'POST', url: '/personas', body: { name: 'Ada', instructions: 'Help.' } })).json().id;
-    workspaceId = (t.ctx.db.sqlite.prepare('SELECT workspace_id FROM personas WHERE id = ?').get(persona.id) as { workspace_id: string }).workspace_id;
+    workspaceId = (t.ctx.sqlite().sqlite.prepare('SELECT workspace_id FROM personas WHERE id = ?').get(persona.id) as { workspace_id: string }).workspace_id;
     await t.request({ method: 'POST', url: '/knowledge', body: { kind: 'text', name: 'Cats', content: 'The office cat is called Miso and likes tuna.' } });
     await t.ctx.services.knowledge.idle();
   });

@@ -31,7 +31,7 @@ export function createAbTestStore(db: Kysely<Database>) {
     counts: (workspaceId: string, testId: string) =>
       db
         .selectFrom('interactions')
-        .select(['variant', sql<number>`sum(new_session)`.as('conversations'), sql<number>`sum(error IS NULL)`.as('messages')])
+        .select(['variant', sql<number>`coalesce(sum(new_session), 0)`.as('conversations'), sql<number>`count(*) FILTER (WHERE error IS NULL)`.as('messages')])
         .where('workspace_id', '=', workspaceId)
         .where('ab_test_id', '=', testId)
         .groupBy('variant')

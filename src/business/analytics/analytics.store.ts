@@ -22,10 +22,7 @@
  * analytics.export-store.ts.
  */
 import type { SqlBackend } from '../../db/backend.js';
-import type { Db } from '../../db/database.js';
-import { createPostgresAnalyticsReads } from '../../db/postgres/analytics-reads.js';
 import type { SessionRow } from '../../db/schema.js';
-import { createSqliteAnalyticsReads } from '../../db/sqlite/analytics-reads.js';
 import { type ConversationExportRow, createAnalyticsExportStore, type MessageBatchRow } from './analytics.export-store.js';
 
 export interface Filter {
@@ -103,12 +100,6 @@ export interface AnalyticsReads {
   messageBatch(workspaceId: string, at: string, seq: number, hi: string): Promise<MessageBatchRow[]>;
 }
 
-/** The dialect module of a backend. */
-export function analyticsReadsOf(backend: SqlBackend): AnalyticsReads {
-  // Only the SQLite backend (database.ts) has kind 'sqlite'; its statements need the raw connection.
-  return backend.kind === 'sqlite' ? createSqliteAnalyticsReads(backend as Db) : createPostgresAnalyticsReads(backend);
-}
-
 const FILTER = '(CAST(? AS TEXT) IS NULL OR persona_id = ?) AND (CAST(? AS TEXT) IS NULL OR channel_id = ?)';
 /** The conditions of a range read of the workspace, filtered; its parameters: `rangeParams`. */
 const inRange = (col: string) => `workspace_id = ? AND ${col} >= ? AND ${col} < ? AND ${FILTER}`;
@@ -145,7 +136,7 @@ export function integersInto(list: string | null, out: Float64Array, at: number)
  * `reads`: the backend's dialect module; by default the one of its kind. Both are created here, once
  * per store, so their statements are prepared once.
  */
-export function createAnalyticsStore(backend: SqlBackend, reads: AnalyticsReads = analyticsReadsOf(backend)) {
+export function createAnalyticsStore(backend: SqlBackend, reads: AnalyticsReads) {
   const { prepare } = backend;
   const byPersona = prepare<{ id: string; n: number }>(
     `SELECT persona_id AS id, COUNT(*) AS n FROM interactions WHERE ${inRange('started_at')} AND new_session = 1

@@ -1,5 +1,4 @@
 import type { Kysely } from 'kysely';
-import { isUniqueViolation } from '../../db/backend.js';
 import type { Database, NewTeamMemberRow, TeamMemberRow, TeamRow, TeamStatus } from '../../db/schema.js';
 import { type Page, type PageRequest, paginate } from '../../lib/pagination.js';
 
@@ -60,12 +59,9 @@ export function createTeamStore(db: Kysely<Database>) {
           .where('workspace_id', '=', member.workspace_id)
           .where('team_id', '=', member.team_id)
           .executeTakeFirstOrThrow();
-        try {
-          await trx.insertInto('team_members').values(member).execute();
-        } catch (err) {
-          if (isUniqueViolation(err)) return 'duplicate';
-          throw err;
-        }
+        // ON CONFLICT rather than catching the violation: on PostgreSQL a failed statement aborts the whole transaction.
+        const inserted = await trx.insertInto('team_members').values(member).onConflict((oc) => oc.columns(['team_id', 'email_key']).doNothing()).executeTakeFirst();
+        if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) return 'duplicate';
         if (Number(n) >= maxMembers) throw new TeamFullSignal();
         await trx.updateTable('teams').set({ updated_at: updatedAt }).where('workspace_id', '=', member.workspace_id).where('id', '=', member.team_id).execute();
         return 'added';

@@ -5,6 +5,10 @@
  * group instead of one per write (a commit waits for the WAL flush). Should one write fail, the
  * group rolls back and each write is retried in a transaction of its own, so one bad write fails
  * alone. A write may therefore run twice and must touch nothing outside the database.
+ *
+ * One group at a time: writes asked for while a group commits wait and go together in the next
+ * (group commit), so rows get their sequence numbers in the order they were asked for (an
+ * exchange's question and answer stay adjacent) and one instance holds one connection for them.
  */
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../schema.js';
@@ -23,6 +27,21 @@ interface Pending {
 
 export function createPgWriteGroup(db: Kysely<Database>, options: { onWrite?: () => void } = {}): PgWriteGroup {
   let pending: Pending[] = [];
+  let scheduled = false;
+  let flushing = false;
+
+  function schedule(): void {
+    if (scheduled || flushing || pending.length === 0) return;
+    scheduled = true;
+    setImmediate(() => {
+      scheduled = false;
+      flushing = true;
+      void flush().finally(() => {
+        flushing = false;
+        schedule();
+      });
+    });
+  }
 
   async function flush(): Promise<void> {
     const group = pending;
@@ -51,11 +70,9 @@ export function createPgWriteGroup(db: Kysely<Database>, options: { onWrite?: ()
   return {
     run<T>(write: PgWrite<T>): Promise<T> {
       return new Promise<T>((resolve, reject) => {
-        if (pending.length === 0) {
-          setImmediate(() => void flush());
-          options.onWrite?.();
-        }
+        if (pending.length === 0) options.onWrite?.();
         pending.push({ write: write as PgWrite<unknown>, resolve: resolve as (value: unknown) => void, reject });
+        schedule();
       });
     },
   };
