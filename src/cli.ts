@@ -6,8 +6,10 @@ import { createContext, databaseFile } from './context.js';
 import { DEFAULT_WORKSPACE } from './core/auth/auth.service.js';
 import { EmbedderMismatchError } from './core/knowledge/vector-state.js';
 import { hasScope, type Scope, SCOPES } from './core/auth/keys.js';
-import { backupDatabase, migrate, openDatabase } from './db/database.js';
+import { backupDatabase, openDatabase } from './db/database.js';
+import { openBackend } from './db/open.js';
 import { AppError } from './errors.js';
+import { createLogger } from './lib/logger.js';
 import { runIngest, runReindex } from './knowledge-cli.js';
 import { CLIENT_FILES, claudeDesktopHttpRefusal, clientConfig, type ClientServer, KEY_PLACEHOLDER, MCP_CLIENTS, type McpClient, mcpUrl } from './mcp/client-config.js';
 import { startServer } from './server.js';
@@ -149,6 +151,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         const file = sub;
         if (!file || rest.length > 0) throw new UsageError('Usage: switchboard backup FILE');
         if (fs.existsSync(file)) throw new UsageError(`${file} already exists; choose a new file name.`);
+        if (config.database) {
+          throw new UsageError('backup copies the SQLite database; with SWITCHBOARD_DATABASE_URL the data is in PostgreSQL: back it up with pg_dump (or your provider’s snapshots).');
+        }
         const source = databaseFile(config);
         if (!fs.existsSync(source)) throw new UsageError(`No database at ${source}.`);
         const db = openDatabase({ filename: source, durability: config.durability });
@@ -163,13 +168,11 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       }
       case 'migrate': {
         if (sub !== undefined) throw new UsageError('Usage: switchboard migrate');
-        const db = openDatabase({ filename: databaseFile(config), durability: config.durability });
-        try {
-          const applied = await migrate(db);
-          print({ applied }, applied.length ? `Applied: ${applied.join(', ')}` : 'The database is up to date.');
-        } finally {
-          await db.close();
-        }
+        // openBackend applies the pending migrations of either backend (PostgreSQL under an advisory lock).
+        const backend = await openBackend(config, createLogger('silent'));
+        await backend.close();
+        const applied = backend.migrated;
+        print({ applied }, applied.length ? `Applied: ${applied.join(', ')}` : 'The database is up to date.');
         return 0;
       }
       case 'mcp-config': {

@@ -1,13 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from './config.js';
-import { type AppContext, configuredEmbedder, createContext, databaseFile } from './context.js';
+import { type AppContext, configuredEmbedder, createContext } from './context.js';
 import { DEFAULT_WORKSPACE } from './core/auth/auth.service.js';
 import { detectKind } from './core/knowledge/extract.js';
 import type { KnowledgeSource } from './core/knowledge/knowledge.schemas.js';
 import { reindexKnowledge } from './core/knowledge/reindex.js';
-import { createSqliteKnowledge } from './db/sqlite/knowledge.js';
-import { migrate, openDatabase } from './db/database.js';
+import { openBackend } from './db/open.js';
+import { createLogger } from './lib/logger.js';
 import { AppError } from './errors.js';
 
 export interface KnowledgeCliIo {
@@ -163,18 +163,17 @@ export async function runIngest(config: Config, options: IngestOptions, io: Know
 
 /** `switchboard reindex`: re-embeds every chunk with the configured embedder, with progress. */
 export async function runReindex(config: Config, json: boolean, io: KnowledgeCliIo): Promise<number> {
-  const db = openDatabase({ filename: databaseFile(config), durability: config.durability });
+  const backend = await openBackend(config, createLogger('silent'));
   const started = Date.now();
   try {
-    await migrate(db);
     const embedder = await configuredEmbedder(config);
     const show = progressPrinter(io);
-    const result = await reindexKnowledge(db, createSqliteKnowledge(db), embedder, (done, total) => show(done, total, 'chunks re-embedded'));
+    const result = await reindexKnowledge(backend.db, backend.knowledge, embedder, (done, total) => show(done, total, 'chunks re-embedded'));
     const seconds = (Date.now() - started) / 1000;
     if (json) io.stdout(`${JSON.stringify({ ...result, embedder: `${embedder.provider}:${embedder.model}`, seconds })}\n`);
     else io.stdout(`Re-embedded ${result.chunks} chunks with ${embedder.provider}:${embedder.model} (${result.dimension ?? '?'} dimensions) in ${seconds.toFixed(1)} s.\n`);
     return 0;
   } finally {
-    await db.close();
+    await backend.close();
   }
 }

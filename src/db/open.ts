@@ -18,6 +18,8 @@ import type { PostgresDb } from './postgres/connection.js';
 
 export interface Backend {
   db: Db | PostgresDb;
+  /** The migrations this opening applied (`switchboard migrate` prints them). */
+  migrated: string[];
   knowledge: KnowledgeDialect;
   hot: HotWrites;
   /** The analytics statements whose SQL differs by dialect. */
@@ -57,8 +59,9 @@ async function openSqliteBackend(config: Config, logger: Logger, options: { data
   ]);
   const filename = options.databaseFile ?? databaseFile(config);
   const db = openDatabase({ filename, durability: config.durability });
+  let migrated: string[];
   try {
-    await migrate(db);
+    migrated = await migrate(db);
   } catch (err) {
     await db.close();
     throw err;
@@ -68,6 +71,7 @@ async function openSqliteBackend(config: Config, logger: Logger, options: { data
   const onWrite = () => checkpointer?.start();
   return {
     db,
+    migrated,
     knowledge: createSqliteKnowledge(db, options.index),
     analytics: createSqliteAnalyticsReads(db),
     // One write group for the hot path's writes (answers, channel messages): one commit per event-loop turn.
@@ -99,15 +103,17 @@ async function openPostgresBackend(database: NonNullable<Config['database']>, lo
     poolSize: database.poolSize,
     onIdleError: (err) => logger.warn({ err: err.message, database: where }, 'a PostgreSQL connection was closed; the pool replaces it'),
   });
+  let migrated: string[];
   try {
-    const applied = await runMigrations(db.kysely, 'postgres');
-    if (applied.length > 0) logger.info({ database: where, migrations: applied }, 'PostgreSQL schema migrated');
+    migrated = await runMigrations(db.kysely, 'postgres');
+    if (migrated.length > 0) logger.info({ database: where, migrations: migrated }, 'PostgreSQL schema migrated');
   } catch (err) {
     await db.close();
     throw err;
   }
   return {
     db,
+    migrated,
     knowledge: createPostgresKnowledge(db, index),
     analytics: createPostgresAnalyticsReads(db),
     hot: createPostgresHotWrites(db),

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli.js';
 import { keyPrefix } from '../../src/core/auth/keys.js';
 import { tempDir } from '../helpers/app.js';
+import { createTestDatabase, postgresUrl } from '../helpers/postgres.js';
 
 // What mcp-config names as the command to start; main.ts passes the real ones.
 const NODE = '/opt/node-24/bin/node';
@@ -341,5 +342,32 @@ describe('switchboard CLI', () => {
       expect(JSON.parse(json.out.stdout).error.message).toContain('--client takes one of');
       expect(fs.existsSync(path.resolve('no-such-data'))).toBe(false);
     });
+  });
+});
+
+describe.skipIf(!postgresUrl())('switchboard CLI on PostgreSQL', () => {
+  it('migrates a PostgreSQL database once, refuses a SQLite backup of it, and never prints its password', async () => {
+    const database = await createTestDatabase();
+    const url = new URL(database.url);
+    url.password = 'not-printed-7f3a';
+    const env = { SWITCHBOARD_DATA_DIR: tempDir('switchboard-cli-'), SWITCHBOARD_DATABASE_URL: url.toString(), SWITCHBOARD_SECRET: Buffer.alloc(32, 7).toString('base64') };
+    try {
+      const first = io(env);
+      expect(await runCli(['migrate', '--json'], first.io), first.out.stderr).toBe(0);
+      expect(JSON.parse(first.out.stdout).applied).toContain('014-postgres-keyword-index');
+      const again = io(env);
+      expect(await runCli(['migrate'], again.io)).toBe(0);
+      expect(again.out.stdout).toContain('The database is up to date.');
+      const backup = io(env);
+      expect(await runCli(['backup', path.join(env.SWITCHBOARD_DATA_DIR, 'copy.db')], backup.io)).toBe(2);
+      expect(backup.out.stderr).toMatch(/pg_dump/);
+      const noSecret = io({ ...env, SWITCHBOARD_SECRET: '' });
+      expect(await runCli(['migrate'], noSecret.io)).not.toBe(0);
+      expect(noSecret.out.stderr).toMatch(/SWITCHBOARD_SECRET: is required with SWITCHBOARD_DATABASE_URL/);
+      for (const o of [first, again, backup, noSecret]) expect(o.out.stdout + o.out.stderr).not.toContain('not-printed-7f3a');
+    } finally {
+      await database.drop();
+      fs.rmSync(env.SWITCHBOARD_DATA_DIR, { recursive: true, force: true });
+    }
   });
 });
