@@ -8,6 +8,7 @@ import { EmbedderMismatchError } from './core/knowledge/vector-state.js';
 import { hasScope, type Scope, SCOPES } from './core/auth/keys.js';
 import { backupDatabase, openDatabase } from './db/database.js';
 import { openBackend } from './db/open.js';
+import { DatabaseUnavailableError } from './db/postgres/connection.js';
 import { AppError } from './errors.js';
 import { createLogger } from './lib/logger.js';
 import { runIngest, runReindex } from './knowledge-cli.js';
@@ -183,7 +184,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         throw new UsageError(`Unknown command "${command}".\n\n${HELP}`);
     }
   } catch (err) {
-    const message = err instanceof ConfigError || err instanceof UsageError || err instanceof AppError || err instanceof EmbedderMismatchError ? err.message : String((err as Error)?.stack ?? err);
+    const known = err instanceof ConfigError || err instanceof UsageError || err instanceof AppError || err instanceof EmbedderMismatchError || err instanceof DatabaseUnavailableError;
+    const message = known ? (err as Error).message : String((err as Error)?.stack ?? err);
     if (json) io.stdout(`${JSON.stringify({ error: { message, ...(err instanceof AppError ? { code: err.code } : {}) } })}\n`);
     else io.stderr(`${message}\n`);
     return err instanceof UsageError ? 2 : 1;

@@ -83,6 +83,7 @@ const envSchema = z.object({
     }, 'must be a PostgreSQL URL such as postgres://user:password@host:5432/switchboard')
     .optional(),
   SWITCHBOARD_DATABASE_POOL: int(1, 1_000).default(10),
+  SWITCHBOARD_DATABASE_WAIT: int(0, 3_600).default(30),
   SWITCHBOARD_ADMIN_KEY: z
     .string()
     .trim()
@@ -129,8 +130,11 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export interface Config {
   server: { port: number; host: string };
   dataDir: string;
-  /** PostgreSQL (SWITCHBOARD_DATABASE_URL) with its pool size, or undefined for SQLite in dataDir. */
-  database: { url: string; poolSize: number } | undefined;
+  /**
+   * PostgreSQL (SWITCHBOARD_DATABASE_URL) with its pool size and how long start-up waits for it to
+   * answer, or undefined for SQLite in dataDir.
+   */
+  database: { url: string; poolSize: number; waitSeconds: number } | undefined;
   durability: 'normal' | 'full';
   adminKey: string | undefined;
   apiKey: string | undefined;
@@ -204,7 +208,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     server: { port: e.PORT, host: e.HOST },
     dataDir: e.SWITCHBOARD_DATA_DIR,
-    database: e.SWITCHBOARD_DATABASE_URL === undefined ? undefined : { url: e.SWITCHBOARD_DATABASE_URL, poolSize: e.SWITCHBOARD_DATABASE_POOL },
+    database: e.SWITCHBOARD_DATABASE_URL === undefined ? undefined : { url: e.SWITCHBOARD_DATABASE_URL, poolSize: e.SWITCHBOARD_DATABASE_POOL, waitSeconds: e.SWITCHBOARD_DATABASE_WAIT },
     durability: e.SWITCHBOARD_DURABILITY,
     adminKey: e.SWITCHBOARD_ADMIN_KEY,
     apiKey: e.SWITCHBOARD_API_KEY,

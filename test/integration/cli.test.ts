@@ -371,3 +371,18 @@ describe.skipIf(!postgresUrl())('switchboard CLI on PostgreSQL', () => {
     }
   });
 });
+
+describe('switchboard serve with a PostgreSQL server that does not answer', () => {
+  it('retries for SWITCHBOARD_DATABASE_WAIT seconds, then fails with one line that leaves the password out', async () => {
+    const { out, io: cli } = io({
+      SWITCHBOARD_DATA_DIR: tempDir('switchboard-cli-'),
+      SWITCHBOARD_DATABASE_URL: 'postgres://sb:hunter2@127.0.0.1:1/switchboard',
+      SWITCHBOARD_SECRET: Buffer.alloc(32, 7).toString('base64'),
+      SWITCHBOARD_DATABASE_WAIT: '1',
+    });
+    expect(await runCli(['serve'], cli)).toBe(1);
+    expect(out.stderr.trim()).toMatch(/^PostgreSQL at postgres:\/\/sb:\*\*\*@127\.0\.0\.1:1\/switchboard did not answer within 1 s: .*ECONNREFUSED/);
+    expect(out.stderr.trim().split('\n')).toHaveLength(1);
+    expect(out.stderr).not.toContain('hunter2');
+  });
+});

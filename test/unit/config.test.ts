@@ -91,6 +91,31 @@ describe('loadConfig (API.md §12)', () => {
     for (const v of vars) expect((error as Error).message).toContain(v);
   });
 
+  it('selects PostgreSQL with SWITCHBOARD_DATABASE_URL, which needs SWITCHBOARD_SECRET; SQLite without it', () => {
+    expect(loadConfig({}).database).toBeUndefined();
+    const secret = Buffer.alloc(32, 1).toString('base64');
+    expect(loadConfig({ SWITCHBOARD_DATABASE_URL: 'postgresql://sb:pw@db.internal:5433/sb', SWITCHBOARD_SECRET: secret, SWITCHBOARD_DATABASE_POOL: '25', SWITCHBOARD_DATABASE_WAIT: '5' }).database).toEqual({
+      url: 'postgresql://sb:pw@db.internal:5433/sb',
+      poolSize: 25,
+      waitSeconds: 5,
+    });
+    expect(loadConfig({ SWITCHBOARD_DATABASE_URL: 'postgres://db/sb', SWITCHBOARD_SECRET: secret }).database).toEqual({ url: 'postgres://db/sb', poolSize: 10, waitSeconds: 30 });
+    const problems = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+      } catch (err) {
+        return (err as ConfigError).problems;
+      }
+      return [];
+    };
+    expect(problems({ SWITCHBOARD_DATABASE_URL: 'postgres://db/sb' })).toEqual([
+      { variable: 'SWITCHBOARD_SECRET', message: expect.stringMatching(/^is required with SWITCHBOARD_DATABASE_URL/) },
+    ]);
+    const bad = problems({ SWITCHBOARD_DATABASE_URL: 'mysql://u:secretpw@db/sb', SWITCHBOARD_DATABASE_POOL: '0', SWITCHBOARD_SECRET: secret });
+    expect(bad.map((p) => p.variable).sort()).toEqual(['SWITCHBOARD_DATABASE_POOL', 'SWITCHBOARD_DATABASE_URL']);
+    expect(JSON.stringify(bad)).not.toContain('secretpw');
+  });
+
   it('refuses openai embeddings without a key or a base URL, alongside other bad variables', () => {
     const problems = (env: Record<string, string>) => {
       try {

@@ -22,6 +22,11 @@ export interface PostgresDb extends SqlBackend {
   close(): Promise<void>;
 }
 
+/** The server did not answer within the start-up deadline: one readable line, the password left out. */
+export class DatabaseUnavailableError extends Error {
+  override name = 'DatabaseUnavailableError';
+}
+
 /** The URL with its password replaced, fit for logs and error messages. */
 export function redactDatabaseUrl(url: string): string {
   try {
@@ -85,7 +90,8 @@ export async function openPostgres(opts: PostgresOptions): Promise<PostgresDb> {
       if (Date.now() + wait > deadline) {
         await pool.end().catch(() => {});
         const reason = err instanceof Error ? err.message : String(err);
-        throw new Error(`PostgreSQL at ${redactDatabaseUrl(opts.url)} did not answer: ${reason}`, { cause: err });
+        const waited = Math.round((opts.startupDeadlineMs ?? DEFAULT_STARTUP_DEADLINE_MS) / 1000);
+        throw new DatabaseUnavailableError(`PostgreSQL at ${redactDatabaseUrl(opts.url)} did not answer within ${waited} s: ${reason}`, { cause: err });
       }
       await new Promise((resolve) => setTimeout(resolve, wait));
     }
