@@ -3,6 +3,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { testBackends } from '../helpers/postgres.js';
 import { expectProblem } from '../helpers/problem.js';
 import { captureLogs } from '../helpers/mcp-tools.js';
 
@@ -13,10 +14,10 @@ function paths(body: { errors?: { path: string }[] }): string[] {
 const VALID_PERSONA = { name: 'Ada', instructions: 'Be brief.' };
 const UNKNOWN_KEY = `sb_${'Z'.repeat(40)}`;
 
-describe('errors as problem+json (API.md §1)', () => {
+describe.each(testBackends())('errors as problem+json (API.md §1) on $kind', (backend) => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await createTestApp();
+    t = await createTestApp({ backend });
   });
   afterAll(async () => t.close());
 
@@ -381,10 +382,10 @@ describe('errors as problem+json (API.md §1)', () => {
   // 502 and 504 arrive with the model and tool clients (issues 4 and 7); 503 is in http-port.test.ts.
 });
 
-describe('rate_limited (429)', () => {
+describe.each(testBackends())('rate_limited (429) on $kind', (backend) => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await createTestApp({ env: { SWITCHBOARD_RATE_LIMIT: '3' } });
+    t = await createTestApp({ backend, env: { SWITCHBOARD_RATE_LIMIT: '3' } });
   });
   afterAll(async () => t.close());
 
@@ -452,7 +453,7 @@ describe('rate_limited (429)', () => {
   });
 });
 
-describe('internal (500)', () => {
+describe.each(testBackends())('internal (500) on $kind', (backend) => {
   const SECRET = 'sk-live-FAKE-SECRET-0123456789';
   const lines: string[] = [];
   let app: Awaited<ReturnType<typeof createTestApp>>;
@@ -467,6 +468,7 @@ describe('internal (500)', () => {
       }),
     );
     app = await createTestApp({
+      backend,
       overrides: { logger },
       extend: (fastify) => {
         fastify.get('/test/explode', async () => {
@@ -508,10 +510,10 @@ describe('internal (500)', () => {
   });
 });
 
-describe('request logs', () => {
+describe.each(testBackends())('request logs on $kind', (backend) => {
   it('carry the request id on every line of a request, with the bearer key redacted (the per-request logger is made lazily)', async () => {
     const logs = captureLogs();
-    const t = await createTestApp({ overrides: { logger: logs.logger } });
+    const t = await createTestApp({ backend, overrides: { logger: logs.logger } });
     try {
       const res = await t.app.inject({ method: 'GET', url: '/personas', headers: { authorization: `Bearer ${t.adminKey}`, 'x-request-id': 'trace-me-1' } });
       expect(res.statusCode).toBe(200);

@@ -4,6 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { testBackends } from '../helpers/postgres.js';
 import { MODES, search } from './knowledge-helpers.js';
 
 /** Every paragraph carries the source's own token, so a keyword search for it counts its chunks. */
@@ -11,7 +12,7 @@ function content(token: string, paragraphs: number): string {
   return Array.from({ length: paragraphs }, (_, p) => `Field note ${p} on ${token}: the quokka colony foraged near the salt lake before the rain came in over the dunes again.`).join('\n\n');
 }
 
-describe('search while ingestion runs', { timeout: 60_000 }, () => {
+describe.each(testBackends())('search while ingestion runs on $kind', { timeout: 60_000 }, (backend) => {
   let t: TestApp;
   // A page on loopback that answers only once released: URL sources fetching it hold the queue.
   let release!: () => void;
@@ -22,6 +23,7 @@ describe('search while ingestion runs', { timeout: 60_000 }, () => {
   beforeAll(async () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     t = await createTestApp({
+      backend,
       overrides: {
         // 4 sources at a time in the queue (threads + 2), fewer than HELD; about two sources per
         // transaction, so searches run between many commits and a writer splitting a source would show.

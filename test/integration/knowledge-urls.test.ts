@@ -7,6 +7,7 @@ import { gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { UrlFetchOptions } from '../../src/core/knowledge/url-fetch.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { testBackends } from '../helpers/postgres.js';
 import { addSource } from '../helpers/factories.js';
 import { expectProblem } from '../helpers/problem.js';
 import { foundSources, MODES } from './knowledge-helpers.js';
@@ -62,11 +63,11 @@ const redirect = (location: string): Handler => (_req, res) => {
 const postUrl = (t: TestApp, url: string, extra: Record<string, unknown> = {}) =>
   t.request({ method: 'POST', url: '/knowledge', body: { kind: 'url', url, ...extra } });
 
-describe('URL sources refused at once (no request leaves)', { timeout: 15_000 }, () => {
+describe.each(testBackends())('URL sources refused at once (no request leaves) on $kind', { timeout: 15_000 }, (backend) => {
   let t: TestApp;
   let server: LocalServer;
   beforeAll(async () => {
-    t = await createTestApp();
+    t = await createTestApp({ backend });
     server = await startServer();
     server.routes.set('/', html('Loopback', 'must never be fetched'));
   });
@@ -116,7 +117,7 @@ describe('URL sources refused at once (no request leaves)', { timeout: 15_000 },
   });
 });
 
-describe('URL sources fetched through the guard', { timeout: 15_000 }, () => {
+describe.each(testBackends())('URL sources fetched through the guard on $kind', { timeout: 15_000 }, (backend) => {
   let t: TestApp;
   let server: LocalServer;
   let other: LocalServer | undefined;
@@ -135,7 +136,7 @@ describe('URL sources fetched through the guard', { timeout: 15_000 }, () => {
 
   beforeAll(async () => {
     server = await startServer();
-    t = await createTestApp({ overrides: { fetch } });
+    t = await createTestApp({ backend, overrides: { fetch } });
   });
   afterEach(async () => {
     await other?.close();
@@ -253,12 +254,13 @@ describe('URL sources fetched through the guard', { timeout: 15_000 }, () => {
   });
 });
 
-describe('URL size and time caps', { timeout: 15_000 }, () => {
+describe.each(testBackends())('URL size and time caps on $kind', { timeout: 15_000 }, (backend) => {
   let t: TestApp;
   let server: LocalServer;
   beforeAll(async () => {
     server = await startServer();
     t = await createTestApp({
+      backend,
       env: { SWITCHBOARD_UPLOAD_LIMIT_MB: '1' },
       overrides: { fetch: { lookup: async () => [{ address: '127.0.0.1', family: 4 }], isAllowedAddress: (a) => a === '127.0.0.1', timeoutMs: 500 } },
     });
@@ -298,12 +300,12 @@ describe('URL size and time caps', { timeout: 15_000 }, () => {
   });
 });
 
-describe('SWITCHBOARD_ALLOW_PRIVATE_URLS=1', { timeout: 15_000 }, () => {
+describe.each(testBackends())('SWITCHBOARD_ALLOW_PRIVATE_URLS=1 on $kind', { timeout: 15_000 }, (backend) => {
   let t: TestApp;
   let server: LocalServer;
   beforeAll(async () => {
     server = await startServer();
-    t = await createTestApp({ env: { SWITCHBOARD_ALLOW_PRIVATE_URLS: '1' } });
+    t = await createTestApp({ backend, env: { SWITCHBOARD_ALLOW_PRIVATE_URLS: '1' } });
   });
   afterAll(async () => {
     await server.close();

@@ -5,6 +5,7 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontex
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { testBackends } from '../helpers/postgres.js';
 import { createPersona } from '../helpers/factories.js';
 import { callOk } from '../helpers/mcp.js';
 import { expectProblem } from '../helpers/problem.js';
@@ -25,12 +26,12 @@ async function connectHttp(origin: string, key: string): Promise<{ client: Clien
   return { client, transport };
 }
 
-describe('MCP over Streamable HTTP at /mcp', { timeout: 15_000 }, () => {
+describe.each(testBackends())('MCP over Streamable HTTP at /mcp on $kind', { timeout: 15_000 }, (backend) => {
   let t: TestApp;
   let origin: string;
 
   beforeAll(async () => {
-    t = await createTestApp();
+    t = await createTestApp({ backend });
     origin = await listen(t);
   });
   afterAll(async () => t?.close());
@@ -141,9 +142,9 @@ describe('MCP over Streamable HTTP at /mcp', { timeout: 15_000 }, () => {
   });
 });
 
-describe('MCP over HTTP: configured hosts and shutdown', { timeout: 15_000 }, () => {
+describe.each(testBackends())('MCP over HTTP: configured hosts and shutdown on $kind', { timeout: 15_000 }, (backend) => {
   it('answers a host the operator listed, and ends open event streams when the server stops', async () => {
-    const t = await createTestApp({ env: { SWITCHBOARD_MCP_ALLOWED_HOSTS: 'mcp.example.com' } });
+    const t = await createTestApp({ backend, env: { SWITCHBOARD_MCP_ALLOWED_HOSTS: 'mcp.example.com' } });
     try {
       const listed = await t.request({ method: 'POST', url: '/mcp', headers: { ...MCP_HEADERS, host: 'mcp.example.com' }, body: INITIALIZE });
       expect(listed.statusCode, listed.body).toBe(200);

@@ -3,6 +3,7 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { testBackends } from '../helpers/postgres.js';
 import { execute, LOOPBACK_ONLY, registerServer, SECRET, toolText, waitFor } from '../helpers/mcp-tools.js';
 import { expectProblem } from '../helpers/problem.js';
 import { type HttpTestServer, sha256, startHttpTestServer } from '../fakes/mcp-test-server.mjs';
@@ -16,12 +17,12 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-describe('MCP tool servers over Streamable HTTP', { timeout: 30_000 }, () => {
+describe.each(testBackends())('MCP tool servers over Streamable HTTP on $kind', { timeout: 30_000 }, (backend) => {
   let t: TestApp;
   let fake: HttpTestServer;
   beforeAll(async () => {
     fake = await startHttpTestServer();
-    t = await createTestApp({ overrides: { fetch: LOOPBACK_ONLY, toolHub: { backoffInitialMs: 100, callTimeoutMs: 3_000 } } });
+    t = await createTestApp({ backend, overrides: { fetch: LOOPBACK_ONLY, toolHub: { backoffInitialMs: 100, callTimeoutMs: 3_000 } } });
   });
   afterAll(async () => {
     await t?.close();
@@ -92,7 +93,7 @@ describe('MCP tool servers over Streamable HTTP', { timeout: 30_000 }, () => {
   });
 });
 
-describe('http servers on private addresses', { timeout: 20_000 }, () => {
+describe.each(testBackends())('http servers on private addresses on $kind', { timeout: 20_000 }, (backend) => {
   let fake: HttpTestServer;
   beforeAll(async () => {
     fake = await startHttpTestServer();
@@ -102,7 +103,7 @@ describe('http servers on private addresses', { timeout: 20_000 }, () => {
   });
 
   it('are refused with 400 on url unless SWITCHBOARD_ALLOW_PRIVATE_URLS=1, without contacting them', async () => {
-    const t = await createTestApp();
+    const t = await createTestApp({ backend });
     try {
       const body = expectProblem(await t.request({ method: 'POST', url: '/api/mcp/servers', body: { name: 'local', transport: 'http', url: fake.url } }), 400, 'validation_failed', 'url');
       expect(body.errors?.[0]?.message).toContain('loopback');
@@ -110,7 +111,7 @@ describe('http servers on private addresses', { timeout: 20_000 }, () => {
     } finally {
       await t.close();
     }
-    const allowed = await createTestApp({ env: { SWITCHBOARD_ALLOW_PRIVATE_URLS: '1' } });
+    const allowed = await createTestApp({ backend, env: { SWITCHBOARD_ALLOW_PRIVATE_URLS: '1' } });
     try {
       expect((await registerServer(allowed, { name: 'local', transport: 'http', url: fake.url })).status).toBe('connected');
     } finally {

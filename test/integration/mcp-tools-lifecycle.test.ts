@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { startServer } from '../../src/server.js';
 import { createTestApp, tempDir, type TestApp } from '../helpers/app.js';
+import { testBackends } from '../helpers/postgres.js';
 import { execute, FAKE_MCP_SERVER, registerServer, SECRET, stdioServer, toolText, waitFor } from '../helpers/mcp-tools.js';
 import { expectProblem } from '../helpers/problem.js';
 import { type HttpTestServer, sha256, startHttpTestServer } from '../fakes/mcp-test-server.mjs';
@@ -27,11 +28,11 @@ async function whoami(t: TestApp, toolName = 'fake') {
 
 const serverStatus = async (t: TestApp, id: string) => (await t.request({ method: 'GET', url: `/api/mcp/servers/${id}` })).json() as { status: string; tools: string[]; credentialNames: string[] };
 
-describe('stdio server lifecycle', { timeout: 30_000 }, () => {
+describe.each(testBackends())('stdio server lifecycle on $kind', { timeout: 30_000 }, (backend) => {
   let t: TestApp;
   let id: string;
   beforeAll(async () => {
-    t = await createTestApp({ env: { SWITCHBOARD_MCP_STDIO: '1' }, overrides: { toolHub: { backoffInitialMs: 100, backoffMaxMs: 400 } } });
+    t = await createTestApp({ backend, env: { SWITCHBOARD_MCP_STDIO: '1' }, overrides: { toolHub: { backoffInitialMs: 100, backoffMaxMs: 400 } } });
     id = (await registerServer(t, stdioServer('fake'))).id;
   });
   afterAll(async () => {
@@ -82,7 +83,7 @@ describe('stdio server lifecycle', { timeout: 30_000 }, () => {
   });
 
   it('closing the context ends every child process', async () => {
-    const other = await createTestApp({ env: { SWITCHBOARD_MCP_STDIO: '1' } });
+    const other = await createTestApp({ backend, env: { SWITCHBOARD_MCP_STDIO: '1' } });
     await registerServer(other, stdioServer('fake'));
     const { pid } = await whoami(other);
     await other.close();

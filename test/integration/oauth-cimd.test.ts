@@ -13,6 +13,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp, tempDir } from '../helpers/app.js';
+import { testBackends } from '../helpers/postgres.js';
 import { codeOf, consentOverHttp, LOOPBACK_REDIRECT, OAUTH_WAIT_MS, TestOAuthProvider } from '../helpers/oauth.js';
 import { listen } from './chat-helpers.js';
 
@@ -30,7 +31,7 @@ function selfSignedCertificate(): { key: string; cert: string } {
   }
 }
 
-describe('OAuth clients identified by a Client ID Metadata Document', { timeout: 20_000 }, () => {
+describe.each(testBackends())('OAuth clients identified by a Client ID Metadata Document on $kind', { timeout: 20_000 }, (backend) => {
   let tls: { key: string; cert: string };
   let docs: Server;
   let docsOrigin: string;
@@ -67,7 +68,7 @@ describe('OAuth clients identified by a Client ID Metadata Document', { timeout:
     });
     await new Promise<void>((resolve) => docs.listen(0, '127.0.0.1', resolve));
     docsOrigin = `https://127.0.0.1:${(docs.address() as AddressInfo).port}`;
-    t = await createTestApp({ env: { SWITCHBOARD_ALLOW_PRIVATE_URLS: '1' }, overrides: { fetch: { extraCa: tls.cert, timeoutMs: 1_000 } } });
+    t = await createTestApp({ backend, env: { SWITCHBOARD_ALLOW_PRIVATE_URLS: '1' }, overrides: { fetch: { extraCa: tls.cert, timeoutMs: 1_000 } } });
     origin = await listen(t);
   });
   afterAll(async () => {
@@ -145,7 +146,7 @@ describe('OAuth clients identified by a Client ID Metadata Document', { timeout:
   });
 
   it('refuses a document on a private address without SWITCHBOARD_ALLOW_PRIVATE_URLS', async () => {
-    const closed = await createTestApp({ overrides: { fetch: { extraCa: tls.cert } } });
+    const closed = await createTestApp({ backend, overrides: { fetch: { extraCa: tls.cert } } });
     try {
       const before = hits.get('/client.json') ?? 0;
       const res = await authorizePage(closed, `${docsOrigin}/client.json`);
@@ -158,7 +159,7 @@ describe('OAuth clients identified by a Client ID Metadata Document', { timeout:
   });
 
   it('checks the certificate: without the test CA the self-signed server is refused', async () => {
-    const strict = await createTestApp({ env: { SWITCHBOARD_ALLOW_PRIVATE_URLS: '1' } });
+    const strict = await createTestApp({ backend, env: { SWITCHBOARD_ALLOW_PRIVATE_URLS: '1' } });
     try {
       const res = await authorizePage(strict, `${docsOrigin}/client.json`);
       expect(res.statusCode).toBe(400);

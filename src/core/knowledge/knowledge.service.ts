@@ -147,10 +147,12 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
   async function schedule(row: KnowledgeSourceRow): Promise<KnowledgeSource> {
     if (row.kind !== 'url' && row.bytes <= INLINE_BYTES) {
       await ingestor.process(row.id);
-    } else {
-      queue.enqueue(row.id);
+      return toKnowledgeSource((await store.summary(row.workspace_id, row.id)) ?? row);
     }
-    return toKnowledgeSource((await store.summary(row.workspace_id, row.id)) ?? row);
+    queue.enqueue(row.id);
+    // Accepted and queued: the answer is the row as it was accepted ('processing'), not a read that
+    // races the job (a job that finished first made the same request answer 'ready' at random).
+    return toKnowledgeSource(row);
   }
 
   return {
