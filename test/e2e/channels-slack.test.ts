@@ -73,10 +73,10 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
   it('answers a mention in its thread, recorded as a session of the channel', async () => {
     const ts = nextTs();
     const message = messageEvent({ text: `<@${fake.botUserId}> How long do refunds take?`, ts, user: 'U42' });
-    const started = Date.now();
+    // Acknowledged before the answer (slack-bridge.test.ts proves it with a held answer; a wall-clock
+    // bound here would only measure the machine's load).
     const res = await deliver(eventCallback(message, { botUserId: fake.botUserId }));
     expect(res.statusCode, res.body).toBe(200);
-    expect(Date.now() - started).toBeLessThan(3_000);
     await deliver(eventCallback(appMentionEvent(message), { botUserId: fake.botUserId }));
     await fake.waitFor('the threaded answer', () => settled(ts) && finalText(ts).includes('5 business days'), 8_000);
     expect(threadPosts(ts)).toHaveLength(1);
