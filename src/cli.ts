@@ -6,7 +6,6 @@ import { createContext, databaseFile } from './context.js';
 import { DEFAULT_WORKSPACE } from './core/auth/auth.service.js';
 import { EmbedderMismatchError } from './core/knowledge/vector-state.js';
 import { hasScope, type Scope, SCOPES } from './core/auth/keys.js';
-import { backupDatabase, openDatabase } from './db/database.js';
 import { openBackend } from './db/open.js';
 import { DatabaseUnavailableError } from './db/postgres/connection.js';
 import { AppError } from './errors.js';
@@ -45,6 +44,11 @@ Commands:
   reindex                                 re-embed every chunk after changing SWITCHBOARD_EMBEDDINGS
   backup FILE                             consistent copy of the live database (SQLite online backup)
   migrate                                 apply pending database migrations
+  copy-data --to URL | --from URL         copy every row of the SQLite database in SWITCHBOARD_DATA_DIR
+                                          into the PostgreSQL database at URL (--to), or back (--from);
+                                          keys, sessions and credentials keep working (same
+                                          SWITCHBOARD_SECRET on both sides); stop the instance first;
+                                          an interrupted copy continues when run again
   mcp-config [--client claude-desktop|claude-code|cursor|vscode] [--http]
              [--new-key [--scope read|write|admin] [--workspace NAME]]
                                           print the client's config for Switchboard, ready to paste
@@ -78,6 +82,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         http: { type: 'boolean' },
         'new-key': { type: 'boolean' },
         scope: { type: 'string' },
+        to: { type: 'string' },
+        from: { type: 'string' },
       },
     });
   } catch (err) {
@@ -157,6 +163,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         }
         const source = databaseFile(config);
         if (!fs.existsSync(source)) throw new UsageError(`No database at ${source}.`);
+        const { backupDatabase, openDatabase } = await import('./db/database.js');
         const db = openDatabase({ filename: source, durability: config.durability });
         try {
           await backupDatabase(db, file);
@@ -175,6 +182,15 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         const applied = backend.migrated;
         print({ applied }, applied.length ? `Applied: ${applied.join(', ')}` : 'The database is up to date.');
         return 0;
+      }
+      case 'copy-data': {
+        const usage = 'Usage: switchboard copy-data --to postgres://… | --from postgres://… [--json]';
+        const url = values.to ?? values.from;
+        if (sub !== undefined || url === undefined || (values.to !== undefined && values.from !== undefined)) throw new UsageError(usage);
+        // The URL itself is never echoed: it may hold a password.
+        if (!/^postgres(ql)?:\/\/[^/]/i.test(url)) throw new UsageError(`--${values.to !== undefined ? 'to' : 'from'} takes a PostgreSQL URL such as postgres://user:password@host:5432/switchboard.\n\n${usage}`);
+        const { runCopyData } = await import('./db/copy-data.js');
+        return await runCopyData(config, { direction: values.to !== undefined ? 'to' : 'from', url, json, env: io.env }, io);
       }
       case 'mcp-config': {
         if (sub !== undefined) throw new UsageError(MCP_CONFIG_USAGE);

@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { generateKeySecret } from '../../src/core/auth/keys.js';
 import { createTestApp, tempDir } from '../helpers/app.js';
 import { builtServers, ROOT } from '../helpers/built-server.js';
+import { createTestDatabase, postgresUrl } from '../helpers/postgres.js';
 import { createChannel, createPersona } from '../helpers/factories.js';
 
 const HOOK = pathToFileURL(path.resolve(import.meta.dirname, '../fakes/module-log.mjs')).href;
@@ -29,6 +30,8 @@ const LAZY = {
   staticFiles: '/node_modules/@fastify/static/',
   // Routes validate with zod; Ajv is for external tools' schemas only (src/core/tools/json-schema.ts).
   ajv: '/node_modules/ajv/',
+  // The PostgreSQL driver, only with SWITCHBOARD_DATABASE_URL (src/db/open.ts).
+  pg: '/node_modules/pg/',
 };
 
 const loads = (modules: string[], part: string) => modules.some((url) => url.includes(part));
@@ -42,10 +45,10 @@ describe('modules a server start loads (built server)', () => {
   });
 
   /** Serves the data directory, runs `use` against it, stops it with SIGTERM and answers the modules it loaded. */
-  async function modulesOf(dataDir: string, key: string, use: (url: string) => Promise<void> = async () => {}): Promise<string[]> {
+  async function modulesOf(dataDir: string, key: string, use: (url: string) => Promise<void> = async () => {}, env: Record<string, string> = {}): Promise<string[]> {
     const logFile = path.join(dataDir, 'modules.txt');
     fs.rmSync(logFile, { force: true });
-    const { serve, killAll } = builtServers({ dataDir, adminKey: key, env: { NODE_OPTIONS: `--import=${HOOK}`, MODULE_LOG: logFile, SWITCHBOARD_SLACK_API_URL: NO_SLACK } });
+    const { serve, killAll } = builtServers({ dataDir, adminKey: key, env: { NODE_OPTIONS: `--import=${HOOK}`, MODULE_LOG: logFile, SWITCHBOARD_SLACK_API_URL: NO_SLACK, ...env } });
     stops.push(killAll);
     const server = await serve();
     expect((await fetch(`${server.url}/health`)).status).toBe(200);
@@ -67,6 +70,20 @@ describe('modules a server start loads (built server)', () => {
     // Node's bundled undici (fetch, WebSocket) loads when an ES module imports node:http (lib/node-http.ts).
     expect(modules).toContain('NativeModule internal/http');
     expect(modules).not.toContain('NativeModule internal/deps/undici/undici');
+  });
+
+  it.skipIf(!postgresUrl())('with SWITCHBOARD_DATABASE_URL: the PostgreSQL driver loads, SQLite’s does not', async () => {
+    const dataDir = tempDir('switchboard-startup-modules-');
+    dirs.push(dataDir);
+    const database = await createTestDatabase();
+    try {
+      const modules = await modulesOf(dataDir, generateKeySecret(), async () => {}, { SWITCHBOARD_DATABASE_URL: database.url, SWITCHBOARD_SECRET: Buffer.alloc(32, 3).toString('base64') });
+      expect(loads(modules, LAZY.pg)).toBe(true);
+      expect(loads(modules, '/node_modules/better-sqlite3/')).toBe(false);
+      expect(loads(modules, '/node_modules/sqlite-vec')).toBe(false);
+    } finally {
+      await database.drop();
+    }
   });
 
   it('with a Slack channel: Bolt loads at start-up, Discord still does not', async () => {
