@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock } from '../../src/lib/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { testBackends } from '../helpers/postgres.js';
 import { createPersona, recordInteraction, workspaceOf } from '../helpers/factories.js';
 import { callError, callOk, connectInMemory } from '../helpers/mcp.js';
 import { expectProblem } from '../helpers/problem.js';
@@ -18,7 +19,7 @@ interface Answer {
 
 const nearestRank = (values: number[], q: number) => [...values].sort((a, b) => a - b)[Math.max(1, Math.ceil(q * values.length)) - 1];
 
-describe('analytics from recorded answers', () => {
+describe.each(testBackends())('analytics from recorded answers on $kind', (backend) => {
   let t: TestApp;
   let support: string;
   let ada: string;
@@ -39,7 +40,7 @@ describe('analytics from recorded answers', () => {
   };
 
   beforeAll(async () => {
-    t = await createTestApp({ overrides: { clock: manualClock(new Date('2026-03-10T12:00:00.000Z')) } });
+    t = await createTestApp({ backend, overrides: { clock: manualClock(new Date('2026-03-10T12:00:00.000Z')) } });
     support = await seedSupport(t);
     ada = (await createPersona(t, { name: 'Ada' })).id;
     otherKey = (await t.ctx.services.auth.createWorkspace('other')).key.key;
@@ -110,7 +111,7 @@ describe('analytics from recorded answers', () => {
   it('reports latency, tokens, errors and tool calls', async () => {
     const body = await get('/business/analytics/performance');
     const latencies = answers.map((a) => a.latencyMs);
-    const ttfts = (t.ctx.sqlite().sqlite.prepare('SELECT ttft_ms FROM interactions WHERE error IS NULL AND ttft_ms IS NOT NULL').pluck().all() as number[]);
+    const ttfts = ((await t.ctx.db.prepare<Record<string, unknown>>('SELECT ttft_ms FROM interactions WHERE error IS NULL AND ttft_ms IS NOT NULL').all()).map((r) => Object.values(r)[0]) as number[]);
     expect(body.latency).toEqual({ p50Ms: nearestRank(latencies, 0.5), p95Ms: nearestRank(latencies, 0.95), p99Ms: nearestRank(latencies, 0.99) });
     expect(body.firstTokenMs).toEqual({ p50Ms: ttfts.length ? nearestRank(ttfts, 0.5) : null, p95Ms: ttfts.length ? nearestRank(ttfts, 0.95) : null });
     expect(body.tokens).toEqual({

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signature } from '../../bridges/webhook/webhook-bridge.js';
 import { startReceiver, type WebhookReceiver } from '../fakes/webhook-receiver.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { testBackends } from '../helpers/postgres.js';
 import { createAbTest, createChannel, createPersona } from '../helpers/factories.js';
 import { callOk, connectInMemory } from '../helpers/mcp.js';
 import { LOOPBACK_ONLY } from '../helpers/mcp-tools.js';
@@ -13,7 +14,7 @@ import { expectSealed } from '../helpers/sealed.js';
 
 const SECRET = 'webhook-secret-0123456789abcdef';
 
-describe('webhook channels', { timeout: 20_000 }, () => {
+describe.each(testBackends())('webhook channels on $kind', { timeout: 20_000 }, (backend) => {
   let t: TestApp;
   let persona: string;
   let receiver: WebhookReceiver;
@@ -31,7 +32,7 @@ describe('webhook channels', { timeout: 20_000 }, () => {
 
   beforeAll(async () => {
     receiver = await startReceiver(1);
-    t = await createTestApp({ overrides: { fetch: LOOPBACK_ONLY } });
+    t = await createTestApp({ backend, overrides: { fetch: LOOPBACK_ONLY } });
     persona = (await createPersona(t, { name: 'Helpdesk', instructions: 'Help.' })).id;
   });
   afterAll(async () => {
@@ -46,7 +47,7 @@ describe('webhook channels', { timeout: 20_000 }, () => {
     const listed = await t.request({ method: 'GET', url: '/business/channels?type=webhook' });
     expect(listed.json().data.map((c: { id: string }) => c.id)).toContain(channel.id);
     for (const res of [listed, await t.request({ method: 'GET', url: `/business/channels/${channel.id}` })]) expect(res.body).not.toContain(SECRET);
-    const stored = t.ctx.sqlite().sqlite.prepare('SELECT secrets FROM channels WHERE id = ?').pluck().get(channel.id) as string;
+    const stored = Object.values((await t.ctx.db.prepare<Record<string, unknown>>('SELECT secrets FROM channels WHERE id = ?').first(channel.id)) ?? {})[0] as string;
     expect(stored).not.toContain(SECRET);
     expect(JSON.parse(expectSealed(t, stored, `channel:${channel.id}`))).toEqual({ secret: SECRET });
 

@@ -123,6 +123,6 @@ export async function startOnFakeModel(): Promise<{ fake: FakeOpenAi; t: TestApp
 }
 
 /** The `error` of every interaction recorded so far, oldest first (null for an answer). */
-export function interactionErrors(t: TestApp): Array<string | null> {
-  return (t.ctx.sqlite().sqlite.prepare('SELECT error FROM interactions ORDER BY seq').all() as { error: string | null }[]).map((r) => r.error);
+export async function interactionErrors(t: TestApp): Promise<Array<string | null>> {
+  return (await t.ctx.db.prepare<{ error: string | null }>('SELECT error FROM interactions ORDER BY seq').all()).map((r) => r.error);
 }

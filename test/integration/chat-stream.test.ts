@@ -172,7 +172,7 @@ describe('native event stream, OpenAI-compatible model (fake server)', () => {
     expectFraming(read);
     const chunks = chunksOf(read);
     expect(chunks).toEqual([{ type: 'error', error: { code: 'upstream_error', message: expect.stringContaining('500') } }]);
-    expect(interactionErrors(t).at(-1)).toBe('upstream_error');
+    expect((await interactionErrors(t)).at(-1)).toBe('upstream_error');
   });
 
   it('ends a stream dropped mid-answer with the text so far and an error chunk', async () => {
@@ -189,7 +189,7 @@ describe('native event stream, OpenAI-compatible model (fake server)', () => {
   it('cancels the upstream call when the client goes away, and stores nothing of the answer', async () => {
     const first = chunksOf(await readSse(await postJson(origin, chatPath(), t.adminKey, { messages: [{ role: 'user', content: 'hello' }] })));
     const sessionId = first.at(-1)!.sessionId as string;
-    const before = interactionErrors(t).length;
+    const before = (await interactionErrors(t)).length;
     fake.reset();
 
     const words = Array.from({ length: 100 }, (_, i) => `word${i}`).join(' ');
@@ -203,15 +203,15 @@ describe('native event stream, OpenAI-compatible model (fake server)', () => {
     // Ten seconds of answer were left; a second is plenty for the hang-up to travel upstream.
     await vi.waitFor(() => expect(completions()[0]!.closedByClient).toBe(true), { timeout: 1_000, interval: 20 });
     // The exchange is over once its interaction row is written, cancelled or (wrongly) stored.
-    await vi.waitFor(() => expect(interactionErrors(t)).toHaveLength(before + 1), { timeout: 1_000, interval: 20 });
-    expect.soft(interactionErrors(t).at(-1)).toBe('cancelled');
+    await vi.waitFor(async () => expect(await interactionErrors(t)).toHaveLength(before + 1), { timeout: 1_000, interval: 20 });
+    expect.soft((await interactionErrors(t)).at(-1)).toBe('cancelled');
     const session = (await t.request({ method: 'GET', url: `/sessions/${sessionId}` })).json();
     expect(session.messages.map((m: { content: string }) => m.content)).toEqual(['hello', 'Echo: hello']);
   });
 
   it('cancels the upstream call of a whole-answer query (stream: false) whose client goes away', async () => {
     fake.reset();
-    const before = interactionErrors(t).length;
+    const before = (await interactionErrors(t)).length;
     // Not streamed upstream either: the model is slow to answer at all.
     fake.reply({ text: 'too late', firstTokenDelayMs: 5_000 });
     const controller = new AbortController();
@@ -220,7 +220,7 @@ describe('native event stream, OpenAI-compatible model (fake server)', () => {
     controller.abort();
     await expect(pending).rejects.toThrow();
     await vi.waitFor(() => expect(completions()[0]!.closedByClient).toBe(true), { timeout: 1_000, interval: 20 });
-    await vi.waitFor(() => expect(interactionErrors(t)).toHaveLength(before + 1), { timeout: 1_000, interval: 20 });
-    expect(interactionErrors(t).at(-1)).toBe('cancelled');
+    await vi.waitFor(async () => expect(await interactionErrors(t)).toHaveLength(before + 1), { timeout: 1_000, interval: 20 });
+    expect((await interactionErrors(t)).at(-1)).toBe('cancelled');
   });
 });

@@ -2,6 +2,7 @@ import fc from '../helpers/property.js';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { testBackends } from '../helpers/postgres.js';
 
 /**
  * Property tests: random JSON at the write endpoints. Validity is decided by the predicates below,
@@ -219,10 +220,10 @@ function tally() {
 
 const fcOptions = { numRuns: RUNS, endOnFailure: true } as const;
 
-describe('fuzzing the write endpoints', () => {
+describe.each(testBackends())('fuzzing the write endpoints on $kind', (backend) => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await createTestApp();
+    t = await createTestApp({ backend });
   });
   afterAll(async () => t.close());
 

@@ -10,6 +10,7 @@ import { createToolHub } from '../../src/core/tools/tool-hub.js';
 import { createToolsStore } from '../../src/core/tools/tools.store.js';
 import { createVault } from '../../src/core/tools/vault.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { testBackends } from '../helpers/postgres.js';
 import { execute, fakeServerPids, holdFolder, LOOPBACK_ONLY, registerServer, stdioServer, toolText, waitFor } from '../helpers/mcp-tools.js';
 import { expectProblem } from '../helpers/problem.js';
 import { type HttpTestServer, sha256, startHttpTestServer } from '../fakes/mcp-test-server.mjs';
@@ -115,7 +116,7 @@ async function changeCredentialsUnderLoad(t: TestApp, id: string): Promise<{ hel
   }
 }
 
-describe('credential changes under load, stdio', { timeout: 60_000 }, () => {
+describe.each(testBackends())('credential changes under load, stdio on $kind', { timeout: 60_000 }, (backend) => {
   let t: TestApp | undefined;
   afterEach(async () => {
     await t?.close();
@@ -123,7 +124,7 @@ describe('credential changes under load, stdio', { timeout: 60_000 }, () => {
   });
 
   it('every call succeeds, the newest credential wins, and every replaced child ends', async () => {
-    t = await createTestApp({ env: { SWITCHBOARD_MCP_STDIO: '1' }, overrides: { toolHub: LIMITS } });
+    t = await createTestApp({ backend, env: { SWITCHBOARD_MCP_STDIO: '1' }, overrides: { toolHub: LIMITS } });
     const { id } = await registerServer(t, stdioServer('fake', { API_TOKEN: token(0) }));
     const { held, final } = await changeCredentialsUnderLoad(t, id);
     // One child per connection that held calls, each with its own credential; only the newest runs on.
@@ -132,7 +133,7 @@ describe('credential changes under load, stdio', { timeout: 60_000 }, () => {
   });
 
   it('DELETE fails the calls in flight on the old and new connections as removed, and ends every child', async () => {
-    t = await createTestApp({ env: { SWITCHBOARD_MCP_STDIO: '1' }, overrides: { toolHub: LIMITS } });
+    t = await createTestApp({ backend, env: { SWITCHBOARD_MCP_STDIO: '1' }, overrides: { toolHub: LIMITS } });
     const { id } = await registerServer(t, stdioServer('fake', { API_TOKEN: token(0) }));
     const hold = holdFolder();
     try {
@@ -158,12 +159,12 @@ describe('credential changes under load, stdio', { timeout: 60_000 }, () => {
   });
 });
 
-describe('credential changes under load, Streamable HTTP', { timeout: 60_000 }, () => {
+describe.each(testBackends())('credential changes under load, Streamable HTTP on $kind', { timeout: 60_000 }, (backend) => {
   let t: TestApp;
   let fake: HttpTestServer;
   beforeAll(async () => {
     fake = await startHttpTestServer();
-    t = await createTestApp({ overrides: { fetch: LOOPBACK_ONLY, toolHub: LIMITS } });
+    t = await createTestApp({ backend, overrides: { fetch: LOOPBACK_ONLY, toolHub: LIMITS } });
   });
   afterAll(async () => {
     await t?.close();
@@ -176,10 +177,10 @@ describe('credential changes under load, Streamable HTTP', { timeout: 60_000 }, 
   });
 });
 
-describe('the registry follows the store, not the row a request read', { timeout: 60_000 }, () => {
+describe.each(testBackends())('the registry follows the store, not the row a request read on $kind', { timeout: 60_000 }, (backend) => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await createTestApp({ env: { SWITCHBOARD_MCP_STDIO: '1' } });
+    t = await createTestApp({ backend, env: { SWITCHBOARD_MCP_STDIO: '1' } });
   });
   afterAll(async () => {
     await t?.close();

@@ -9,6 +9,7 @@ import OpenAI, { APIError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { FakeOpenAi } from '../fakes/openai-server.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { testBackends } from '../helpers/postgres.js';
 import { createAbTest, createPersona } from '../helpers/factories.js';
 import { interactionErrors, listen, OFFLINE_ANSWER, REFUND_TEXT, seedSupport, startOnFakeModel, WAIT_MS } from './chat-helpers.js';
 
@@ -32,14 +33,14 @@ function sessionOf(t: TestApp, id: string) {
   return t.request({ method: 'GET', url: `/sessions/${id}` }).then((r) => r.json());
 }
 
-describe('/v1 with the offline model', () => {
+describe.each(testBackends())('/v1 with the offline model on $kind', (backend) => {
   let t: TestApp;
   let origin: string;
   let personaId: string;
   let client: OpenAI;
 
   beforeAll(async () => {
-    t = await createTestApp();
+    t = await createTestApp({ backend });
     origin = await listen(t);
     personaId = await seedSupport(t);
     client = clientOf(origin, t.adminKey);
@@ -95,7 +96,7 @@ describe('/v1 with the offline model', () => {
     // Feedback works on the completion's message id.
     const feedback = await t.request({ method: 'POST', url: `/sessions/${extra.session_id}/feedback`, body: { rating: 5, messageId: extra.message_id } });
     expect(feedback.statusCode, feedback.body).toBe(201);
-    const [row] = t.ctx.sqlite().sqlite.prepare('SELECT rating, error FROM interactions WHERE message_id = ?').all(extra.message_id) as { rating: number }[];
+    const [row] = (await t.ctx.db.prepare('SELECT rating, error FROM interactions WHERE message_id = ?').all(extra.message_id)) as { rating: number }[];
     expect(row).toEqual({ rating: 5, error: null });
   });
 
@@ -159,7 +160,7 @@ describe('/v1 with the offline model', () => {
     const session = await sessionOf(t, [...sessions][0]!);
     expect(session.messageCount).toBe(6);
     expect(session.messages.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user', 'assistant']);
-    const started = t.ctx.sqlite().sqlite.prepare('SELECT SUM(new_session) AS n, COUNT(*) AS c FROM interactions WHERE session_id = ?').get(session.id);
+    const started = (await t.ctx.db.prepare('SELECT SUM(new_session) AS n, COUNT(*) AS c FROM interactions WHERE session_id = ?').first(session.id));
     expect(started).toEqual({ n: 1, c: 3 });
 
     // The same earlier turns for another `user` are another conversation.
@@ -310,7 +311,7 @@ describe('/v1 with an OpenAI-compatible model (fake server)', () => {
 
   it('cancels the upstream call when the client aborts mid-stream; nothing of the answer is stored', async () => {
     fake.reset();
-    const before = interactionErrors(t).length;
+    const before = (await interactionErrors(t)).length;
     fake.reply({ text: Array.from({ length: 100 }, (_, i) => `word${i}`).join(' '), chunkDelayMs: 100 });
     const controller = new AbortController();
     const client = clientOf(origin, t.adminKey);
@@ -327,14 +328,14 @@ describe('/v1 with an OpenAI-compatible model (fake server)', () => {
     }
     expect(text).toBe('word0');
     await vi.waitFor(() => expect(completions()[0]!.closedByClient).toBe(true), { timeout: 1_000, interval: 20 });
-    await vi.waitFor(() => expect(interactionErrors(t)).toHaveLength(before + 1), { timeout: 1_000, interval: 20 });
-    expect(interactionErrors(t).at(-1)).toBe('cancelled');
-    expect(t.ctx.sqlite().sqlite.prepare("SELECT COUNT(*) AS n FROM messages WHERE content = 'talk slowly'").get()).toEqual({ n: 0 });
+    await vi.waitFor(async () => expect(await interactionErrors(t)).toHaveLength(before + 1), { timeout: 1_000, interval: 20 });
+    expect((await interactionErrors(t)).at(-1)).toBe('cancelled');
+    expect((await t.ctx.db.prepare("SELECT COUNT(*) AS n FROM messages WHERE content = 'talk slowly'").first())).toEqual({ n: 0 });
   });
 
   it('cancels the upstream call of a non-streamed completion whose client aborts', async () => {
     fake.reset();
-    const before = interactionErrors(t).length;
+    const before = (await interactionErrors(t)).length;
     // Not streamed upstream either: the model is slow to answer at all.
     fake.reply({ text: 'too late', firstTokenDelayMs: 5_000 });
     const controller = new AbortController();
@@ -343,8 +344,8 @@ describe('/v1 with an OpenAI-compatible model (fake server)', () => {
     controller.abort();
     await expect(pending).rejects.toThrow();
     await vi.waitFor(() => expect(completions()[0]!.closedByClient).toBe(true), { timeout: 1_000, interval: 20 });
-    await vi.waitFor(() => expect(interactionErrors(t)).toHaveLength(before + 1), { timeout: 1_000, interval: 20 });
-    expect(interactionErrors(t).at(-1)).toBe('cancelled');
+    await vi.waitFor(async () => expect(await interactionErrors(t)).toHaveLength(before + 1), { timeout: 1_000, interval: 20 });
+    expect((await interactionErrors(t)).at(-1)).toBe('cancelled');
   });
 
   it('turns an upstream failure into a 502 api_error before the stream, an error event after it started', async () => {

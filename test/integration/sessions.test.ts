@@ -2,9 +2,10 @@
 // keeps only numbers, and isolation between workspaces.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { testBackends } from '../helpers/postgres.js';
 import { expectProblem } from '../helpers/problem.js';
 
-describe('sessions', () => {
+describe.each(testBackends())('sessions on $kind', (backend) => {
   let t: TestApp;
   let ada: string;
   let bob: string;
@@ -21,7 +22,7 @@ describe('sessions', () => {
   }
 
   beforeAll(async () => {
-    t = await createTestApp();
+    t = await createTestApp({ backend });
     ada = await persona('Ada');
     bob = await persona('Bob');
     bKey = (await t.ctx.services.auth.createWorkspace('b')).key.key;
@@ -64,9 +65,9 @@ describe('sessions', () => {
     expect(latest.json()).toMatchObject({ sessionId: a.sessionId, messageId: b.messageId, rating: 5, comment: 'great' });
     const named = await t.request({ method: 'POST', url: `/sessions/${a.sessionId}/feedback`, body: { rating: 2, messageId: a.messageId } });
     expect(named.json().messageId).toBe(a.messageId);
-    const rating = (id: string) => (t.ctx.sqlite().sqlite.prepare('SELECT rating FROM interactions WHERE message_id = ?').get(id) as { rating: number }).rating;
-    expect(rating(b.messageId)).toBe(5);
-    expect(rating(a.messageId)).toBe(2);
+    const rating = async (id: string) => ((await t.ctx.db.prepare('SELECT rating FROM interactions WHERE message_id = ?').first(id)) as { rating: number }).rating;
+    expect(await rating(b.messageId)).toBe(5);
+    expect(await rating(a.messageId)).toBe(2);
 
     expectProblem(await t.request({ method: 'POST', url: `/sessions/${a.sessionId}/feedback`, body: { rating: 6 } }), 400, 'validation_failed', 'rating');
     expectProblem(await t.request({ method: 'POST', url: `/sessions/${a.sessionId}/feedback`, body: { rating: 3.5 } }), 400, 'validation_failed', 'rating');
@@ -84,13 +85,13 @@ describe('sessions', () => {
     expect(del.statusCode).toBe(204);
     expectProblem(await t.request({ method: 'GET', url: `/sessions/${a.sessionId}` }), 404, 'not_found');
     expectProblem(await t.request({ method: 'DELETE', url: `/sessions/${a.sessionId}` }), 404, 'not_found');
-    const messages = t.ctx.sqlite().sqlite.prepare('SELECT count(*) AS n FROM messages WHERE session_id = ?').get(a.sessionId) as { n: number };
+    const messages = (await t.ctx.db.prepare('SELECT count(*) AS n FROM messages WHERE session_id = ?').first(a.sessionId)) as { n: number };
     expect(messages.n).toBe(0);
-    const kept = t.ctx.sqlite().sqlite.prepare("SELECT * FROM interactions WHERE persona_id = ? AND session_id IS NULL AND rating = 4").all(ada) as Record<string, unknown>[];
+    const kept = (await t.ctx.db.prepare("SELECT * FROM interactions WHERE persona_id = ? AND session_id IS NULL AND rating = 4").all(ada)) as Record<string, unknown>[];
     expect(kept).toHaveLength(1);
     expect(kept[0]).toMatchObject({ message_id: null, metadata: null });
     expect(kept[0]!.latency_ms).toEqual(expect.any(Number));
-    const feedback = t.ctx.sqlite().sqlite.prepare('SELECT * FROM feedback WHERE rating = 4').all() as Record<string, unknown>[];
+    const feedback = (await t.ctx.db.prepare('SELECT * FROM feedback WHERE rating = 4').all()) as Record<string, unknown>[];
     expect(feedback).toEqual([expect.objectContaining({ session_id: null, message_id: null, comment: null, persona_id: ada })]);
     // Continuing a deleted session is a 404.
     expectProblem(await t.request({ method: 'POST', url: '/query', body: { personaId: ada, message: 'again', sessionId: a.sessionId } }), 404, 'not_found');
