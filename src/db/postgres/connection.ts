@@ -12,6 +12,11 @@ export interface PostgresOptions {
   startupDeadlineMs?: number;
   /** Reports idle connections the server dropped (a restart, a failover); the pool replaces them. */
   onIdleError?: (err: Error) => void;
+  /**
+   * Replaces how the pool connects (tests: PGlite's node-postgres connection, an in-process
+   * PostgreSQL with the pgvector extension); the URL is then only named in errors.
+   */
+  connect?: Partial<PoolConfig>;
 }
 
 export interface PostgresDb extends SqlBackend {
@@ -76,6 +81,7 @@ export async function openPostgres(opts: PostgresOptions): Promise<PostgresDb> {
     // The JIT compiler spent ~0.4 s on first executions of the analytics statements on each new
     // connection, far more than it saved: these are short OLTP queries and index scans.
     options: '-c jit=off',
+    ...opts.connect,
   };
   const pool: Pool = new pg.Pool(config);
   // An idle connection the server closes emits here; unhandled, it would end the process.

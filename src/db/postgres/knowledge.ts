@@ -6,7 +6,10 @@
  * return the same rows in the same order. PostgreSQL's ts_rank has no IDF or length normalisation.
  * One statement reads a query's postings, hits and totals, so they come from one snapshot.
  *
- * Vectors: the binary codes of binary-code.ts in `knowledge_codes`, a Hamming first stage over the
+ * Vectors, with the pgvector extension (when `CREATE EXTENSION vector` succeeds): each chunk's vector
+ * in `knowledge_embeddings` under an HNSW index (inner product), searched with its filters by an
+ * iterative index scan. Without it, portably, as the SQLite backend does it:
+ * the binary codes of binary-code.ts in `knowledge_codes`, a Hamming first stage over the
  * workspace's codes held in memory (vector-cache.ts), and the exact float32 rescoring. The database
  * is the truth: each search brings its workspace up to date by its epoch (bumped when chunks go) and
  * the rows after the last rowid loaded. For "after the last rowid" to miss nothing, the chunks of a
@@ -49,7 +52,15 @@ const WORKSPACE_WRITE_LOCK = 7_102_025;
 interface OpenIndex {
   index: SearchIndex;
   coder: BinaryCoder;
+  /** Vectors also go to `knowledge_embeddings` (pgvector). */
+  pgvector: boolean;
 }
+
+/** pgvector's text form of a vector: `[0.1,0.2,…]`. */
+const vectorLiteral = (v: Float32Array) => `[${Array.from(v).join(',')}]`;
+
+/** How many candidates an HNSW scan keeps per step (pgvector's default is 40; higher, better recall). */
+const HNSW_EF_SEARCH = 100;
 
 /** Title and body term counts of one chunk, and its size in tokens, as FTS5 counts them. */
 function termsOf(title: string, body: string): { tokens: number; freq: Map<string, [number, number]> } {
@@ -91,11 +102,17 @@ export function createPostgresKnowledge(db: PostgresDb, options: SqliteSearchInd
   };
 
   /** Codes, token counts and postings of chunks whose rows were just written, in their transaction. */
-  async function addToIndex(trx: Trx, coder: BinaryCoder, chunks: (IndexedChunk | ReembeddedChunk)[]): Promise<void> {
+  async function addToIndex(trx: Trx, { coder, pgvector }: Pick<OpenIndex, 'coder' | 'pgvector'>, chunks: (IndexedChunk | ReembeddedChunk)[]): Promise<void> {
     if (chunks.length === 0) return;
     const rowids = chunks.map((c) => c.rowid);
     const codes = chunks.map((c) => ('code' in c && c.code !== undefined ? c.code : coder.encode(c.vector)));
     await sql`INSERT INTO knowledge_codes (rowid, code) SELECT * FROM unnest(${rowids}::bigint[], ${codes}::bytea[])`.execute(trx);
+    if (pgvector) {
+      await sql`INSERT INTO knowledge_embeddings (rowid, workspace_id, scope, source_id, embedding)
+        SELECT r, w, s, o, e::vector FROM unnest(${rowids}::bigint[], ${chunks.map((c) => c.workspaceId)}::text[], ${chunks.map((c) => c.scope)}::text[],
+          ${chunks.map((c) => c.sourceId)}::text[], ${chunks.map((c) => vectorLiteral(c.vector))}::text[]) AS x(r, w, s, o, e)
+        ON CONFLICT (rowid) DO UPDATE SET embedding = excluded.embedding`.execute(trx);
+    }
     const terms: string[] = [];
     const termRows: number[] = [];
     const titleFreq: number[] = [];
@@ -138,25 +155,71 @@ export function createPostgresKnowledge(db: PostgresDb, options: SqliteSearchInd
       SELECT DISTINCT workspace_id, 1 FROM knowledge_chunk_keys
       ON CONFLICT (workspace_id) DO UPDATE SET epoch = knowledge_vector_epochs.epoch + 1`.execute(trx);
 
+  /** Whether the pgvector extension is there (or could be created): asked once. */
+  let pgvectorAvailable: Promise<boolean> | null = null;
+  const hasPgvector = () =>
+    (pgvectorAvailable ??= sql`CREATE EXTENSION IF NOT EXISTS vector`.execute(k).then(
+      () => true,
+      () => false, // not installed on this server, or no right to create it: the portable path
+    ));
+
+  /**
+   * `knowledge_embeddings` for vectors of `dimension` (pgvector's column type carries it): created,
+   * or recreated and filled from the stored vectors when it was made for another dimension.
+   */
+  async function ensureEmbeddings(trx: Trx, dimension: number, { fill = true } = {}): Promise<void> {
+    if (!Number.isInteger(dimension) || dimension <= 0) throw new Error(`bad vector dimension ${dimension}`);
+    const held = await sql<{ value: string }>`SELECT value FROM settings WHERE key = 'pgvector_dimension'`.execute(trx);
+    if (held.rows[0]?.value === String(dimension)) return;
+    await sql`DROP TABLE IF EXISTS knowledge_embeddings`.execute(trx);
+    // The dimension is a type parameter, checked to be a positive integer above, not a value.
+    await sql`CREATE TABLE knowledge_embeddings (
+      rowid BIGINT PRIMARY KEY REFERENCES knowledge_chunks(rowid) ON DELETE CASCADE,
+      workspace_id TEXT COLLATE "C" NOT NULL,
+      scope TEXT COLLATE "C" NOT NULL,
+      source_id TEXT COLLATE "C" NOT NULL,
+      embedding vector(${sql.raw(String(dimension))}) NOT NULL
+    )`.execute(trx);
+    await sql`CREATE INDEX knowledge_embeddings_workspace ON knowledge_embeddings (workspace_id)`.execute(trx);
+    await sql`CREATE INDEX knowledge_embeddings_hnsw ON knowledge_embeddings USING hnsw (embedding vector_ip_ops)`.execute(trx);
+    for (let after = 0; fill; ) {
+      const rows = await sql<{ rowid: number; workspace_id: string; scope: string; source_id: string; embedding: Buffer }>`
+        SELECT rowid, workspace_id, scope, source_id, embedding FROM knowledge_chunks
+        WHERE rowid > ${after} AND length(embedding) = ${dimension * 4} ORDER BY rowid LIMIT 1000`.execute(trx);
+      if (rows.rows.length === 0) break;
+      await sql`INSERT INTO knowledge_embeddings (rowid, workspace_id, scope, source_id, embedding)
+        SELECT r, w, s, o, e::vector FROM unnest(${rows.rows.map((r) => r.rowid)}::bigint[], ${rows.rows.map((r) => r.workspace_id)}::text[],
+          ${rows.rows.map((r) => r.scope)}::text[], ${rows.rows.map((r) => r.source_id)}::text[],
+          ${rows.rows.map((r) => vectorLiteral(vectorFromBlob(r.embedding)))}::text[]) AS x(r, w, s, o, e)`.execute(trx);
+      after = rows.rows[rows.rows.length - 1]!.rowid;
+    }
+    await sql`INSERT INTO settings (key, value) VALUES ('pgvector_dimension', ${String(dimension)})
+      ON CONFLICT (key) DO UPDATE SET value = excluded.value`.execute(trx);
+  }
+
   async function open(dimension: number): Promise<SearchIndex> {
     const coder = createBinaryCoder(dimension);
     const signature = codesSignature(dimension, coder.bits);
+    const pgvector = await hasPgvector();
     const stored = await k.selectFrom('settings').select('value').where('key', '=', CODES_SETTING).executeTakeFirst();
-    if (stored?.value !== signature) {
-      // Codes of another coder are not comparable: rebuilt from the stored vectors of this dimension.
-      await k.transaction().execute(async (trx) => {
+    // Instances starting together: one builds what is missing, the others wait and find it done.
+    await k.transaction().execute(async (trx) => {
+      await sql`SELECT pg_advisory_xact_lock(${WORKSPACE_WRITE_LOCK}, 0)`.execute(trx);
+      if (stored?.value !== signature) {
+        // Codes of another coder are not comparable: rebuilt from the stored vectors of this dimension.
         await sql`DELETE FROM knowledge_codes`.execute(trx);
         await reencodeStored(trx, coder, dimension);
         await trx.insertInto('settings').values({ key: CODES_SETTING, value: signature }).onConflict((oc) => oc.column('key').doUpdateSet({ value: signature })).execute();
         await bumpEpochs(trx);
-      });
-    }
-    const index = openIndex(dimension, coder);
-    opened.set(index, { index, coder });
+      }
+      if (pgvector) await ensureEmbeddings(trx, dimension);
+    });
+    const index = openIndex(dimension, coder, pgvector);
+    opened.set(index, { index, coder, pgvector });
     return index;
   }
 
-  function openIndex(dimension: number, coder: BinaryCoder): SearchIndex {
+  function openIndex(dimension: number, coder: BinaryCoder, pgvector: boolean): SearchIndex {
     const holder = opts.cacheBytes > 0 ? createCodeHolder(coder.bits, opts.cacheBytes, dimension) : null;
 
     /** The workspace's codes as of one snapshot: held ones brought up to date, else read for this search only. */
@@ -188,6 +251,7 @@ export function createPostgresKnowledge(db: PostgresDb, options: SqliteSearchInd
       async vector(filter, vector, limit) {
         if (limit <= 0 || filter.sourceIds?.length === 0) return [];
         if (vector.length !== dimension) throw new Error(`query vector of length ${vector.length}, index dimension ${dimension}`);
+        if (pgvector) return pgvectorSearch(filter, vector, limit);
         const near = await candidates(filter, coder.encode(vector), Math.max(limit, opts.candidates));
         if (near.rowids.length === 0) return [];
         const held = near.vectors;
@@ -203,6 +267,26 @@ export function createPostgresKnowledge(db: PostgresDb, options: SqliteSearchInd
       mergeStep: () => false,
       keywordPages: () => 0,
     };
+  }
+
+  /**
+   * Nearest by inner product through the HNSW index. An iterative scan keeps walking the graph until
+   * `limit` rows pass the workspace (and persona, source) filter, instead of filtering a fixed
+   * candidate list down to fewer (pgvector 0.8); relaxed order, so the rows are sorted here.
+   */
+  async function pgvectorSearch(filter: SearchFilter, vector: Float32Array, limit: number): Promise<Hit[]> {
+    const q = vectorLiteral(vector);
+    const rows = await k.transaction().execute(async (trx) => {
+      await sql`SET LOCAL hnsw.iterative_scan = relaxed_order`.execute(trx);
+      await sql`SELECT set_config('hnsw.ef_search', ${String(Math.max(HNSW_EF_SEARCH, limit))}, true)`.execute(trx);
+      return sql<{ rowid: number; score: number }>`
+        SELECT c.rowid AS rowid, -(c.embedding <#> ${q}::vector) AS score
+        FROM knowledge_embeddings c
+        WHERE true ${filterSql(filter)}
+        ORDER BY c.embedding <#> ${q}::vector
+        LIMIT ${limit}`.execute(trx);
+    });
+    return rows.rows.sort((a, b) => b.score - a.score || a.rowid - b.rowid);
   }
 
   async function readRows(trx: Trx, workspaceId: string, after: number, withVectors = true): Promise<CodeRow[]> {
@@ -351,11 +435,16 @@ export function createPostgresKnowledge(db: PostgresDb, options: SqliteSearchInd
     openIndex: (dimension) => open(dimension),
 
     async resetIndex(dimension) {
+      const pgvector = await hasPgvector();
       await k.transaction().execute(async (trx) => {
         await sql`DELETE FROM knowledge_codes`.execute(trx);
         await sql`DELETE FROM knowledge_postings`.execute(trx);
         await sql`DELETE FROM knowledge_documents`.execute(trx);
         await sql`UPDATE knowledge_keyword_totals SET rows = 0, tokens = 0 WHERE id = 1`.execute(trx);
+        await sql`DROP TABLE IF EXISTS knowledge_embeddings`.execute(trx);
+        await sql`DELETE FROM settings WHERE key = 'pgvector_dimension'`.execute(trx);
+        // Empty: reindex adds every chunk's new vector.
+        if (pgvector) await ensureEmbeddings(trx, dimension, { fill: false });
         await bumpEpochs(trx);
       });
       const coder = createBinaryCoder(dimension);
@@ -367,7 +456,7 @@ export function createPostgresKnowledge(db: PostgresDb, options: SqliteSearchInd
     insertSource: async (row: KnowledgeSourceRow) => void (await k.insertInto('knowledge_sources').values(row).execute()),
 
     writeSources(index, writes: SourceWrite[]) {
-      const { coder } = own(index);
+      const open = own(index);
       return k.transaction().execute(async (trx) => {
         // In a fixed order, so two writers never wait on each other's workspace locks.
         for (const workspaceId of [...new Set(writes.map((w) => w.source.workspaceId))].sort()) {
@@ -402,7 +491,7 @@ export function createPostgresKnowledge(db: PostgresDb, options: SqliteSearchInd
         const rowidOf = new Map(inserted.rows.map((r) => [r.id, r.rowid]));
         await addToIndex(
           trx,
-          coder,
+          open,
           rows.map(({ source, c, title }) => ({ rowid: rowidOf.get(c.id)!, workspaceId: source.workspaceId, sourceId: source.id, scope: source.scope, title, text: c.text, vector: c.vector, code: c.code })),
         );
         return current;
@@ -431,12 +520,12 @@ export function createPostgresKnowledge(db: PostgresDb, options: SqliteSearchInd
     },
 
     reembed(index, chunks) {
-      const { coder } = own(index);
+      const open = own(index);
       return k.transaction().execute(async (trx) => {
         await sql`UPDATE knowledge_chunks c SET embedding = v.embedding
           FROM unnest(${chunks.map((c) => c.rowid)}::bigint[], ${chunks.map((c) => blobFromVector(c.vector))}::bytea[]) AS v(rowid, embedding)
           WHERE c.rowid = v.rowid`.execute(trx);
-        await addToIndex(trx, coder, chunks);
+        await addToIndex(trx, open, chunks);
       });
     },
 
