@@ -38,14 +38,14 @@ export async function createTestDatabase(): Promise<TestDatabase> {
 
   // template0, because nobody can be connected to it: CREATE DATABASE from template1 fails while
   // any session (another test file's, a developer's psql) is connected to template1.
-  await withAdmin(admin, (client) => client.query(`CREATE DATABASE "${name}" TEMPLATE template0`));
+  await withClient(admin, (client) => client.query(`CREATE DATABASE "${name}" TEMPLATE template0`));
 
   const url = new URL(admin);
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
     drop: () =>
-      withAdmin(admin, async (client) => {
+      withClient(admin, async (client) => {
         const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
         if (exists.rowCount === 0) return;
         // No new connections first, so a pool that reconnects cannot slip in between the
@@ -57,7 +57,8 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   };
 }
 
-async function withAdmin<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+/** Runs `work` on a connection of its own to `url`, closed afterwards. */
+export async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {

@@ -7,7 +7,6 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signature } from '../../bridges/webhook/webhook-bridge.js';
 import { runCli } from '../../src/cli.js';
@@ -18,7 +17,7 @@ import { startReceiver, type WebhookReceiver } from '../fakes/webhook-receiver.j
 import { createTestApp, tempDir, type TestApp } from '../helpers/app.js';
 import { addSource, createAbTest, createChannel, createPersona, createTeam, workspaceOf } from '../helpers/factories.js';
 import { LOOPBACK_ONLY, waitFor } from '../helpers/mcp-tools.js';
-import { createTestDatabase, postgresUrl, type TestDatabase } from '../helpers/postgres.js';
+import { createTestDatabase, postgresUrl, type TestDatabase, withClient } from '../helpers/postgres.js';
 import { prng } from '../helpers/prng.js';
 
 /** Every table of src/db/schema.ts. */
@@ -115,18 +114,8 @@ function sqliteCounts(file: string): Record<string, number> {
   }
 }
 
-async function postgres<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
-
 const postgresCounts = (url: string) =>
-  postgres(url, async (c) => {
+  withClient(url, async (c) => {
     const out: Record<string, number> = {};
     for (const t of TABLES) out[t] = Number((await c.query(`SELECT count(*) AS n FROM ${t}`)).rows[0].n);
     return out;
@@ -134,7 +123,7 @@ const postgresCounts = (url: string) =>
 
 /** The keyword index of a PostgreSQL database: one document and one code per chunk, totals of exactly those. */
 const postgresIndex = (url: string) =>
-  postgres(url, async (c) => {
+  withClient(url, async (c) => {
     const one = async (q: string) => (await c.query(q)).rows[0];
     return {
       chunks: Number((await one('SELECT count(*) AS n FROM knowledge_chunks')).n),
@@ -322,7 +311,7 @@ describe.skipIf(!postgresUrl())('switchboard copy-data', { timeout: 120_000 }, (
       const signed = { 'content-type': 'application/json', 'x-switchboard-signature': signature(WEBHOOK_SECRET, raw) };
       const inbound = await p.request({ method: 'POST', url: `/business/channels/${channelId}/inbound`, headers: signed, body: raw });
       expect(inbound.statusCode, inbound.body).toBe(200);
-      const sealed = await postgres(target.url, async (c) => (await c.query('SELECT secrets FROM mcp_servers WHERE id = $1', [serverId])).rows[0].secrets as string);
+      const sealed = await withClient(target.url, async (c) => (await c.query('SELECT secrets FROM mcp_servers WHERE id = $1', [serverId])).rows[0].secrets as string);
       expect(JSON.parse(createCipher(Buffer.from(secret, 'base64')).decrypt(sealed, `mcp-server:${serverId}`)).credentials).toEqual({ API_TOKEN: MCP_TOKEN });
 
       // New rows of every kind: identity sequences were moved past the copied numbers.
@@ -391,7 +380,7 @@ describe.skipIf(!postgresUrl())('switchboard copy-data', { timeout: 120_000 }, (
     await expect(copyUntil((b) => b.table === 'messages' && ++batches === 2)).rejects.toThrow('interrupted');
     const partial = await postgresCounts(target.url);
     expect(partial).toMatchObject({ knowledge_chunks: sourceCounts.knowledge_chunks, messages: 3, interactions: 0, settings: sourceCounts.settings! + 1 });
-    const record = await postgres(target.url, async (c) => (await c.query("SELECT value FROM settings WHERE key = 'copy_data'")).rows[0]?.value);
+    const record = await withClient(target.url, async (c) => (await c.query("SELECT value FROM settings WHERE key = 'copy_data'")).rows[0]?.value);
     expect(JSON.parse(record).tables.messages).toMatchObject({ done: 3 });
     expect((await postgresIndex(target.url)).documents).toBe(0);
 
@@ -417,7 +406,7 @@ describe.skipIf(!postgresUrl())('switchboard copy-data', { timeout: 120_000 }, (
     const index = await postgresIndex(target.url);
     expect(index).toMatchObject({ documents: sourceCounts.knowledge_chunks, codes: sourceCounts.knowledge_chunks, totals: sourceCounts.knowledge_chunks });
     expect(index.tokens).toBe(index.documentTokens);
-    expect(await postgres(target.url, async (c) => (await c.query("SELECT count(*) AS n FROM settings WHERE key = 'copy_data'")).rows[0].n)).toBe('0');
+    expect(await withClient(target.url, async (c) => (await c.query("SELECT count(*) AS n FROM settings WHERE key = 'copy_data'")).rows[0].n)).toBe('0');
 
     const p = await serve(env({ SWITCHBOARD_DATABASE_URL: target.url }));
     try {
