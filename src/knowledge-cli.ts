@@ -9,6 +9,7 @@ import { reindexKnowledge } from './core/knowledge/reindex.js';
 import { openBackend } from './db/open.js';
 import { createLogger } from './lib/logger.js';
 import { AppError } from './errors.js';
+import { progressBar } from './lib/progress.js';
 
 export interface KnowledgeCliIo {
   stdout: (text: string) => void;
@@ -55,11 +56,6 @@ function collect(inputs: string[]): { items: Item[]; skipped: string[]; missing:
     else items.push({ label: input, kind: 'file', target: path.resolve(input) });
   }
   return { items, skipped, missing };
-}
-
-function progressBar(done: number, total: number, width = 24): string {
-  const filled = total === 0 ? width : Math.round((done / total) * width);
-  return `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${done}/${total}`;
 }
 
 /** Prints progress on stderr: one redrawn line on a terminal, one line per step otherwise. */

@@ -32,6 +32,7 @@ import { createLogger } from '../lib/logger.js';
 import { type Backend, databaseFile, openBackend } from './open.js';
 import { openPostgres, redactDatabaseUrl } from './postgres/connection.js';
 import type { Database } from './schema.js';
+import { progressBar } from '../lib/progress.js';
 
 /** The `settings` key of an unfinished copy's record in the target (never copied, never counted). */
 export const COPY_MARKER = 'copy_data';
@@ -581,11 +582,6 @@ async function indexChunks(dst: Kysely<any>, target: Backend, index: SearchIndex
 }
 
 type Progress = (done: number, total: number, what: string, final: boolean) => void;
-
-function progressBar(done: number, total: number, width = 24): string {
-  const filled = total === 0 ? width : Math.min(width, Math.round((done / total) * width));
-  return `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${done}/${total}`;
-}
 
 /**
  * Progress on stderr, as `ingest` and `reindex` show it: one line redrawn per table on a terminal;
