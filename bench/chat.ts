@@ -16,6 +16,9 @@
  *  - with the offline model (no model process): `POST /query` by 50 clients (target ≥ 1,500/s), then
  *    follow-ups by 50 clients in 1,000 sessions opened first, in turn (each reads its session and
  *    latest turns before answering; sessions grow by ~40 messages in the run; no target).
+ * On PostgreSQL too (issue 25, a throwaway database, the same seeding and warm-up): `POST /query` by
+ * 50 clients (target ≥ 1,000 answers/s), labelled with its backend beside the SQLite row, with the
+ * CPU of the database's PostgreSQL processes.
  * Questions cycle through 50 about the knowledge base's topics. The fake sees exactly what the
  * platform sends it, and the baseline replays those bodies. Knobs (environment):
  * BENCH_CHAT_STREAMS (stream counts, default "1000,5000"; "0" skips the stream cases), BENCH_CHAT_CASES
@@ -28,14 +31,16 @@ import { type BenchOptions, type BenchRow, expectResponse, measureWithLatencies,
 import { chatQuestions } from './lib/chat-corpus.js';
 import { type FakeModelProcess, startFakeModel } from './lib/fake-model-process.js';
 import { envInt, type FiguredRow, judge, type MetricRow, metricTable, sampled } from './lib/in-process.js';
+import { type BackendDatabase, labelled, withBackendDatabase } from './lib/backends.js';
 import { type ServerProcess, startServerProcess } from './lib/server-process.js';
 import { CHAT_SOURCE_COUNT, FAKE_MODEL_URL_ENV } from './lib/server-protocol.js';
 import { classifyModel, classifyPlatform, openSse, type SseOutcome } from './lib/sse-client.js';
 
 
 export const name = 'chat';
+export const backends = ['sqlite', 'postgres'] as const;
 export const description =
-  'POST /query at 50 clients (answers/s and p99) and its overhead over a zero-latency fake model at 10, time to first chunk, server heap with 1,000 and 5,000 open chat streams, offline answers and follow-ups';
+  'POST /query at 50 clients (answers/s and p99, on SQLite and PostgreSQL) and its overhead over a zero-latency fake model at 10, time to first chunk, server heap with 1,000 and 5,000 open chat streams, offline answers and follow-ups';
 
 const OVERHEAD_CLIENTS = 10;
 const OVERHEAD_P95_TARGET_MS = 20;
@@ -90,20 +95,20 @@ function envCases(): Set<(typeof CASES)[number]> {
 async function startChatServer(
   fake: FakeModelProcess | null,
   options: BenchOptions,
-  { exposeGc = false, pinned = true }: { exposeGc?: boolean; pinned?: boolean } = {},
+  { exposeGc = false, pinned = true, db }: { exposeGc?: boolean; pinned?: boolean; db?: BackendDatabase } = {},
 ): Promise<ServerProcess & { personaId: string; key: string }> {
   const started = performance.now();
   const server = await startServerProcess('switchboard-chat', {
     cpuProfileDir: options.cpuProfileDir,
     cpu: pinned ? options.pinning?.server : 'any',
-    env: fake ? { [FAKE_MODEL_URL_ENV]: fake.baseUrl } : {},
+    env: { ...db?.env, ...(fake ? { [FAKE_MODEL_URL_ENV]: fake.baseUrl } : {}) },
     exposeGc,
   });
   if (!server.key || !server.personaId) {
     await server.stop();
     throw new Error('the switchboard-chat server reported no key or persona');
   }
-  progress(`switchboard-chat server up in ${((performance.now() - started) / 1000).toFixed(1)} s (${CHAT_SOURCE_COUNT} knowledge sources)`);
+  progress(`switchboard-chat server up in ${((performance.now() - started) / 1000).toFixed(1)} s (${CHAT_SOURCE_COUNT} knowledge sources${db ? `, ${db.backend.label}` : ''})`);
   return server as ServerProcess & { personaId: string; key: string };
 }
 
@@ -231,8 +236,8 @@ async function overheadRows(setup: Setup, modelBodies: string[], options: BenchO
   ];
 }
 
-/** POST /query with the questions in turn; the fake model's CPU reported beside the server's. */
-function queryTarget(setup: Setup) {
+/** POST /query with the questions in turn; the fake model's (and PostgreSQL's) CPU reported beside the server's. */
+function queryTarget(setup: Setup, db?: BackendDatabase) {
   return {
     url: `${setup.server.origin}/query`,
     method: 'POST' as const,
@@ -240,29 +245,31 @@ function queryTarget(setup: Setup) {
     bodies: setup.bodies,
     serverCpu: setup.server.cpuUsage,
     helperCpu: setup.fake.cpuUsage,
+    ...(db ? { databaseCpu: db.cpuUs } : {}),
   };
 }
 
-async function throughputRow(setup: Setup, options: BenchOptions): Promise<ChatRow> {
+async function throughputRow(setup: Setup, options: BenchOptions, db: BackendDatabase): Promise<ChatRow> {
   const measured = await measureWithLatencies(
     {
-      name: `POST /query, ${THROUGHPUT_CLIENTS} clients`,
+      name: labelled(`POST /query, ${THROUGHPUT_CLIENTS} clients`, db.backend),
       connections: THROUGHPUT_CLIENTS,
-      target: queryTarget(setup),
+      target: queryTarget(setup, db),
     },
     options,
   );
-  const row = sampled(measured);
+  const row = { ...sampled(measured), backend: db.backend.kind };
   const p99 = row.latencyP99Ms ?? 0;
+  const database = row.databaseCpuPercent == null ? '' : `, PostgreSQL backends of its database ${row.databaseCpuPercent} % (${fmt(row.databaseCpuUsPerRequest ?? 0)} µs/answer)`;
   return judge(row, {
     metric: 'queries/s',
     value: row.requestsPerSecond,
     target: { kind: 'min', value: THROUGHPUT_TARGET },
     notes: [
-      `${fmt(row.requests)} answers (new session each, ${QUESTIONS} questions in turn, hybrid search of ${CHAT_SOURCE_COUNT} sources, stored), ` +
-        `server ${row.serverCpuPercent ?? '—'} % of a core, fake model ${row.helperCpuPercent ?? '—'} %, load generator ${row.loadCpuPercent} %`,
+      `${fmt(row.requests)} answers (new session each, ${QUESTIONS} questions in turn, hybrid search of ${CHAT_SOURCE_COUNT} sources, stored in ${db.backend.label}${db.backend.kind === 'postgres' ? ', tables ANALYZEd after seeding' : ''}), ` +
+        `server ${row.serverCpuPercent ?? '—'} % of a core (${fmt(row.serverCpuUsPerRequest ?? 0)} µs/answer), fake model ${row.helperCpuPercent ?? '—'} %, load generator ${row.loadCpuPercent} %${database}, other processes ${row.otherCpuPercent ?? '—'} %`,
     ],
-    figures: { queriesPerSecond: row.requestsPerSecond, latencyP95Ms: row.latencyP95Ms ?? null, latencyP99Ms: p99 },
+    figures: { queriesPerSecond: row.requestsPerSecond, latencyP95Ms: row.latencyP95Ms ?? null, latencyP99Ms: p99, databaseCpuUsPerAnswer: row.databaseCpuUsPerRequest ?? null },
     failures: p99 <= THROUGHPUT_P99_TARGET_MS ? [] : [`p99 ${p99} ms, target ≤ ${THROUGHPUT_P99_TARGET_MS} ms`],
   });
 }
@@ -458,18 +465,22 @@ async function streamsRow(fake: FakeModelProcess, n: number, questions: string[]
   }
 }
 
-/** Overhead at 10 clients, throughput at 100, time to first chunk: one server, warmed up by every question once. */
-async function requestRows(fake: FakeModelProcess, questions: string[], options: BenchOptions): Promise<ChatRow[]> {
+/**
+ * Overhead at 10 clients, throughput at 50, time to first chunk: one server on `db`, warmed up by
+ * every question once. On PostgreSQL the throughput row alone, the figure issue 25 sets for it.
+ */
+async function requestRows(fake: FakeModelProcess, questions: string[], options: BenchOptions, db: BackendDatabase): Promise<ChatRow[]> {
   const rows: ChatRow[] = [];
-  const server = await startChatServer(fake, options, { pinned: false });
+  const server = await startChatServer(fake, options, { pinned: false, db });
   const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
+  const all = db.backend.kind === 'sqlite';
   try {
     const setup = setupFor(server, fake, questions, agent);
     await checkAnswers(setup);
     const modelBodies = await primeAndCapture(setup);
-    rows.push(...(await overheadRows(setup, modelBodies, options)));
-    rows.push(await throughputRow(setup, options));
-    rows.push(await ttftRow(setup, modelBodies, options));
+    if (all) rows.push(...(await overheadRows(setup, modelBodies, options)));
+    rows.push(await throughputRow(setup, options, db));
+    if (all) rows.push(await ttftRow(setup, modelBodies, options));
   } finally {
     agent.destroy();
     await server.stop();
@@ -566,11 +577,14 @@ export async function run(options: BenchOptions): Promise<BenchRow[]> {
   const streamCounts = cases.has('streams') ? envStreams() : [];
   const questions = chatQuestions(QUESTIONS);
   const rows: ChatRow[] = [];
+  const sqlite = options.backends.some((b) => b.kind === 'sqlite');
   const fake = await startFakeModel({ cpu: options.pinning?.load });
   try {
-    if (cases.has('requests')) rows.push(...(await requestRows(fake, questions, options)));
-    if (cases.has('offline')) rows.push(...(await offlineRows(questions, options)));
-    for (const n of streamCounts) rows.push(await streamsRow(fake, n, questions, options));
+    if (cases.has('requests')) {
+      for (const backend of options.backends) rows.push(...(await withBackendDatabase(backend, (db) => requestRows(fake, questions, options, db))));
+    }
+    if (sqlite && cases.has('offline')) rows.push(...(await offlineRows(questions, options)));
+    for (const n of sqlite ? streamCounts : []) rows.push(await streamsRow(fake, n, questions, options));
   } finally {
     await fake.stop();
   }

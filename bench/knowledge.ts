@@ -19,16 +19,20 @@
  *  - the database's size on disk per chunk at the largest size.
  * Text: SciFact abstracts' sentences recombined into documents and SciFact claims as queries when
  * ../shared/data/scifact is there, else a seeded synthetic language (the row notes say which).
- * Exploration knobs (environment): BENCH_CANDIDATES (the vector index's rescoring candidates) and
- * BENCH_KNOWLEDGE_SIZES (chunk counts, default "10000,100000").
+ * Every row runs on each backend of the run (issue 25: a throwaway PostgreSQL database per server
+ * beside the SQLite data directory; the server and the search context get SWITCHBOARD_DATABASE_URL
+ * and SWITCHBOARD_SECRET), labelled with it. PostgreSQL's targets are issue 25's: ingestion
+ * ≥ 2,500 chunks/s, hybrid p95 ≤ 50 ms at 100k; the CPU of the database's PostgreSQL processes is
+ * reported beside the server's.
+ * Exploration knobs (environment): BENCH_CANDIDATES (the vector index's rescoring candidates),
+ * BENCH_KNOWLEDGE_SIZES (chunk counts, default "10000,100000") and BENCH_KNOWLEDGE_ABSTRACT_RUNS
+ * (runs of the SciFact abstracts row, default 3).
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sql } from 'kysely';
 import { loadConfig } from '../src/config.js';
 import { type AppContext, createContext, databaseFile } from '../src/context.js';
 import { createBinaryCoder } from '../src/core/knowledge/binary-code.js';
@@ -41,21 +45,24 @@ import { DEFAULT_INDEX_OPTIONS, vectorFromBlob } from '../src/core/knowledge/sea
 import { HASHED_DIMENSION, hashedVector } from '../src/llm/hashed-embedder.js';
 import type { BenchOptions, BenchRow } from './lib/harness.js';
 import { fmt, machineBusyUs, round } from './lib/harness.js';
+import { analyzeIfPostgres, type BackendDatabase, type BenchBackend, databaseCpuNote, labelled, withBackendDatabase } from './lib/backends.js';
+import { call, processCpuUs, type Server, startServer } from './lib/built-server.js';
 import { envInt, type MetricRow, metricRow, metricTable, percentile, startWindow, type Window } from './lib/in-process.js';
 import { type BenchCorpus, type BenchDocument, loadCorpus, scifactAbstractDocuments } from './lib/knowledge-corpus.js';
 
 export const name = 'knowledge';
-export const description = 'knowledge ingestion chunks/s and search p50/p95 per mode at 10k and 100k chunks, vector recall@10 vs an exact scan';
+export const description = 'knowledge ingestion chunks/s and search p50/p95 per mode at 10k and 100k chunks, vector recall@10 vs an exact scan, on SQLite and PostgreSQL';
+export const backends = ['sqlite', 'postgres'] as const;
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const DATA_DIR = path.resolve(REPO, '../shared/data/scifact');
 const SEED = 20_240_607;
-const INGEST_TARGET = 5_000;
+/** Ingestion chunks/s and hybrid p95 at 100k per backend (PostgreSQL's: issue 25). */
+const INGEST_TARGET: Record<BenchBackend['kind'], number> = { sqlite: 5_000, postgres: 2_500 };
 /** The SciFact abstracts row: abstracts per Markdown document, uploads at a time, runs (median reported). */
 const ABSTRACTS_PER_DOCUMENT = 100;
 const ABSTRACT_CLIENTS = 4;
-const ABSTRACT_RUNS = 3;
-const HYBRID_P95_TARGET_MS = 25;
+const HYBRID_P95_TARGET_MS: Record<BenchBackend['kind'], number> = { sqlite: 25, postgres: 50 };
 /** The hybrid p95 target applies from this many chunks up (the issue states it at 100k). */
 const HYBRID_TARGET_FROM = 100_000;
 const RECALL_TARGET = 0.95;
@@ -91,104 +98,8 @@ interface Ingested {
   latenciesMs: number[];
   /** The server's CPU µs on its main thread (HTTP, database writes) and on all its other threads (ingestion, checkpoints, GC). */
   threads: { main: number; others: number };
-}
-
-const MAIN = path.join(REPO, 'dist/src/main.js');
-const ADMIN_KEY = `sb_${'b'.repeat(40)}`;
-
-/** A port nothing listens on right now, for the child server (it prints nothing at LOG_LEVEL=silent). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as net.AddressInfo;
-      probe.close(() => resolve(port));
-    });
-    probe.on('error', reject);
-  });
-}
-
-/** CPU µs of a process, every thread, or of one thread given its stat file (Linux /proc; 10 ms ticks). */
-function processCpuUs(pid: number, statFile = `/proc/${pid}/stat`): number {
-  const stat = fs.readFileSync(statFile, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
-}
-
-interface Server {
-  child: ChildProcess;
-  origin: string;
-  agent: http.Agent;
-  stop(): Promise<void>;
-}
-
-/**
- * `node dist/src/main.js serve` on `dataDir`, allowed on every core (this process is pinned to the
- * first, and children inherit that): through `taskset` where there is one.
- */
-async function startServer(dataDir: string, cpuProfileDir?: string): Promise<Server> {
-  const port = await freePort();
-  const cores = os.cpus().length;
-  let taskset = false;
-  try {
-    execFileSync('taskset', ['--version'], { stdio: 'ignore' });
-    taskset = os.platform() === 'linux';
-  } catch {
-    // no util-linux: the child inherits this process's affinity
-  }
-  // `--cpu-prof`: one profile per thread (main, ingestion and search workers), written when the server exits.
-  const nodeArgs = [...(cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfileDir}`] : []), MAIN, 'serve'];
-  const env = { ...process.env, SWITCHBOARD_DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent', SWITCHBOARD_RATE_LIMIT: '0', SWITCHBOARD_ADMIN_KEY: ADMIN_KEY };
-  const child = taskset
-    ? spawn('taskset', ['--cpu-list', `0-${cores - 1}`, process.execPath, ...nodeArgs], { env, stdio: ['ignore', 'ignore', 'inherit'] })
-    : spawn(process.execPath, nodeArgs, { env, stdio: ['ignore', 'ignore', 'inherit'] });
-  const origin = `http://127.0.0.1:${port}`;
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`the server exited with ${child.exitCode}`);
-    try {
-      if ((await call(agent, origin, 'GET', '/health')).status === 200) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error('the server did not start within 30 s');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return {
-    child,
-    origin,
-    agent,
-    async stop() {
-      agent.destroy();
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
-}
-
-function call(agent: http.Agent, origin: string, method: string, url: string, body?: unknown): Promise<{ status: number; json: () => any }> {
-  return new Promise((resolve, reject) => {
-    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-    const req = http.request(`${origin}${url}`, {
-      method,
-      agent,
-      headers: { authorization: `Bearer ${ADMIN_KEY}`, ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}) },
-    });
-    req.on('response', (res) => {
-      const parts: Buffer[] = [];
-      res.on('data', (d: Buffer) => parts.push(d));
-      res.on('end', () => {
-        const text = Buffer.concat(parts).toString('utf8');
-        resolve({ status: res.statusCode ?? 0, json: () => JSON.parse(text) });
-      });
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(payload);
-  });
+  /** CPU µs of the PostgreSQL processes of the server's database meanwhile; null on SQLite. */
+  databaseCpuUs: number | null;
 }
 
 /** What one ingestion run POSTs. */
@@ -239,6 +150,7 @@ async function ingestOverHttp(server: Server, uploads: Uploads): Promise<Ingeste
   const loadBefore = process.cpuUsage();
   const serverBefore = processCpuUs(server.child.pid!);
   const threadsBefore = threadCpuUs(server.child.pid!);
+  const databaseBefore = await server.db.cpuUs();
   const machineBefore = machineBusyUs();
   const started = performance.now();
   const client = async () => {
@@ -276,6 +188,8 @@ async function ingestOverHttp(server: Server, uploads: Uploads): Promise<Ingeste
   const elapsedMs = performance.now() - started;
   const cpuUs = processCpuUs(server.child.pid!) - serverBefore;
   const threadsAfter = threadCpuUs(server.child.pid!);
+  const databaseAfter = await server.db.cpuUs();
+  const databaseCpuUs = databaseBefore === null || databaseAfter === null ? null : databaseAfter - databaseBefore;
   const loadUsed = process.cpuUsage(loadBefore);
   const loadCpuUs = loadUsed.user + loadUsed.system;
   const machineUs = machineBusyUs() - machineBefore;
@@ -286,9 +200,10 @@ async function ingestOverHttp(server: Server, uploads: Uploads): Promise<Ingeste
     chunks += s.chunkCount;
   }
   const percent = (us: number) => round((us / (elapsedMs * 1000)) * 100, 0);
+  // metricRow takes the database's share out of `otherCpuPercent` itself.
   const window: Window = { elapsedMs, cpuUs, cpuPercent: percent(cpuUs), otherCpuPercent: Math.max(0, percent(machineUs - cpuUs - loadCpuUs)) };
   const threads = { main: threadsAfter.main - threadsBefore.main, others: threadsAfter.others - threadsBefore.others };
-  return { documents, chunks, nextDocument: uploads.from + sent, window, loadCpuUs, latenciesMs, threads };
+  return { documents, chunks, nextDocument: uploads.from + sent, window, loadCpuUs, latenciesMs, threads, databaseCpuUs };
 }
 
 /** CPU µs of this process spent in `fn`. */
@@ -323,15 +238,18 @@ async function splitStages(dim: number, documents: BenchDocument[]) {
 interface ModeRun {
   latencies: number[];
   window: Window;
+  /** CPU µs of the database's PostgreSQL processes over the measured queries; null on SQLite (in this process). */
+  databaseCpuUs: number | null;
   /** Chunk ids returned per measured query (kept for the recall check). */
   results: string[][];
 }
 
-async function searchMode(ctx: AppContext, workspaceId: string, queries: string[], mode: SearchMode): Promise<ModeRun> {
+async function searchMode(ctx: AppContext, db: BackendDatabase, workspaceId: string, queries: string[], mode: SearchMode): Promise<ModeRun> {
   const search = (q: string) => ctx.services.knowledge.search(workspaceId, { q, limit: K, mode });
   for (const q of queries.slice(0, WARMUP_QUERIES)) await search(q);
   const latencies: number[] = [];
   const results: string[][] = [];
+  const databaseBefore = await db.cpuUs();
   const stop = startWindow();
   for (const q of queries.slice(WARMUP_QUERIES, WARMUP_QUERIES + MEASURED_QUERIES)) {
     const started = performance.now();
@@ -339,7 +257,9 @@ async function searchMode(ctx: AppContext, workspaceId: string, queries: string[
     latencies.push(performance.now() - started);
     results.push(data.map((r) => r.chunkId));
   }
-  return { latencies, window: stop(), results };
+  const window = stop();
+  const databaseAfter = await db.cpuUs();
+  return { latencies, window, databaseCpuUs: databaseBefore === null || databaseAfter === null ? null : databaseAfter - databaseBefore, results };
 }
 
 /**
@@ -349,7 +269,7 @@ async function searchMode(ctx: AppContext, workspaceId: string, queries: string[
  */
 async function vectorRecall(ctx: AppContext, workspaceId: string, queries: string[], returned: string[][]) {
   const dim = ctx.embedder.dimension() ?? 0;
-  const rows = ctx.sqlite().sqlite.prepare('SELECT id, embedding FROM knowledge_chunks WHERE workspace_id = ?').all(workspaceId) as { id: string; embedding: Buffer }[];
+  const rows = await ctx.db.kysely.selectFrom('knowledge_chunks').select(['id', 'embedding']).where('workspace_id', '=', workspaceId).execute();
   const matrix = new Float32Array(rows.length * dim);
   const indexOf = new Map<string, number>();
   rows.forEach((r, i) => {
@@ -387,7 +307,19 @@ async function vectorRecall(ctx: AppContext, workspaceId: string, queries: strin
   return { recall: wanted === 0 ? 0 : found / wanted, strict: wanted === 0 ? 0 : strict / wanted, vectors: rows.length, window: stop() };
 }
 
-function databaseBytes(ctx: AppContext) {
+/** The database's size: SQLite's file and WAL (by part where dbstat is there), PostgreSQL's pg_database_size (largest tables). */
+async function databaseBytes(ctx: AppContext): Promise<{ bytes: number; parts: string[]; what: string }> {
+  if (ctx.db.kind === 'postgres') {
+    const k = ctx.db.kysely;
+    const total = await sql<{ bytes: number }>`SELECT pg_database_size(current_database()) AS bytes`.execute(k);
+    const tables = await sql<{ name: string; bytes: number }>`
+      SELECT relname AS name, pg_total_relation_size(relid) AS bytes FROM pg_stat_user_tables ORDER BY bytes DESC LIMIT 5`.execute(k);
+    return {
+      bytes: Number(total.rows[0]?.bytes ?? 0),
+      parts: tables.rows.map((t) => `${t.name} ${(Number(t.bytes) / 2 ** 20).toFixed(0)} MiB`),
+      what: 'pg_database_size, tables with their indexes and TOAST',
+    };
+  }
   ctx.sqlite().sqlite.pragma('wal_checkpoint(TRUNCATE)');
   const file = databaseFile(ctx.config);
   const size = (f: string) => (fs.existsSync(f) ? fs.statSync(f).size : 0);
@@ -404,7 +336,7 @@ function databaseBytes(ctx: AppContext) {
   } catch {
     // dbstat not compiled in: the total alone
   }
-  return { bytes, parts };
+  return { bytes, parts, what: 'file + WAL after a checkpoint' };
 }
 
 /** JIT, worker threads, prepared statements, extractor modules: sources processed, then deleted, so they count for nothing after. */
@@ -424,38 +356,46 @@ async function warmUp(server: Server, corpus: BenchCorpus, queued: BenchDocument
 }
 
 /**
- * The SciFact abstracts row: the whole corpus as Markdown documents of ABSTRACTS_PER_DOCUMENT
- * abstracts, POSTed ABSTRACT_CLIENTS at a time into a fresh server and data directory, ABSTRACT_RUNS
- * times; the median run is the figure. Null (and a message) without the dataset.
+ * The SciFact abstracts row on `backend`: the whole corpus as Markdown documents of
+ * ABSTRACTS_PER_DOCUMENT abstracts, POSTed ABSTRACT_CLIENTS at a time into a fresh server, data
+ * directory and database, BENCH_KNOWLEDGE_ABSTRACT_RUNS times (3); the median run is the figure.
+ * Null (and a message) without the dataset.
  */
-async function ingestAbstracts(corpus: BenchCorpus, cpuProfileDir: string | undefined): Promise<MetricRow | null> {
+async function ingestAbstracts(corpus: BenchCorpus, backend: BenchBackend, cpuProfileDir: string | undefined): Promise<MetricRow | null> {
   const scifact = scifactAbstractDocuments(DATA_DIR, ABSTRACTS_PER_DOCUMENT);
   if (scifact === null) {
     console.log(`  SciFact abstracts row skipped: no corpus.jsonl in ${DATA_DIR} (BEIR SciFact, read in place from ../shared/data/scifact beside the repository)`);
     return null;
   }
   const { documents } = scifact;
+  const abstractRuns = envInt('BENCH_KNOWLEDGE_ABSTRACT_RUNS', 3, 1);
   const runs: { batch: Ingested; rate: number }[] = [];
-  for (let r = 0; r < ABSTRACT_RUNS; r++) {
+  for (let r = 0; r < abstractRuns; r++) {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchboard-bench-abstracts-'));
-    let server: Server | null = null;
     try {
-      server = await startServer(dataDir, cpuProfileDir);
-      await warmUp(server, corpus, documents.slice(0, 2));
-      process.stdout.write(`  ingesting the SciFact abstracts over HTTP (${documents.length} Markdown documents, ${ABSTRACT_CLIENTS} clients), run ${r + 1} of ${ABSTRACT_RUNS}... `);
-      const batch = await ingestOverHttp(server, {
-        document: (i) => documents[i],
-        from: 0,
-        untilChunks: Infinity,
-        chunksPerDocument: 0,
-        keep: r === 0,
-        clients: ABSTRACT_CLIENTS,
+      await withBackendDatabase(backend, async (db) => {
+        const server = await startServer(dataDir, db, cpuProfileDir);
+        try {
+          await warmUp(server, corpus, documents.slice(0, 2));
+          process.stdout.write(
+            `  ingesting the SciFact abstracts over HTTP into ${backend.label} (${documents.length} Markdown documents, ${ABSTRACT_CLIENTS} clients), run ${r + 1} of ${abstractRuns}... `,
+          );
+          const batch = await ingestOverHttp(server, {
+            document: (i) => documents[i],
+            from: 0,
+            untilChunks: Infinity,
+            chunksPerDocument: 0,
+            keep: r === 0,
+            clients: ABSTRACT_CLIENTS,
+          });
+          const rate = (batch.chunks / batch.window.elapsedMs) * 1000;
+          process.stdout.write(`${fmt(rate)} chunks/s\n`);
+          runs.push({ batch, rate });
+        } finally {
+          await server.stop();
+        }
       });
-      const rate = (batch.chunks / batch.window.elapsedMs) * 1000;
-      process.stdout.write(`${fmt(rate)} chunks/s\n`);
-      runs.push({ batch, rate });
     } finally {
-      await server?.stop();
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
   }
@@ -465,39 +405,50 @@ async function ingestAbstracts(corpus: BenchCorpus, cpuProfileDir: string | unde
   const split = await splitStages(HASHED_DIMENSION, first.documents);
   const kib = documents.reduce((n, d) => n + Buffer.byteLength(d.content), 0) / documents.length / 1024;
   const perChunk = (us: number) => fmt(us / batch.chunks);
+  const database = batch.databaseCpuUs === null ? '' : `; ${databaseCpuNote(batch.databaseCpuUs, batch.chunks, batch.window.elapsedMs, 'chunk')}`;
   return metricRow({
-    name: 'ingest SciFact abstracts over HTTP (hashed)',
+    name: labelled('ingest SciFact abstracts over HTTP (hashed)', backend),
+    backend: backend.kind,
     metric: 'chunks/s',
     value: Math.round(rate),
-    target: { kind: 'min', value: INGEST_TARGET },
+    target: { kind: 'min', value: INGEST_TARGET[backend.kind] },
     operations: batch.chunks,
     window: batch.window,
     latenciesMs: batch.latenciesMs,
+    databaseCpuUs: batch.databaseCpuUs,
     notes: [
       `BEIR SciFact's ${fmt(scifact.abstracts)} abstracts as ${documents.length} Markdown documents of ${ABSTRACTS_PER_DOCUMENT} (a "## title" section each; ~${fmt(kib)} KiB, ` +
         `so queued: above the ${fmt(INLINE_BYTES / 1024)} KiB processed inside the request), ${fmt(batch.chunks)} chunks, POSTed as JSON by ${ABSTRACT_CLIENTS} keep-alive clients over 127.0.0.1; ` +
         `${(batch.window.elapsedMs / 1000).toFixed(2)} s from the first POST until every source was ready`,
-      `median of ${runs.length} runs, each into a new server and data directory after a warm-up: ${runs.map((x) => fmt(x.rate)).join(', ')} chunks/s`,
+      `median of ${runs.length} runs, each into a new server, data directory${backend.kind === 'postgres' ? ' and database' : ''} after a warm-up: ${runs.map((x) => fmt(x.rate)).join(', ')} chunks/s`,
       `server CPU ${perChunk(batch.window.cpuUs)} µs/chunk (${batch.window.cpuPercent} % of one core): main thread (HTTP, database writes) ${perChunk(batch.threads.main)}, ` +
-        `other threads (ingestion worker, WAL checkpoints, GC) ${perChunk(batch.threads.others)}; load generator ${perChunk(batch.loadCpuUs)} µs/chunk; other processes ${batch.window.otherCpuPercent} % of a core`,
+        `other threads (ingestion worker, WAL checkpoints, GC) ${perChunk(batch.threads.others)}; load generator ${perChunk(batch.loadCpuUs)} µs/chunk${database}; other processes ${batch.window.otherCpuPercent} % of a core`,
       `stages re-timed alone here over the same chunks, a second pass (worker-thread work in the server): extract + chunk ${fmt(split.extractUs / split.chunks)} µs/chunk, embed ${fmt(split.embedUs / split.chunks)} µs/chunk, binary codes ${fmt(split.encodeUs / split.chunks)} µs/chunk`,
     ],
   });
 }
 
-export async function run(options: BenchOptions): Promise<BenchRow[]> {
-  const sizes = envSizes();
-  const candidates = envCandidates();
-  const clients = envInt('BENCH_INGEST_CLIENTS', 16, 1);
-  const candidatesNote = `index candidates ${candidates ?? DEFAULT_INDEX_OPTIONS.candidates}${candidates === undefined ? ' (default)' : ' (BENCH_CANDIDATES)'}`;
-  const corpus = loadCorpus(DATA_DIR, SEED, WARMUP_QUERIES + MEASURED_QUERIES);
-  if (corpus.queries.length < WARMUP_QUERIES + MEASURED_QUERIES) throw new Error(`only ${corpus.queries.length} queries`);
-  const queries = corpus.queries.slice(0, WARMUP_QUERIES + MEASURED_QUERIES);
-  const measuredQueries = queries.slice(WARMUP_QUERIES);
-  console.log(`  text: ${corpus.origin}; ${candidatesNote}`);
+interface Shared {
+  sizes: number[];
+  clients: number;
+  candidates: number | undefined;
+  candidatesNote: string;
+  corpus: BenchCorpus;
+  queries: string[];
+  measuredQueries: string[];
+}
 
+/**
+ * Ingestion to each size over HTTP into a server on `db`, then, the server stopped, search and
+ * recall through a context opened here on the same data directory and database; last the
+ * database's size. Rows labelled with the backend.
+ */
+async function sizeRows(db: BackendDatabase, shared: Shared, options: BenchOptions): Promise<MetricRow[]> {
+  const { sizes, clients, candidates, candidatesNote, corpus, queries, measuredQueries } = shared;
+  const { backend } = db;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchboard-bench-knowledge-'));
-  const open = () => createContext(loadConfig({ SWITCHBOARD_DATA_DIR: dataDir, LOG_LEVEL: 'silent' }), candidates === undefined ? {} : { index: { candidates } });
+  const open = () =>
+    createContext(loadConfig({ SWITCHBOARD_DATA_DIR: dataDir, LOG_LEVEL: 'silent', ...db.env }), candidates === undefined ? {} : { index: { candidates } });
   let ctx: AppContext | null = null;
   let server: Server | null = null;
   const rows: MetricRow[] = [];
@@ -505,14 +456,14 @@ export async function run(options: BenchOptions): Promise<BenchRow[]> {
     let total = 0;
     let nextDocument = 0;
     for (const [step, size] of sizes.entries()) {
-      // Ingestion over HTTP into a server process; then the same data directory opened here for search.
+      // Ingestion over HTTP into a server process; then the same data opened here for search.
       await ctx?.close();
       ctx = null;
-      server = await startServer(dataDir, options.cpuProfileDir);
+      server = await startServer(dataDir, db, options.cpuProfileDir);
       if (step === 0) {
         await warmUp(server, corpus);
       }
-      process.stdout.write(`  ingesting to ${fmt(size)} chunks over HTTP (${clients} clients)... `);
+      process.stdout.write(`  ingesting to ${fmt(size)} chunks over HTTP into ${backend.label} (${clients} clients)... `);
       const batch = await ingestOverHttp(server, {
         document: (i) => corpus.document(i),
         from: nextDocument,
@@ -528,23 +479,29 @@ export async function run(options: BenchOptions): Promise<BenchRow[]> {
       const rate = (batch.chunks / batch.window.elapsedMs) * 1000;
       process.stdout.write(`${fmt(rate)} chunks/s\n`);
       ctx = await open();
-      const workspaceId = ctx.sqlite().sqlite.prepare("SELECT id FROM workspaces WHERE name = 'default'").pluck().get() as string;
+      await analyzeIfPostgres(ctx.db);
+      const workspace = await ctx.db.kysely.selectFrom('workspaces').select('id').where('name', '=', 'default').executeTakeFirst();
+      if (!workspace) throw new Error('no default workspace');
+      const workspaceId = workspace.id;
       const sorted = [...batch.latenciesMs].sort((a, b) => a - b);
       const http = `${fmt(batch.chunks)} chunks from ${fmt(batch.latenciesMs.length)} POSTs (JSON text bodies, ~${fmt(corpus.document(0).content.length / 1024)} KiB each, half Markdown) over 127.0.0.1 by ${clients} keep-alive clients, ` +
         `${(batch.window.elapsedMs / 1000).toFixed(2)} s from the first POST until every source was processed; POST p50 ${percentile(sorted, 0.5).toFixed(1)} ms, p95 ${percentile(sorted, 0.95).toFixed(1)} ms`;
+      const database = databaseCpuNote(batch.databaseCpuUs, batch.chunks, batch.window.elapsedMs, 'chunk');
       const cpus = `server (node dist/src/main.js serve, ${os.cpus().length} cores allowed) CPU ${(batch.window.cpuUs / 1e6).toFixed(2)} s = ${fmt(batch.window.cpuUs / batch.chunks)} µs/chunk over all its threads (${batch.window.cpuPercent} % of one core); ` +
-        `load generator (this process, cpu 0) ${fmt(batch.loadCpuUs / batch.chunks)} µs/chunk; other processes ${batch.window.otherCpuPercent} % of a core`;
+        `load generator (this process, cpu 0) ${fmt(batch.loadCpuUs / batch.chunks)} µs/chunk; ${database ? `${database}; ` : ''}other processes ${batch.window.otherCpuPercent} % of a core`;
       if (step === 0) {
         const split = await splitStages(ctx.embedder.dimension() ?? 0, batch.documents);
         rows.push(
           metricRow({
-            name: `ingest ${label(size)} chunks over HTTP (hashed)`,
+            name: labelled(`ingest ${label(size)} chunks over HTTP (hashed)`, backend),
+            backend: backend.kind,
             metric: 'chunks/s',
             value: Math.round(rate),
-            target: { kind: 'min', value: INGEST_TARGET },
+            target: { kind: 'min', value: INGEST_TARGET[backend.kind] },
             operations: batch.chunks,
             window: batch.window,
             latenciesMs: batch.latenciesMs,
+            databaseCpuUs: batch.databaseCpuUs,
             notes: [
               http,
               cpus,
@@ -556,12 +513,14 @@ export async function run(options: BenchOptions): Promise<BenchRow[]> {
       } else {
         rows.push(
           metricRow({
-            name: `ingest ${label(sizes[step - 1]!)} → ${label(size)} chunks over HTTP (hashed)`,
+            name: labelled(`ingest ${label(sizes[step - 1]!)} → ${label(size)} chunks over HTTP (hashed)`, backend),
+            backend: backend.kind,
             metric: 'chunks/s',
             value: Math.round(rate),
             operations: batch.chunks,
             window: batch.window,
             latenciesMs: batch.latenciesMs,
+            databaseCpuUs: batch.databaseCpuUs,
             notes: [`into an index already holding ${fmt(total - batch.chunks)}: ${http}`, cpus],
           }),
         );
@@ -569,31 +528,38 @@ export async function run(options: BenchOptions): Promise<BenchRow[]> {
 
       let vectorResults: string[][] = [];
       for (const mode of SEARCH_MODES) {
-        process.stdout.write(`  ${mode} search at ${fmt(total)} chunks... `);
-        const r = await searchMode(ctx, workspaceId, queries, mode);
+        process.stdout.write(`  ${mode} search at ${fmt(total)} chunks in ${backend.label}... `);
+        const r = await searchMode(ctx, db, workspaceId, queries, mode);
         if (mode === 'vector') vectorResults = r.results;
         const hybridTarget = mode === 'hybrid' && size >= HYBRID_TARGET_FROM;
         const sorted = [...r.latencies].sort((a, b) => a - b);
+        const database = databaseCpuNote(r.databaseCpuUs, r.latencies.length, r.window.elapsedMs, 'query');
         const judged = metricRow({
-          name: `search ${mode} @${label(size)} chunks`,
+          name: labelled(`search ${mode} @${label(size)} chunks`, backend),
+          backend: backend.kind,
           metric: 'p95 ms',
           value: Math.round(percentile(sorted, 0.95) * 100) / 100,
-          ...(hybridTarget ? { target: { kind: 'max' as const, value: HYBRID_P95_TARGET_MS } } : {}),
+          ...(hybridTarget ? { target: { kind: 'max' as const, value: HYBRID_P95_TARGET_MS[backend.kind] } } : {}),
           operations: r.latencies.length,
           window: r.window,
           latenciesMs: r.latencies,
-          notes: [`${fmt(total)} chunks, limit ${K}, ${WARMUP_QUERIES} warm-up + ${r.latencies.length} queries, one at a time; ${mode === 'keyword' ? '' : `${candidatesNote}; `}results/query ${(r.results.reduce((a, x) => a + x.length, 0) / r.results.length).toFixed(1)}`],
+          databaseCpuUs: r.databaseCpuUs,
+          notes: [
+            `${fmt(total)} chunks${backend.kind === 'postgres' ? ' (after ANALYZE)' : ''}, limit ${K}, ${WARMUP_QUERIES} warm-up + ${r.latencies.length} queries, one at a time; ${mode === 'keyword' ? '' : `${candidatesNote}; `}results/query ${(r.results.reduce((a, x) => a + x.length, 0) / r.results.length).toFixed(1)}` +
+              `; this process ${fmt(r.window.cpuUs / r.latencies.length)} µs/query${database ? `, ${database}` : ''}`,
+          ],
         });
         rows.push(judged);
         process.stdout.write(`p50 ${judged.latencyP50Ms} ms, p95 ${judged.latencyP95Ms} ms\n`);
       }
 
-      process.stdout.write(`  exact scan for recall@${K} at ${fmt(total)} chunks... `);
+      process.stdout.write(`  exact scan for recall@${K} at ${fmt(total)} chunks in ${backend.label}... `);
       const recall = await vectorRecall(ctx, workspaceId, measuredQueries, vectorResults);
       process.stdout.write(`${recall.recall.toFixed(3)}\n`);
       rows.push(
         metricRow({
-          name: `vector recall@${K} @${label(size)} chunks`,
+          name: labelled(`vector recall@${K} @${label(size)} chunks`, backend),
+          backend: backend.kind,
           metric: `recall@${K}`,
           value: Math.round(recall.recall * 1000) / 1000,
           target: { kind: 'min', value: RECALL_TARGET },
@@ -606,14 +572,15 @@ export async function run(options: BenchOptions): Promise<BenchRow[]> {
     }
 
     if (!ctx) throw new Error('no size measured');
-    const { bytes, parts } = databaseBytes(ctx);
+    const { bytes, parts, what } = await databaseBytes(ctx);
     rows.push(
       metricRow({
-        name: `database size @${label(sizes[sizes.length - 1]!)} chunks`,
+        name: labelled(`database size @${label(sizes[sizes.length - 1]!)} chunks`, backend),
+        backend: backend.kind,
         metric: 'bytes/chunk',
         value: Math.round(bytes / total),
         operations: total,
-        notes: [`${(bytes / 2 ** 20).toFixed(0)} MiB for ${fmt(total)} chunks (file + WAL after a checkpoint)${parts.length > 0 ? `: ${parts.join(', ')}` : ''}`],
+        notes: [`${(bytes / 2 ** 20).toFixed(0)} MiB for ${fmt(total)} chunks (${what})${parts.length > 0 ? `: ${parts.join(', ')}` : ''}`],
       }),
     );
   } finally {
@@ -621,10 +588,30 @@ export async function run(options: BenchOptions): Promise<BenchRow[]> {
     await ctx?.close();
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
-  // Last, on servers of its own, so it leaves the rows above as they were measured before it was
-  // added: real documents as a user would upload them, shown next to the first ingestion row.
-  const abstracts = await ingestAbstracts(corpus, options.cpuProfileDir);
-  if (abstracts) rows.splice(1, 0, abstracts);
+  return rows;
+}
+
+export async function run(options: BenchOptions): Promise<BenchRow[]> {
+  const sizes = envSizes();
+  const candidates = envCandidates();
+  const clients = envInt('BENCH_INGEST_CLIENTS', 16, 1);
+  const candidatesNote = `index candidates ${candidates ?? DEFAULT_INDEX_OPTIONS.candidates}${candidates === undefined ? ' (default)' : ' (BENCH_CANDIDATES)'}`;
+  const corpus = loadCorpus(DATA_DIR, SEED, WARMUP_QUERIES + MEASURED_QUERIES);
+  if (corpus.queries.length < WARMUP_QUERIES + MEASURED_QUERIES) throw new Error(`only ${corpus.queries.length} queries`);
+  const queries = corpus.queries.slice(0, WARMUP_QUERIES + MEASURED_QUERIES);
+  const measuredQueries = queries.slice(WARMUP_QUERIES);
+  console.log(`  text: ${corpus.origin}; ${candidatesNote}`);
+  const shared: Shared = { sizes, clients, candidates, candidatesNote, corpus, queries, measuredQueries };
+
+  const byBackend: MetricRow[][] = [];
+  for (const backend of options.backends) byBackend.push(await withBackendDatabase(backend, (db) => sizeRows(db, shared, options)));
+  // Last, on servers of their own, so they leave the rows above as they were measured before they
+  // were added: real documents as a user would upload them, shown next to each first ingestion row.
+  for (const [i, backend] of options.backends.entries()) {
+    const abstracts = await ingestAbstracts(corpus, backend, options.cpuProfileDir);
+    if (abstracts) byBackend[i]!.splice(1, 0, abstracts);
+  }
+  const rows = byBackend.flat();
   console.log(`\n${metricTable(rows)}`);
   return rows;
 }

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import autocannon from 'autocannon';
 import type { CpuPinning } from './affinity.js';
+import { type BenchBackend, SQLITE } from './backends.js';
 
 /** How hard and how long each case runs; `npm run bench -- --duration=3` etc. override them. */
 export interface BenchOptions {
@@ -16,6 +17,11 @@ export interface BenchOptions {
   pin: boolean;
   /** Where they were pinned, set by run.ts once it has pinned itself; null when unpinned. */
   pinning: CpuPinning | null;
+  /**
+   * The storage backends to measure, in order (`--backends=sqlite,postgres`, both by default): a
+   * suite that supports several runs its cases on each; PostgreSQL is left out when no server answers.
+   */
+  backends: BenchBackend[];
 }
 
 export const DEFAULT_OPTIONS: BenchOptions = {
@@ -25,6 +31,7 @@ export const DEFAULT_OPTIONS: BenchOptions = {
   cpuProfileDir: undefined,
   pin: true,
   pinning: null,
+  backends: [SQLITE],
 };
 
 /** One measured case, as printed in the table and written to `bench/results/<suite>.json`. */
@@ -51,6 +58,12 @@ export interface BenchRow {
   otherCpuPercent: number | null;
   /** CPU of a helper process the case needs (a fake upstream), in % of one core; not counted in `otherCpuPercent`. */
   helperCpuPercent?: number | null;
+  /** The storage backend the row ran on, for rows run on each (bench/lib/backends.ts). */
+  backend?: BenchBackend['kind'];
+  /** CPU of the PostgreSQL backends serving the row's database, in % of one core; not counted in `otherCpuPercent`. */
+  databaseCpuPercent?: number | null;
+  /** The same per response (or operation), in µs. */
+  databaseCpuUsPerRequest?: number | null;
   /** req/s of this row over req/s of the suite's ceiling row; null when the suite has none. */
   ratioToCeiling: number | null;
   /** Minimum ratio to the ceiling this row must reach; null when it has no target. */
@@ -65,6 +78,8 @@ export interface BenchRow {
 export interface BenchSuite {
   name: string;
   description: string;
+  /** The backends it has rows for (`export const backends`); SQLite alone when it does not say. */
+  backends?: readonly BenchBackend['kind'][];
   run(options: BenchOptions): Promise<BenchRow[]>;
 }
 
@@ -88,6 +103,8 @@ export interface LoadTarget {
   serverCpu?: () => Promise<NodeJS.CpuUsage>;
   /** CPU time of a helper process the server depends on (a fake upstream), reported apart from "other". */
   helperCpu?: () => Promise<NodeJS.CpuUsage>;
+  /** CPU µs so far of the database server's processes for this row (PostgreSQL), or null (SQLite: inside the server). */
+  databaseCpu?: () => Promise<number | null>;
 }
 
 export interface CaseSpec {
@@ -154,6 +171,7 @@ export async function measureWithLatencies(spec: CaseSpec, options: BenchOptions
   };
   const serverBefore = spec.target.serverCpu ? await spec.target.serverCpu() : undefined;
   const helperBefore = spec.target.helperCpu ? await spec.target.helperCpu() : undefined;
+  const databaseBefore = spec.target.databaseCpu ? await spec.target.databaseCpu() : null;
   const machineBefore = machineBusyUs();
   const loadBefore = process.cpuUsage();
   const started = process.hrtime.bigint();
@@ -163,11 +181,13 @@ export async function measureWithLatencies(spec: CaseSpec, options: BenchOptions
   const machineUs = machineBusyUs() - machineBefore;
   const serverAfter = spec.target.serverCpu ? await spec.target.serverCpu() : undefined;
   const helperAfter = spec.target.helperCpu ? await spec.target.helperCpu() : undefined;
+  const databaseAfter = spec.target.databaseCpu ? await spec.target.databaseCpu() : null;
 
   const percent = (us: number) => round((us / elapsedUs) * 100, 0);
   const loadUs = load.user + load.system;
   const serverUs = serverBefore && serverAfter ? cpuUs(serverAfter) - cpuUs(serverBefore) : null;
   const helperUs = helperBefore && helperAfter ? cpuUs(helperAfter) - cpuUs(helperBefore) : 0;
+  const databaseUs = databaseBefore !== null && databaseAfter !== null ? databaseAfter - databaseBefore : null;
   const measured = latencies.slice(0, count);
   const sorted = measured.slice().sort();
 
@@ -190,8 +210,11 @@ export async function measureWithLatencies(spec: CaseSpec, options: BenchOptions
     serverCpuPercent: serverUs === null ? null : percent(serverUs),
     serverCpuUsPerRequest: serverUs === null || result.requests.total === 0 ? null : round(serverUs / result.requests.total, 1),
     loadCpuPercent: percent(loadUs),
-    otherCpuPercent: serverUs === null ? null : Math.max(0, percent(machineUs - serverUs - loadUs - helperUs)),
+    otherCpuPercent: serverUs === null ? null : Math.max(0, percent(machineUs - serverUs - loadUs - helperUs - (databaseUs ?? 0))),
     ...(spec.target.helperCpu ? { helperCpuPercent: percent(helperUs) } : {}),
+    ...(databaseUs !== null
+      ? { databaseCpuPercent: percent(databaseUs), databaseCpuUsPerRequest: result.requests.total === 0 ? null : round(databaseUs / result.requests.total, 1) }
+      : {}),
     ratioToCeiling: null,
     targetRatio: spec.targetRatio ?? null,
     isCeiling: spec.isCeiling ?? false,

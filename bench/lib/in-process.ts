@@ -64,6 +64,10 @@ export interface MetricSpec {
   /** Per-operation latencies in ms, any order. */
   latenciesMs?: number[];
   notes?: string[];
+  /** The backend the row ran on (rows run on each; bench/lib/backends.ts). */
+  backend?: BenchRow['backend'];
+  /** CPU µs the PostgreSQL backends of the row's database spent in the window: reported, and not counted as other processes'. */
+  databaseCpuUs?: number | null;
 }
 
 export function metricRow(spec: MetricSpec): MetricRow {
@@ -76,6 +80,8 @@ export function metricRow(spec: MetricSpec): MetricRow {
     failures.push(`${spec.metric} ${spec.value}, target ${t.kind === 'min' ? '≥' : '≤'} ${t.value}`);
   }
   if (spec.operations === 0) failures.push('nothing measured');
+  const dbUs = spec.databaseCpuUs ?? null;
+  const dbPercent = dbUs !== null && w && w.elapsedMs > 0 ? round((dbUs / (w.elapsedMs * 1000)) * 100, 0) : null;
   return {
     name: spec.name,
     requestsPerSecond: w && w.elapsedMs > 0 ? round((spec.operations / w.elapsedMs) * 1000, 0) : 0,
@@ -89,7 +95,9 @@ export function metricRow(spec: MetricSpec): MetricRow {
     serverCpuPercent: w ? w.cpuPercent : null,
     serverCpuUsPerRequest: w && spec.operations > 0 ? round(w.cpuUs / spec.operations, 1) : null,
     loadCpuPercent: 0,
-    otherCpuPercent: w ? w.otherCpuPercent : null,
+    otherCpuPercent: w ? Math.max(0, w.otherCpuPercent - (dbPercent ?? 0)) : null,
+    ...(spec.backend ? { backend: spec.backend } : {}),
+    ...(dbUs !== null ? { databaseCpuPercent: dbPercent, databaseCpuUsPerRequest: spec.operations > 0 ? round(dbUs / spec.operations, 1) : null } : {}),
     ratioToCeiling: null,
     targetRatio: null,
     isCeiling: false,
@@ -105,7 +113,7 @@ export function metricRow(spec: MetricSpec): MetricRow {
 
 /** The rows with their own figures (run.ts's table has no column for p95, recall or targets), then their notes. */
 export function metricTable(rows: MetricRow[]): string {
-  const header = ['case', 'metric', 'value', 'target', 'p50 ms', 'p95 ms', 'p99 ms', 'cpu µs/op', 'other cpu'];
+  const header = ['case', 'metric', 'value', 'target', 'p50 ms', 'p95 ms', 'p99 ms', 'cpu µs/op', 'PG µs/op', 'other cpu'];
   const body = rows.map((r) => [
     r.name,
     r.metric,
@@ -115,6 +123,7 @@ export function metricTable(rows: MetricRow[]): string {
     r.latencyP95Ms === null ? '—' : String(r.latencyP95Ms),
     r.latencyP95Ms === null ? '—' : String(r.latencyP99Ms),
     r.serverCpuUsPerRequest === null ? '—' : String(r.serverCpuUsPerRequest),
+    r.databaseCpuUsPerRequest == null ? '—' : String(r.databaseCpuUsPerRequest),
     r.otherCpuPercent === null ? '—' : `${r.otherCpuPercent} %`,
   ]);
   const all = [header, ...body];

@@ -15,6 +15,7 @@ import { loadConfig } from '../../src/config.js';
 import { type AppContext, createContext } from '../../src/context.js';
 import type { PersonaRow } from '../../src/db/schema.js';
 import { toPersona } from '../../src/core/personas/personas.service.js';
+import { analyzeIfPostgres, DATABASE_VARIABLES } from './backends.js';
 import { chatSources } from './chat-corpus.js';
 import {
   type BenchChannels,
@@ -66,8 +67,23 @@ function personaInput(i: number) {
 }
 
 /**
- * A Switchboard context on a fresh temporary data directory: the default workspace, its admin key,
- * 20 personas. `env` adds configuration variables (the chat server's model endpoint).
+ * The database the parent chose for this child (bench/lib/backends.ts): SWITCHBOARD_DATABASE_URL
+ * and SWITCHBOARD_SECRET in its environment for PostgreSQL, nothing for SQLite. run.ts removes them
+ * from its own environment first, so they are only ever the parent's choice.
+ */
+function databaseEnv(): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of DATABASE_VARIABLES) {
+    const value = process.env[name];
+    if (value !== undefined) out[name] = value;
+  }
+  return out;
+}
+
+/**
+ * A Switchboard context on a fresh temporary data directory (and the database the parent chose):
+ * the default workspace, its admin key, 20 personas. `env` adds configuration variables (the chat
+ * server's model endpoint).
  */
 async function seed(rateLimit: number, env: Record<string, string> = {}): Promise<Seeded> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchboard-bench-'));
@@ -79,6 +95,7 @@ async function seed(rateLimit: number, env: Record<string, string> = {}): Promis
       SWITCHBOARD_DATA_DIR: dataDir,
       LOG_LEVEL: 'silent',
       SWITCHBOARD_RATE_LIMIT: String(rateLimit),
+      ...databaseEnv(),
       ...env,
     });
     ctx = await createContext(config);
@@ -231,6 +248,7 @@ async function startSwitchboardChannels(): Promise<Running> {
 
 async function serve(seeded: Seeded, personaId: string | null, channels?: BenchChannels): Promise<Running> {
   try {
+    await analyzeIfPostgres(seeded.ctx.db);
     const app = await buildApp(seeded.ctx);
     return {
       app,
