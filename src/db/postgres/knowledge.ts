@@ -18,7 +18,7 @@
  */
 import { type Kysely, sql, type Transaction } from 'kysely';
 import { createBinaryCoder, type BinaryCoder } from '../../core/knowledge/binary-code.js';
-import { bm25Score } from '../../core/knowledge/bm25.js';
+import { BM25_B, BM25_K1, bm25Score } from '../../core/knowledge/bm25.js';
 import { ftsTokens } from '../../core/knowledge/fts-tokenizer.js';
 import type { KnowledgeDialect, ReembeddedChunk } from '../../core/knowledge/knowledge-dialect.js';
 import type { ChunkHitRow, SourceWrite } from '../../core/knowledge/knowledge.store.js';
@@ -370,10 +370,55 @@ export function createPostgresKnowledge(db: PostgresDb, options: SqliteSearchInd
       ${filter.sourceIds !== undefined ? sql`AND c.source_id = ANY(${filter.sourceIds}::text[])` : sql``}`;
   }
 
-  /** BM25 over the phrases (in the order FTS5 would sum them), best first; ties by rowid. */
+  /**
+   * BM25 of one-term phrases (the usual query), ranked by the server: only the best rows come back,
+   * not every posting. The server's sum runs in its own order, so near-equal scores could swap; the
+   * candidates (twice the limit and more) are scored again here in FTS5's order (bm25.ts) and cut
+   * to the limit. One statement, so hits, totals and postings are of one snapshot.
+   */
+  async function keywordInSql(filter: SearchFilter, phrases: string[][], terms: string[], distinct: string[], limit: number): Promise<Hit[]> {
+    if (terms.length === 0) return [];
+    const candidates = limit * 2 + 20;
+    const rows = await sql<{ rowid: number; tokens: number; terms: string[]; tf_title: number[]; tf_body: number[]; hits: number[]; n: number; total: number }>`
+      WITH q AS (SELECT t AS term, count(*) AS times FROM unnest(${terms}::text[]) AS t GROUP BY t),
+      tot AS (SELECT rows::float8 AS n, tokens::float8 AS total FROM knowledge_keyword_totals WHERE id = 1),
+      hit AS (SELECT term, count(*)::float8 AS hits FROM knowledge_postings WHERE term = ANY(${distinct}::text[]) GROUP BY term),
+      idf AS (SELECT hit.term, hit.hits, ln((tot.n - hit.hits + 0.5) / (hit.hits + 0.5)) AS raw FROM hit, tot)
+      SELECT p.rowid AS rowid, min(d.tokens) AS tokens, array_agg(p.term) AS terms, array_agg(p.title_freq) AS tf_title,
+        array_agg(p.body_freq) AS tf_body, array_agg(idf.hits) AS hits, min(tot.n) AS n, min(tot.total) AS total
+      FROM knowledge_postings p
+      JOIN q ON q.term = p.term
+      JOIN idf ON idf.term = p.term
+      JOIN knowledge_chunk_keys c ON c.rowid = p.rowid
+      JOIN knowledge_documents d ON d.rowid = p.rowid
+      CROSS JOIN tot
+      CROSS JOIN LATERAL (SELECT p.title_freq * ${opts.titleWeight}::float8 + p.body_freq * ${opts.bodyWeight}::float8 AS freq) f
+      WHERE p.term = ANY(${distinct}::text[]) ${filterSql(filter)}
+      GROUP BY p.rowid
+      ORDER BY sum(q.times * CASE WHEN idf.raw <= 0 THEN 1e-6 ELSE idf.raw END
+        * ((f.freq * (${BM25_K1}::float8 + 1.0)) / (f.freq + ${BM25_K1}::float8 * (1 - ${BM25_B}::float8 + (${BM25_B}::float8 * d.tokens) / (tot.total / tot.n))))) DESC, p.rowid
+      LIMIT ${candidates}`.execute(k);
+    const weights = [opts.titleWeight, opts.bodyWeight] as const;
+    const scored = rows.rows.map((r) => {
+      const freq = new Map<string, readonly [number, number]>(r.terms.map((t, i) => [t, [r.tf_title[i]!, r.tf_body[i]!]]));
+      const hits = new Map(r.terms.map((t, i) => [t, r.hits[i]!]));
+      const bm25 = bm25Score({
+        phrases: phrases.map((p) => (p.length === 1 ? { hits: hits.get(p[0]!) ?? 0, freq: freq.get(p[0]!) ?? ([0, 0] as const) } : { hits: 0, freq: [0, 0] as const })),
+        rowTokens: r.tokens,
+        totalRows: r.n,
+        totalTokens: r.total,
+        weights,
+      });
+      return { rowid: r.rowid, score: -bm25 };
+    });
+    return scored.sort((a, b) => b.score - a.score || a.rowid - b.rowid).slice(0, limit);
+  }
+
+  /** BM25 over the phrases (in the order FTS5 would sum them), best first; ties by rowid. Phrases of several terms re-read their rows. */
   async function keywordSearch(filter: SearchFilter, phrases: string[][], limit: number): Promise<Hit[]> {
     const single = [...new Set(phrases.filter((p) => p.length === 1).map((p) => p[0]!))];
     const multi = phrases.filter((p) => p.length > 1);
+    if (multi.length === 0) return keywordInSql(filter, phrases, phrases.filter((p) => p.length === 1).map((p) => p[0]!), single, limit);
     // One statement: the postings the search may see, every term's hits and the totals, one snapshot.
     const rows = await sql<{ kind: 'p' | 'h' | 't'; term: string | null; rowid: number | null; a: number; b: number; c: number | null }>`
       SELECT 'p' AS kind, p.term, p.rowid, p.title_freq AS a, p.body_freq AS b, d.tokens AS c
