@@ -38,7 +38,9 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
   const dataDir = tempDir();
   const database = options.backend?.kind === 'postgres' ? await createTestDatabase() : null;
   // A small pool: test files run in parallel against one server (max_connections 100 by default).
-  const onPostgres = database ? { SWITCHBOARD_DATABASE_URL: database.url, SWITCHBOARD_SECRET: crypto.randomBytes(32).toString('base64'), SWITCHBOARD_DATABASE_POOL: '4' } : {};
+  // SWITCHBOARD_TEST_DATABASE_POOL=1 (one CI run) shows code that waits for a second connection while holding one.
+  const pool = process.env.SWITCHBOARD_TEST_DATABASE_POOL ?? '4';
+  const onPostgres = database ? { SWITCHBOARD_DATABASE_URL: database.url, SWITCHBOARD_SECRET: crypto.randomBytes(32).toString('base64'), SWITCHBOARD_DATABASE_POOL: pool } : {};
   const config = loadConfig({ SWITCHBOARD_DATA_DIR: dataDir, LOG_LEVEL: 'silent', SWITCHBOARD_RATE_LIMIT: '0', ...onPostgres, ...options.env });
   const ctx = await createContext(config, options.overrides);
   const boot = await ctx.services.auth.bootstrap(config.adminKey);
