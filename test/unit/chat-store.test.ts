@@ -86,4 +86,28 @@ describe.each(testBackends())('chat store on $kind: grouped exchange writes', (w
     expect(await scalar(sql<{ n: number }>`SELECT count(*) AS n FROM messages WHERE session_id = 'ses_b'`)).toBe(0);
     expect(await scalar(sql<{ n: number }>`SELECT count(*) AS n FROM interactions WHERE message_id = 'msg_b' OR (session_id IS NULL AND latency_ms = 1)`)).toBe(1);
   });
+
+  it('writes a group as if one exchange after another: a follow-up to a session the group creates, two to one session, a gone one', async () => {
+    const store = createChatStore(opened.backend, opened.hotWrites().chat);
+    const later = (e: ExchangeWrite, at: string, userId: string | null): ExchangeWrite => ({
+      ...e,
+      session: { ...e.session, last_message_at: at, user_id: userId },
+      messages: e.messages.map((m) => ({ ...m, created_at: at })),
+    });
+    const results = await Promise.all([
+      store.saveExchange(exchange('ses_g1', 'msg_g1')),
+      store.saveExchange(later(exchange('ses_g1', 'msg_g2', false), '2026-11-25T00:00:01.000Z', 'u_first')),
+      store.saveExchange(later(exchange('ses_g1', 'msg_g3', false), '2026-11-25T00:00:02.000Z', 'u_second')),
+      store.saveExchange(exchange('ses_missing', 'msg_g4', false)),
+      store.recordInteraction({ ...exchange('x', 'y').interaction, session_id: null, message_id: null, error: 'cancelled' }),
+    ]);
+    expect(results).toEqual([true, true, true, false, undefined]);
+    const session = await store.findSession('wsp_1', 'ses_g1');
+    expect(session).toMatchObject({ message_count: 6, last_message_at: '2026-11-25T00:00:02.000Z', user_id: 'u_first' });
+    const order = await opened.backend.kysely.selectFrom('messages').select('id').where('session_id', '=', 'ses_g1').orderBy('seq').execute();
+    expect(order.map((m) => m.id)).toEqual(['msg_g1_q', 'msg_g1', 'msg_g2_q', 'msg_g2', 'msg_g3_q', 'msg_g3']);
+    expect(await scalar(sql<{ n: number }>`SELECT count(*) AS n FROM messages WHERE id = 'msg_g4'`)).toBe(0);
+    expect(await scalar(sql<{ n: number }>`SELECT count(*) AS n FROM interactions WHERE session_id = 'ses_g1'`)).toBe(3);
+    expect(await scalar(sql<{ n: number }>`SELECT count(*) AS n FROM interactions WHERE error = 'cancelled'`)).toBe(1);
+  });
 });
