@@ -42,9 +42,21 @@ import {
 } from '../../core/knowledge/search-index.js';
 import { type CodeRow, createCodeHolder } from '../../core/knowledge/vector-cache.js';
 import type { Database, KnowledgeSourceRow } from '../schema.js';
+import type { PreparedRead } from '../backend.js';
 import type { PostgresDb } from './connection.js';
 
 type Trx = Transaction<Database>;
+
+interface KeywordRow {
+  rowid: number;
+  tokens: number;
+  terms: string[];
+  tf_title: number[];
+  tf_body: number[];
+  hits: number[];
+  n: number;
+  total: number;
+}
 
 /** First key of the advisory locks serialising a workspace's chunk writes (the second is the workspace's hash). */
 const WORKSPACE_WRITE_LOCK = 7_102_025;
@@ -298,6 +310,14 @@ export function createPostgresKnowledge(db: PostgresDb, options: SqliteSearchInd
     return rows.rows;
   }
 
+  // Every answer's retrieval runs these: prepared by name, as planning them cost more than running them.
+  const hitRows = db.prepare<ChunkHitRow>(`
+    SELECT c.rowid AS rowid, c.id AS id, c.source_id AS source_id, c.text AS text, c.position AS position,
+      s.name AS source_name, s.metadata AS metadata
+    FROM knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id
+    WHERE c.rowid = ANY(?::bigint[]) AND c.workspace_id = ?`);
+  const largestRowid = db.prepare<{ size: number }>('SELECT coalesce(max(rowid), 0) AS size FROM knowledge_chunk_keys');
+
   // How many chunks each query term matches, for the keyword budget: as the SQLite index keeps them.
   const termCounts = new Map<string, { count: number; at: number }>();
   let countedAtSize = 0;
@@ -305,7 +325,7 @@ export function createPostgresKnowledge(db: PostgresDb, options: SqliteSearchInd
   /** The query's terms, rarest first, while the chunks they match stay within the budget (search-index.ts `budgeted`). */
   async function budgeted(terms: string[]): Promise<string[]> {
     if (!Number.isFinite(opts.keywordBudget)) return terms;
-    const size = (await sql<{ size: number }>`SELECT coalesce(max(rowid), 0) AS size FROM knowledge_chunk_keys`.execute(k)).rows[0]!.size;
+    const size = (await largestRowid.first())!.size;
     if (size > countedAtSize * TERM_COUNT_GROWTH) {
       termCounts.clear();
       countedAtSize = size;
@@ -376,28 +396,54 @@ export function createPostgresKnowledge(db: PostgresDb, options: SqliteSearchInd
    * candidates (twice the limit and more) are scored again here in FTS5's order (bm25.ts) and cut
    * to the limit. One statement, so hits, totals and postings are of one snapshot.
    */
+  /**
+   * The keyword statement per filter shape, prepared by name: it joins five relations, and planning
+   * it anew for every search cost the server more than running it (PostgreSQL's CPU per answer).
+   */
+  const keywordStatements = new Map<string, PreparedRead<KeywordRow>>();
+  function keywordStatement(filter: SearchFilter): PreparedRead<KeywordRow> {
+    const shape = `${filter.personaId !== undefined ? 'p' : ''}${filter.sourceIds !== undefined ? 's' : ''}`;
+    let stmt = keywordStatements.get(shape);
+    if (!stmt) {
+      stmt = db.prepare<KeywordRow>(`
+        WITH q AS (SELECT t AS term, count(*) AS times FROM unnest(?::text[]) AS t GROUP BY t),
+        tot AS (SELECT rows::float8 AS n, tokens::float8 AS total FROM knowledge_keyword_totals WHERE id = 1),
+        hit AS (SELECT term, count(*)::float8 AS hits FROM knowledge_postings WHERE term = ANY(?::text[]) GROUP BY term),
+        idf AS (SELECT hit.term, hit.hits, ln((tot.n - hit.hits + 0.5) / (hit.hits + 0.5)) AS raw FROM hit, tot)
+        SELECT p.rowid AS rowid, min(d.tokens) AS tokens, array_agg(p.term) AS terms, array_agg(p.title_freq) AS tf_title,
+          array_agg(p.body_freq) AS tf_body, array_agg(idf.hits) AS hits, min(tot.n) AS n, min(tot.total) AS total
+        FROM knowledge_postings p
+        JOIN q ON q.term = p.term
+        JOIN idf ON idf.term = p.term
+        JOIN knowledge_chunk_keys c ON c.rowid = p.rowid
+        JOIN knowledge_documents d ON d.rowid = p.rowid
+        CROSS JOIN tot
+        CROSS JOIN LATERAL (SELECT p.title_freq * ?::float8 + p.body_freq * ?::float8 AS freq) f
+        WHERE p.term = ANY(?::text[]) AND c.workspace_id = ?
+          ${filter.personaId !== undefined ? `AND c.scope IN ('${SHARED_SCOPE}', ?)` : ''}
+          ${filter.sourceIds !== undefined ? 'AND c.source_id = ANY(?::text[])' : ''}
+        GROUP BY p.rowid
+        ORDER BY sum(q.times * CASE WHEN idf.raw <= 0 THEN 1e-6 ELSE idf.raw END
+          * ((f.freq * (${BM25_K1} + 1.0)) / (f.freq + ${BM25_K1} * (1 - ${BM25_B} + (${BM25_B} * d.tokens) / (tot.total / tot.n))))) DESC, p.rowid
+        LIMIT ?`);
+      keywordStatements.set(shape, stmt);
+    }
+    return stmt;
+  }
+
+  /**
+   * BM25 of one-term phrases (the usual query), ranked by the server: only the best rows come back,
+   * not every posting. The server's sum runs in its own order, so near-equal scores could swap; the
+   * candidates (twice the limit and more) are scored again here in FTS5's order (bm25.ts) and cut
+   * to the limit. One statement, so hits, totals and postings are of one snapshot.
+   */
   async function keywordInSql(filter: SearchFilter, phrases: string[][], terms: string[], distinct: string[], limit: number): Promise<Hit[]> {
     if (terms.length === 0) return [];
-    const candidates = limit * 2 + 20;
-    const rows = await sql<{ rowid: number; tokens: number; terms: string[]; tf_title: number[]; tf_body: number[]; hits: number[]; n: number; total: number }>`
-      WITH q AS (SELECT t AS term, count(*) AS times FROM unnest(${terms}::text[]) AS t GROUP BY t),
-      tot AS (SELECT rows::float8 AS n, tokens::float8 AS total FROM knowledge_keyword_totals WHERE id = 1),
-      hit AS (SELECT term, count(*)::float8 AS hits FROM knowledge_postings WHERE term = ANY(${distinct}::text[]) GROUP BY term),
-      idf AS (SELECT hit.term, hit.hits, ln((tot.n - hit.hits + 0.5) / (hit.hits + 0.5)) AS raw FROM hit, tot)
-      SELECT p.rowid AS rowid, min(d.tokens) AS tokens, array_agg(p.term) AS terms, array_agg(p.title_freq) AS tf_title,
-        array_agg(p.body_freq) AS tf_body, array_agg(idf.hits) AS hits, min(tot.n) AS n, min(tot.total) AS total
-      FROM knowledge_postings p
-      JOIN q ON q.term = p.term
-      JOIN idf ON idf.term = p.term
-      JOIN knowledge_chunk_keys c ON c.rowid = p.rowid
-      JOIN knowledge_documents d ON d.rowid = p.rowid
-      CROSS JOIN tot
-      CROSS JOIN LATERAL (SELECT p.title_freq * ${opts.titleWeight}::float8 + p.body_freq * ${opts.bodyWeight}::float8 AS freq) f
-      WHERE p.term = ANY(${distinct}::text[]) ${filterSql(filter)}
-      GROUP BY p.rowid
-      ORDER BY sum(q.times * CASE WHEN idf.raw <= 0 THEN 1e-6 ELSE idf.raw END
-        * ((f.freq * (${BM25_K1}::float8 + 1.0)) / (f.freq + ${BM25_K1}::float8 * (1 - ${BM25_B}::float8 + (${BM25_B}::float8 * d.tokens) / (tot.total / tot.n))))) DESC, p.rowid
-      LIMIT ${candidates}`.execute(k);
+    const params: unknown[] = [terms, distinct, opts.titleWeight, opts.bodyWeight, distinct, filter.workspaceId];
+    if (filter.personaId !== undefined) params.push(filter.personaId);
+    if (filter.sourceIds !== undefined) params.push(filter.sourceIds);
+    params.push(limit * 2 + 20);
+    const rows = { rows: await keywordStatement(filter).all(...params) };
     const weights = [opts.titleWeight, opts.bodyWeight] as const;
     const scored = rows.rows.map((r) => {
       const freq = new Map<string, readonly [number, number]>(r.terms.map((t, i) => [t, [r.tf_title[i]!, r.tf_body[i]!]]));
@@ -554,15 +600,7 @@ export function createPostgresKnowledge(db: PostgresDb, options: SqliteSearchInd
 
     dropChunks: async (sourceId) => void (await k.deleteFrom('knowledge_chunks').where('source_id', '=', sourceId).execute()),
 
-    async hits(workspaceId, rowids): Promise<ChunkHitRow[]> {
-      if (rowids.length === 0) return [];
-      const rows = await sql<ChunkHitRow>`
-        SELECT c.rowid AS rowid, c.id AS id, c.source_id AS source_id, c.text AS text, c.position AS position,
-          s.name AS source_name, s.metadata AS metadata
-        FROM knowledge_chunks c JOIN knowledge_sources s ON s.id = c.source_id
-        WHERE c.rowid = ANY(${rowids}::bigint[]) AND c.workspace_id = ${workspaceId}`.execute(k);
-      return rows.rows;
-    },
+    hits: async (workspaceId, rowids) => (rowids.length === 0 ? [] : hitRows.all(rowids, workspaceId)),
 
     reembed(index, chunks) {
       const open = own(index);
