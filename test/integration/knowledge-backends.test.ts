@@ -80,6 +80,20 @@ describe.skipIf(!postgresUrl())('knowledge on PostgreSQL ranks as on SQLite', ()
     const [a, b] = await Promise.all(sides.map(async (s) => named(s, { workspaceId: 'wsp_a' }, await s.index.vector({ workspaceId: 'wsp_a' }, vector!, 10))));
     expect(b!.map((h) => h.id)).toEqual(a!.map((h) => h.id));
     expect(a!.some((h) => h.id?.startsWith('src_0_') || h.id?.startsWith('src_2_'))).toBe(false);
+
+    // A source processed again after searches held the workspace's codes: its new chunks are found.
+    const texts = ['protein cell protein cell signalling', 'cell protein receptor binding'];
+    const vectors = await embedder.embed(texts);
+    for (const s of sides) {
+      await s.kysely.updateTable('knowledge_sources').set({ generation: 2, status: 'processing' }).where('id', '=', 'src_5').execute();
+      const source = { id: 'src_5', workspaceId: 'wsp_a', scope: 'shared', name: 'Again', generation: 2, bytes: 1, content: null };
+      const write = { source, now: NOW, title: () => 'Again', chunks: texts.map((text, i) => ({ id: `src_5_new${i}`, text, position: i, headingPath: [], tokens: 5, vector: vectors[i]! })) };
+      expect(await s.knowledge.writeSources(s.index, [write])).toEqual([true]);
+    }
+    const [c, d] = await Promise.all(sides.map(async (s) => named(s, { workspaceId: 'wsp_a' }, await s.index.vector({ workspaceId: 'wsp_a' }, vector!, 10))));
+    expect(d!.map((h) => h.id)).toEqual(c!.map((h) => h.id));
+    expect(c!.some((h) => h.id?.startsWith('src_5_new'))).toBe(true);
+    await compareKeyword(['protein cell signalling', 'receptor binding']);
   });
 
   it('never shows a chunk of another workspace, persona or source', async () => {

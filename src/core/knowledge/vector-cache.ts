@@ -149,6 +149,11 @@ export function createCodeHolder(bits: number, maxBytes: number, dimension?: num
   return {
     withVectors,
     bytes: () => total,
+    /** The epoch and last rowid held for a workspace, or undefined: what a loader must read next. */
+    version: (workspaceId: string): { epoch: number; lastRowid: number } | undefined => {
+      const ws = held.get(workspaceId);
+      return ws && { epoch: ws.epoch, lastRowid: ws.lastRowid };
+    },
     /** The rowid after which the workspace's rows must be read (0: all), or null when it would not fit. */
     async refresh(workspaceId: string, version: WorkspaceVersion, rowsAfter: (lastRowid: number) => CodeRow[] | Promise<CodeRow[]>): Promise<WorkspaceCodes | null> {
       return refreshWith(workspaceId, version.epoch, version.count, rowsAfter);

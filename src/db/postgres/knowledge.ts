@@ -236,20 +236,27 @@ export function createPostgresKnowledge(db: PostgresDb, options: SqliteSearchInd
 
     /** The workspace's codes as of one snapshot: held ones brought up to date, else read for this search only. */
     async function candidates(filter: SearchFilter, code: Uint8Array, wanted: number) {
-      return k
-        .transaction()
-        .setIsolationLevel('repeatable read')
-        .execute(async (trx) => {
-          const epochs = await sql<{ epoch: number }>`SELECT epoch FROM knowledge_vector_epochs WHERE workspace_id = ${filter.workspaceId}`.execute(trx);
-          const epoch = epochs.rows[0]?.epoch ?? 0;
-          const count = async () => (await sql<{ n: number }>`SELECT count(*) AS n FROM knowledge_chunk_keys WHERE workspace_id = ${filter.workspaceId}`.execute(trx)).rows[0]!.n;
-          const ws = holder ? await holder.refresh(filter.workspaceId, { epoch, count }, (after) => readRows(trx, filter.workspaceId, after)) : null;
-          if (ws !== null && holder) return holder.nearest(ws, filter, code, wanted);
-          // Over the memory budget (or none): the same selection over the workspace read for this search alone.
-          const once = createCodeHolder(coder.bits, Number.POSITIVE_INFINITY);
-          const all = await once.refresh(filter.workspaceId, { epoch, count: () => 0 }, (after) => readRows(trx, filter.workspaceId, after, false));
-          return once.nearest(all!, filter, code, wanted);
-        });
+      const workspaceId = filter.workspaceId;
+      if (holder) {
+        // Optimistically from where the held copy ends; a changed epoch (chunks went) reads it all again.
+        const known = holder.version(workspaceId);
+        let after = known?.lastRowid ?? 0;
+        let read = await rowsSince(workspaceId, after, true);
+        if (known && known.epoch !== read.epoch) {
+          after = 0;
+          read = await rowsSince(workspaceId, 0, true);
+        }
+        const { epoch, rows } = read;
+        const ws = await holder.refresh(workspaceId, { epoch, count: () => (after === 0 ? rows.length : Number.POSITIVE_INFINITY) }, async (from) =>
+          from === after ? rows : (await rowsSince(workspaceId, from, true)).rows,
+        );
+        if (ws !== null) return holder.nearest(ws, filter, code, wanted);
+      }
+      // Over the memory budget (or none): the same selection over the workspace read for this search alone.
+      const once = createCodeHolder(coder.bits, Number.POSITIVE_INFINITY);
+      const { epoch, rows } = await rowsSince(workspaceId, 0, false);
+      const all = await once.refresh(workspaceId, { epoch, count: () => 0 }, async () => rows);
+      return once.nearest(all!, filter, code, wanted);
     }
 
     return {
@@ -301,13 +308,23 @@ export function createPostgresKnowledge(db: PostgresDb, options: SqliteSearchInd
     return rows.rows.sort((a, b) => b.score - a.score || a.rowid - b.rowid);
   }
 
-  async function readRows(trx: Trx, workspaceId: string, after: number, withVectors = true): Promise<CodeRow[]> {
-    const rows = await sql<CodeRow>`
-      SELECT k.rowid AS rowid, k.scope AS scope, k.source_id AS source_id, c.code AS code${withVectors ? sql`, e.embedding AS embedding` : sql``}
-      FROM knowledge_chunk_keys k JOIN knowledge_codes c ON c.rowid = k.rowid
-      ${withVectors ? sql`JOIN knowledge_chunks e ON e.rowid = k.rowid` : sql``}
-      WHERE k.workspace_id = ${workspaceId} AND k.rowid > ${after} ORDER BY k.rowid`.execute(trx);
-    return rows.rows;
+  /**
+   * A workspace's epoch and its rows after a rowid (codes, and vectors when asked), in one prepared
+   * statement, so one snapshot: a search's first read, where a transaction took four round trips.
+   */
+  const codeRows = (withVectors: boolean) =>
+    db.prepare<CodeRow & { epoch: number | null }>(`
+      SELECT (SELECT epoch FROM knowledge_vector_epochs WHERE workspace_id = ?) AS epoch, r.*
+      FROM (SELECT 1) AS one LEFT JOIN LATERAL (
+        SELECT k.rowid AS rowid, k.scope AS scope, k.source_id AS source_id, c.code AS code${withVectors ? ', e.embedding AS embedding' : ''}
+        FROM knowledge_chunk_keys k JOIN knowledge_codes c ON c.rowid = k.rowid
+        ${withVectors ? 'JOIN knowledge_chunks e ON e.rowid = k.rowid' : ''}
+        WHERE k.workspace_id = ? AND k.rowid > ? ORDER BY k.rowid) AS r ON true`);
+  const codeRowsWithVectors = codeRows(true);
+  const codeRowsOnly = codeRows(false);
+  async function rowsSince(workspaceId: string, after: number, withVectors: boolean): Promise<{ epoch: number; rows: CodeRow[] }> {
+    const found = await (withVectors ? codeRowsWithVectors : codeRowsOnly).all(workspaceId, workspaceId, after);
+    return { epoch: found[0]?.epoch ?? 0, rows: found.filter((r) => r.rowid !== null) };
   }
 
   // Every answer's retrieval runs these: prepared by name, as planning them cost more than running them.
