@@ -213,10 +213,10 @@ export function createPostgresKnowledge(db: PostgresDb, options: SqliteSearchInd
     const coder = createBinaryCoder(dimension);
     const signature = codesSignature(dimension, coder.bits);
     const pgvector = await hasPgvector();
-    const stored = await k.selectFrom('settings').select('value').where('key', '=', CODES_SETTING).executeTakeFirst();
     // Instances starting together: one builds what is missing, the others wait and find it done.
     await k.transaction().execute(async (trx) => {
       await sql`SELECT pg_advisory_xact_lock(${WORKSPACE_WRITE_LOCK}, 0)`.execute(trx);
+      const stored = await trx.selectFrom('settings').select('value').where('key', '=', CODES_SETTING).executeTakeFirst();
       if (stored?.value !== signature) {
         // Codes of another coder are not comparable: rebuilt from the stored vectors of this dimension.
         await sql`DELETE FROM knowledge_codes`.execute(trx);
