@@ -129,6 +129,11 @@ describe.each(testBackends())('personas on $kind (API.md §3)', (backend) => {
     }
   });
 
+  it('runs on the backend /health names (API.md §11)', async () => {
+    const res = await t.request({ method: 'GET', url: '/health', as: null });
+    expect(res.json()).toMatchObject({ status: 'ok', database: 'ok', databaseKind: backend.kind });
+  });
+
   it('is served under /api as well', async () => {
     const p = await create();
     expect((await t.request({ method: 'GET', url: `/api/personas/${p.id}` })).json()).toEqual(p);
