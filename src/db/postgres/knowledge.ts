@@ -71,6 +71,9 @@ interface OpenIndex {
 /** pgvector's text form of a vector: `[0.1,0.2,…]`. */
 const vectorLiteral = (v: Float32Array) => `[${Array.from(v).join(',')}]`;
 
+/** How often a search re-reads the index's size, which decides when the cached term counts are stale. */
+const SIZE_RECHECK_MS = 1_000;
+
 /** How many candidates an HNSW scan keeps per step (pgvector's default is 40; higher, better recall). */
 const HNSW_EF_SEARCH = 100;
 
@@ -338,14 +341,20 @@ export function createPostgresKnowledge(db: PostgresDb, options: SqliteSearchInd
   // How many chunks each query term matches, for the keyword budget: as the SQLite index keeps them.
   const termCounts = new Map<string, { count: number; at: number }>();
   let countedAtSize = 0;
+  // The index's size is read at most once a second, not by every search: a round trip an answer
+  // (SQLite reads it in process). The counts it guards are approximate anyway (TTL minutes).
+  let sizeReadAt = Number.NEGATIVE_INFINITY;
 
   /** The query's terms, rarest first, while the chunks they match stay within the budget (search-index.ts `budgeted`). */
   async function budgeted(terms: string[]): Promise<string[]> {
     if (!Number.isFinite(opts.keywordBudget)) return terms;
-    const size = (await largestRowid.first())!.size;
-    if (size > countedAtSize * TERM_COUNT_GROWTH) {
-      termCounts.clear();
-      countedAtSize = size;
+    if (performance.now() - sizeReadAt >= SIZE_RECHECK_MS) {
+      sizeReadAt = performance.now();
+      const size = (await largestRowid.first())!.size;
+      if (size > countedAtSize * TERM_COUNT_GROWTH) {
+        termCounts.clear();
+        countedAtSize = size;
+      }
     }
     const now = performance.now();
     const unknown = terms.filter((t) => {
