@@ -266,7 +266,7 @@ async function throughputRow(setup: Setup, options: BenchOptions, db: BackendDat
     value: row.requestsPerSecond,
     target: { kind: 'min', value: THROUGHPUT_TARGET },
     notes: [
-      `${fmt(row.requests)} answers (new session each, ${QUESTIONS} questions in turn, hybrid search of ${CHAT_SOURCE_COUNT} sources, stored in ${db.backend.label}${db.backend.kind === 'postgres' ? ', tables ANALYZEd after seeding' : ''}), ` +
+      `${fmt(row.requests)} answers (new session each, ${QUESTIONS} questions in turn, hybrid search of ${CHAT_SOURCE_COUNT} sources, stored in ${db.backend.label}${db.backend.kind === 'postgres' ? ', tables VACUUM ANALYZEd after seeding' : ''}), ` +
         `server ${row.serverCpuPercent ?? '—'} % of a core (${fmt(row.serverCpuUsPerRequest ?? 0)} µs/answer), fake model ${row.helperCpuPercent ?? '—'} %, load generator ${row.loadCpuPercent} %${database}, other processes ${row.otherCpuPercent ?? '—'} %`,
     ],
     figures: { queriesPerSecond: row.requestsPerSecond, latencyP95Ms: row.latencyP95Ms ?? null, latencyP99Ms: p99, databaseCpuUsPerAnswer: row.databaseCpuUsPerRequest ?? null },

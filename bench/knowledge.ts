@@ -45,7 +45,7 @@ import { DEFAULT_INDEX_OPTIONS, vectorFromBlob } from '../src/core/knowledge/sea
 import { HASHED_DIMENSION, hashedVector } from '../src/llm/hashed-embedder.js';
 import type { BenchOptions, BenchRow } from './lib/harness.js';
 import { fmt, machineBusyUs, round } from './lib/harness.js';
-import { analyzeIfPostgres, type BackendDatabase, type BenchBackend, databaseCpuNote, labelled, withBackendDatabase } from './lib/backends.js';
+import { vacuumAnalyzeIfPostgres, type BackendDatabase, type BenchBackend, databaseCpuNote, labelled, withBackendDatabase } from './lib/backends.js';
 import { call, processCpuUs, type Server, startServer } from './lib/built-server.js';
 import { envInt, type MetricRow, metricRow, metricTable, percentile, startWindow, type Window } from './lib/in-process.js';
 import { type BenchCorpus, type BenchDocument, loadCorpus, scifactAbstractDocuments } from './lib/knowledge-corpus.js';
@@ -479,7 +479,7 @@ async function sizeRows(db: BackendDatabase, shared: Shared, options: BenchOptio
       const rate = (batch.chunks / batch.window.elapsedMs) * 1000;
       process.stdout.write(`${fmt(rate)} chunks/s\n`);
       ctx = await open();
-      await analyzeIfPostgres(ctx.db);
+      await vacuumAnalyzeIfPostgres(ctx.db);
       const workspace = await ctx.db.kysely.selectFrom('workspaces').select('id').where('name', '=', 'default').executeTakeFirst();
       if (!workspace) throw new Error('no default workspace');
       const workspaceId = workspace.id;
@@ -545,7 +545,7 @@ async function sizeRows(db: BackendDatabase, shared: Shared, options: BenchOptio
           latenciesMs: r.latencies,
           databaseCpuUs: r.databaseCpuUs,
           notes: [
-            `${fmt(total)} chunks${backend.kind === 'postgres' ? ' (after ANALYZE)' : ''}, limit ${K}, ${WARMUP_QUERIES} warm-up + ${r.latencies.length} queries, one at a time; ${mode === 'keyword' ? '' : `${candidatesNote}; `}results/query ${(r.results.reduce((a, x) => a + x.length, 0) / r.results.length).toFixed(1)}` +
+            `${fmt(total)} chunks${backend.kind === 'postgres' ? ' (after VACUUM ANALYZE)' : ''}, limit ${K}, ${WARMUP_QUERIES} warm-up + ${r.latencies.length} queries, one at a time; ${mode === 'keyword' ? '' : `${candidatesNote}; `}results/query ${(r.results.reduce((a, x) => a + x.length, 0) / r.results.length).toFixed(1)}` +
               `; this process ${fmt(r.window.cpuUs / r.latencies.length)} µs/query${database ? `, ${database}` : ''}`,
           ],
         });

@@ -15,7 +15,7 @@ import { loadConfig } from '../../src/config.js';
 import { type AppContext, createContext } from '../../src/context.js';
 import type { PersonaRow } from '../../src/db/schema.js';
 import { toPersona } from '../../src/core/personas/personas.service.js';
-import { analyzeIfPostgres, DATABASE_VARIABLES } from './backends.js';
+import { vacuumAnalyzeIfPostgres, DATABASE_VARIABLES } from './backends.js';
 import { chatSources } from './chat-corpus.js';
 import {
   type BenchChannels,
@@ -248,7 +248,7 @@ async function startSwitchboardChannels(): Promise<Running> {
 
 async function serve(seeded: Seeded, personaId: string | null, channels?: BenchChannels): Promise<Running> {
   try {
-    await analyzeIfPostgres(seeded.ctx.db);
+    await vacuumAnalyzeIfPostgres(seeded.ctx.db);
     const app = await buildApp(seeded.ctx);
     return {
       app,
