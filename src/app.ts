@@ -23,7 +23,7 @@ import { clientErrorHandler, MAX_URL_LENGTH } from './http/client-error.js';
 import { errorHandler, frameworkErrorHandler, sendProblem } from './http/error-handler.js';
 import { consoleRoutes } from './http/console.routes.js';
 import { createApiDocs } from './http/docs.js';
-import { healthRoutes } from './http/health.routes.js';
+import { healthRoutes, READINESS_PATH } from './http/health.routes.js';
 import { registerIdempotencyHooks } from './http/idempotency-hooks.js';
 import { registerJsonBodyParser } from './http/json-body.js';
 import { openApiTransform } from './http/openapi.js';
@@ -88,8 +88,9 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     if (closing) {
+      // Not kept alive: the server stops once its connections have ended. Only readiness answers.
       reply.header('connection', 'close');
-      return done(new UnavailableError('The server is shutting down; retry shortly.'));
+      if (request.routeOptions.url !== READINESS_PATH) return done(new UnavailableError('The server is shutting down; retry shortly.'));
     }
     if ((request.raw.url?.length ?? 0) > MAX_URL_LENGTH) return done(new UriTooLongError(MAX_URL_LENGTH));
     done();
@@ -150,7 +151,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       route.config = { ...(route.config ?? {}), public: true };
     });
     await open.register(docs.routes);
-    await open.register(healthRoutes(ctx));
+    await open.register(healthRoutes(ctx, () => closing));
     await open.register(consoleRoutes());
   });
   await app.register(authRoutes(ctx));

@@ -22,7 +22,7 @@ export interface CliIo {
   stdout: (text: string) => void;
   stderr: (text: string) => void;
   /** Called by `serve` (and `mcp`) once serving, so the caller can wire signals; tests use it to reach and stop the server. */
-  onServing?: (server: { url: string; stop: () => Promise<void> }) => void;
+  onServing?: (server: { url: string; stop: () => Promise<void>; drainSeconds: number }) => void;
   /** stderr is a terminal (progress bars redraw in place). */
   isTTY?: boolean;
   /** The running Node binary and this command's entry script (dist/src/main.js), absolute: what `mcp-config` tells a client to start. */
@@ -306,6 +306,6 @@ async function mcpConfig(
 
 async function serve(config: Config, io: CliIo): Promise<number> {
   const server = await startServer(config, io.stderr);
-  io.onServing?.({ url: server.url, stop: () => server.close() });
+  io.onServing?.({ url: server.url, stop: () => server.close(), drainSeconds: config.drainSeconds });
   return 0;
 }

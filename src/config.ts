@@ -84,6 +84,7 @@ const envSchema = z.object({
     .optional(),
   SWITCHBOARD_DATABASE_POOL: int(1, 1_000).default(10),
   SWITCHBOARD_DATABASE_WAIT: int(0, 3_600).default(30),
+  SWITCHBOARD_DRAIN_SECONDS: int(0, 3_600).default(10),
   SWITCHBOARD_ADMIN_KEY: z
     .string()
     .trim()
@@ -136,6 +137,8 @@ export interface Config {
    */
   database: { url: string; poolSize: number; waitSeconds: number } | undefined;
   durability: 'normal' | 'full';
+  /** SWITCHBOARD_DRAIN_SECONDS: how long a stopping server lets requests and streams finish before it closes them. */
+  drainSeconds: number;
   adminKey: string | undefined;
   apiKey: string | undefined;
   /** 32-byte key for AES-256-GCM; undefined = use (or create) the key file in dataDir. */
@@ -210,6 +213,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: e.SWITCHBOARD_DATA_DIR,
     database: e.SWITCHBOARD_DATABASE_URL === undefined ? undefined : { url: e.SWITCHBOARD_DATABASE_URL, poolSize: e.SWITCHBOARD_DATABASE_POOL, waitSeconds: e.SWITCHBOARD_DATABASE_WAIT },
     durability: e.SWITCHBOARD_DURABILITY,
+    drainSeconds: e.SWITCHBOARD_DRAIN_SECONDS,
     adminKey: e.SWITCHBOARD_ADMIN_KEY,
     apiKey: e.SWITCHBOARD_API_KEY,
     secret: e.SWITCHBOARD_SECRET,

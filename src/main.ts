@@ -19,7 +19,7 @@ const code = await runCli(process.argv.slice(2), {
   isTTY: process.stderr.isTTY === true,
   nodePath: process.execPath,
   mainScript: fileURLToPath(import.meta.url),
-  onServing: ({ stop }) => {
+  onServing: ({ stop, drainSeconds }) => {
     let stopping = false;
     const shutdown = (signal: string) => {
       if (stopping) {
@@ -27,8 +27,11 @@ const code = await runCli(process.argv.slice(2), {
         process.exit(1);
       }
       stopping = true;
-      // In-flight requests get ten seconds to finish.
-      setTimeout(() => process.exit(1), 10_000).unref();
+      // stop() drains for SWITCHBOARD_DRAIN_SECONDS and then closes what is left: this is the last resort.
+      setTimeout(() => {
+        process.stderr.write(`${signal}: still stopping ${drainSeconds + 10} s later; exiting now.\n`);
+        process.exit(1);
+      }, (drainSeconds + 10) * 1000).unref();
       stop().then(
         () => process.exit(0),
         (err: unknown) => {

@@ -7,7 +7,12 @@ export interface RunningServer {
   app: FastifyInstance;
   ctx: AppContext;
   url: string;
-  /** Stops accepting, lets in-flight requests finish, flushes `lastUsedAt`, closes the database. */
+  /**
+   * Drains and stops: stops accepting (new requests on open connections get 503, `GET /health/ready`
+   * answers 503 `draining`), lets in-flight requests and streams finish for `drainSeconds`, then
+   * closes the connections still open (their streams end as if the client had left), flushes
+   * `lastUsedAt` and closes the database.
+   */
   close(): Promise<void>;
 }
 
@@ -56,9 +61,14 @@ export async function startServer(config: Config, printBanner: (text: string) =>
       url: address,
       close() {
         closing ??= (async () => {
+          const bound = setTimeout(() => {
+            ctx.logger.warn({ drainSeconds: config.drainSeconds }, 'drain bound reached: closing the connections still open');
+            app.server.closeAllConnections();
+          }, config.drainSeconds * 1000);
           try {
             await app.close();
           } finally {
+            clearTimeout(bound);
             await ctx.close();
           }
         })();

@@ -17,7 +17,7 @@ export interface StdioIo {
   /** Human-readable failures (a missing or bad key). */
   stderr: (text: string) => void;
   /** Called once serving, with a way to stop (signals). */
-  onServing?: (server: { url: string; stop: () => Promise<void> }) => void;
+  onServing?: (server: { url: string; stop: () => Promise<void>; drainSeconds: number }) => void;
 }
 
 /** Serves MCP over stdio until stdin closes or `stop` is called; resolves to the exit code. */
@@ -49,7 +49,7 @@ export async function runMcpStdio(config: Config, io: StdioIo): Promise<number> 
     io.stdin.once('end', () => void stop());
     io.stdin.once('close', () => void stop());
     logger.info({ workspaceId: principal.workspaceId, keyId: principal.keyId }, 'Switchboard MCP server on stdio');
-    io.onServing?.({ url: 'stdio', stop });
+    io.onServing?.({ url: 'stdio', stop, drainSeconds: config.drainSeconds });
     await closed;
     return 0;
   } finally {

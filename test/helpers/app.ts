@@ -30,7 +30,7 @@ export interface TestAppOptions {
   env?: Record<string, string>;
   overrides?: ContextOverrides;
   /** Runs before `ready()`, for routes the product does not have (one that throws, one that is slow). */
-  extend?: (app: FastifyInstance) => void;
+  extend?: (app: FastifyInstance, ctx: AppContext) => void;
 }
 
 /** A fresh app on a temporary database, ready (not listening), with the default workspace's admin key. */
@@ -47,7 +47,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
   const adminKey = boot?.key ?? config.adminKey;
   if (!adminKey) throw new Error('no admin key');
   const app = await buildApp(ctx);
-  options.extend?.(app);
+  options.extend?.(app, ctx);
   await app.ready();
   let closed = false;
   return {

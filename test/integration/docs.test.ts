@@ -32,6 +32,7 @@ describe('health, OpenAPI and docs (API.md §11)', () => {
     const routes = t.app.printRoutes({ commonPrefix: false });
     const expected: [string, string][] = [
       ['/health', 'get'],
+      ['/health/ready', 'get'],
       ['/v1/models', 'get'],
       ['/v1/models/{id}', 'get'],
       ['/v1/chat/completions', 'post'],
