@@ -161,7 +161,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const { db } = backend;
   const cipher = createCipher(loadSecretKey(config.secret, config.dataDir));
 
-  const auth = createAuthService({ store: createAuthStore(db.kysely), clock, ids });
+  const auth = createAuthService({ store: createAuthStore(db.kysely), clock, ids, signals: backend.signals });
   const personas = createPersonaService({ store: createPersonaStore(db), clock, ids });
   const teams = createTeamService({ store: createTeamStore(db.kysely), clock, ids });
   const abTests = createAbTestService({ store: createAbTestStore(db.kysely), personas, clock, ids });

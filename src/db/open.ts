@@ -13,6 +13,7 @@ import type { KnowledgeDialect } from '../core/knowledge/knowledge-dialect.js';
 import type { SqliteSearchIndexOptions } from '../core/knowledge/search-index.js';
 import type { ChangeCounters } from '../http/response-cache.js';
 import type { HotWrites } from './backend.js';
+import { type ChangeSignals, localChangeSignals } from './change-signals.js';
 import type { Db } from './database.js';
 import type { PostgresDb } from './postgres/connection.js';
 
@@ -31,6 +32,8 @@ export interface Backend {
    * other writers (instances, CLI processes) have no cheap per-request change counter yet.
    */
   changeCounters: ChangeCounters | null;
+  /** Tells the caches of every instance on this database that rows they may hold changed. */
+  signals: ChangeSignals;
   /** Called at every write that commits (SQLite: starts the WAL checkpoint thread). */
   onWrite(): void;
   /** Stops the background work and closes the database. */
@@ -78,6 +81,7 @@ async function openSqliteBackend(config: Config, logger: Logger, options: { data
     hot: createSqliteHotWrites(db, createWriteGroup(db.sqlite, { onWrite })),
     searchFile: filename === ':memory:' ? null : filename,
     changeCounters: db,
+    signals: localChangeSignals(),
     onWrite,
     async close() {
       try {
@@ -90,12 +94,13 @@ async function openSqliteBackend(config: Config, logger: Logger, options: { data
 }
 
 async function openPostgresBackend(database: NonNullable<Config['database']>, logger: Logger, index: SqliteSearchIndexOptions | undefined): Promise<Backend> {
-  const [{ openPostgres, redactDatabaseUrl }, { runMigrations }, { createPostgresHotWrites }, { createPostgresKnowledge }, { createPostgresAnalyticsReads }] = await Promise.all([
+  const [{ openPostgres, redactDatabaseUrl }, { runMigrations }, { createPostgresHotWrites }, { createPostgresKnowledge }, { createPostgresAnalyticsReads }, { sharedChangeSignals }] = await Promise.all([
     import('./postgres/connection.js'),
     import('./migrations/index.js'),
     import('./postgres/hot-writes.js'),
     import('./postgres/knowledge.js'),
     import('./postgres/analytics-reads.js'),
+    import('./change-signals.js'),
   ]);
   const where = redactDatabaseUrl(database.url);
   const db = await openPostgres({
@@ -112,6 +117,7 @@ async function openPostgresBackend(database: NonNullable<Config['database']>, lo
     await db.close();
     throw err;
   }
+  const signals = sharedChangeSignals(db.kysely, logger);
   return {
     db,
     migrated,
@@ -120,7 +126,14 @@ async function openPostgresBackend(database: NonNullable<Config['database']>, lo
     hot: createPostgresHotWrites(db),
     searchFile: null,
     changeCounters: null,
+    signals,
     onWrite: () => {},
-    close: () => db.close(),
+    async close() {
+      try {
+        await signals.close();
+      } finally {
+        await db.close();
+      }
+    },
   };
 }

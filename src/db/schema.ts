@@ -28,6 +28,13 @@ export interface Database {
   oauth_codes: OAuthCodesTable;
   oauth_tokens: OAuthTokensTable;
   openai_threads: OpenAiThreadsTable;
+  change_signals: ChangeSignalsTable;
+}
+
+/** Migration 015: per topic, a sequence bumped after every change an in-memory cache may hold (change-signals.ts). */
+export interface ChangeSignalsTable {
+  topic: string;
+  seq: number;
 }
 
 export interface WorkspacesTable {

@@ -1,4 +1,6 @@
+import { isUniqueViolation } from '../../db/backend.js';
 import type { ApiKeyRow } from '../../db/schema.js';
+import { type ChangeSignals, localChangeSignals } from '../../db/change-signals.js';
 import { AppError, ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../../errors.js';
 import type { Clock } from '../../lib/clock.js';
 import type { IdGenerator } from '../../lib/ids.js';
@@ -50,10 +52,14 @@ export interface AuthServiceDeps {
   store: AuthStore;
   clock: Clock;
   ids: IdGenerator;
+  /** Rotations and revocations reach the caches of the other instances through these (API.md §13). */
+  signals?: ChangeSignals;
 }
 
-export function createAuthService({ store, clock, ids }: AuthServiceDeps) {
+export function createAuthService({ store, clock, ids, signals = localChangeSignals() }: AuthServiceDeps) {
   const cache = new Map<string, CachedKey>();
+  // Another instance rotated or revoked a key: what this one cached may be stale.
+  signals.onChange('keys', () => cache.clear());
   /** keyId -> last use (epoch ms: formatting a date on every request costs ~0.6 µs), kept in memory and flushed periodically (API.md §2). */
   const lastUsed = new Map<string, number>();
   const pendingUse = (keyId: string) => {
@@ -81,8 +87,10 @@ export function createAuthService({ store, clock, ids }: AuthServiceDeps) {
     };
   }
 
-  function forgetKey(keyId: string) {
+  /** After a key's secret or status changed: out of this cache now, out of every instance's within a poll. */
+  async function forgetKey(keyId: string) {
     for (const [hash, entry] of cache) if (entry.keyId === keyId) cache.delete(hash);
+    await signals.changed('keys');
   }
 
   async function insertKey(
@@ -248,7 +256,7 @@ export function createAuthService({ store, clock, ids }: AuthServiceDeps) {
           gracePeriodSeconds > 0 ? new Date(now.getTime() + gracePeriodSeconds * 1000).toISOString() : null,
       };
       await store.updateKey(caller.workspaceId, id, patch);
-      forgetKey(id);
+      await forgetKey(id);
       return { ...toApiKey({ ...row, ...patch }), key: secret };
     },
 
@@ -264,7 +272,7 @@ export function createAuthService({ store, clock, ids }: AuthServiceDeps) {
         }
       }
       await store.updateKey(caller.workspaceId, id, { revoked_at: nowIso(), previous_hash: null });
-      forgetKey(id);
+      await forgetKey(id);
     },
 
     async me(caller: Principal) {
@@ -304,31 +312,43 @@ export function createAuthService({ store, clock, ids }: AuthServiceDeps) {
      * whose secret is returned (once) for the caller to print.
      */
     async bootstrap(adminKey: string | undefined): Promise<{ workspace: Workspace; key: string } | null> {
-      if (adminKey !== undefined) {
-        const ws =
-          (await store.findWorkspaceByName(DEFAULT_WORKSPACE)) ?? (await createWorkspaceRow(DEFAULT_WORKSPACE));
-        const wsId = ws.id;
-        const row = await store.findKeyBySecretHash(hashKey(adminKey));
-        if (row && row.workspace_id !== wsId) {
-          throw new Error('SWITCHBOARD_ADMIN_KEY already belongs to another workspace.');
-        }
-        if (row && row.hash !== hashKey(adminKey)) {
-          throw new Error('SWITCHBOARD_ADMIN_KEY is a rotated-out secret; set the current one.');
-        }
-        if (row) {
-          await store.updateKey(wsId, row.id, { revoked_at: null, expires_at: null, scopes: JSON.stringify([...SCOPES]) });
-          forgetKey(row.id);
-        } else {
-          await insertKey(wsId, 'SWITCHBOARD_ADMIN_KEY', [...SCOPES], null, adminKey);
-        }
-        return null;
+      try {
+        return await bootstrapOnce(adminKey);
+      } catch (err) {
+        // Instances starting together on one database: another created the workspace or the key
+        // between our read and our insert. Its rows are there now; the second pass finds them.
+        if (!isUniqueViolation(err)) throw err;
+        return bootstrapOnce(adminKey);
       }
-      if (await store.firstWorkspace()) return null;
-      const workspace = await createWorkspaceRow(DEFAULT_WORKSPACE);
-      const key = await insertKey(workspace.id, 'bootstrap', [...SCOPES], null);
-      return { workspace, key: key.key };
     },
   };
+
+  /** `bootstrap` without the retry: the default workspace and its admin key, when missing. */
+  async function bootstrapOnce(adminKey: string | undefined): Promise<{ workspace: Workspace; key: string } | null> {
+    if (adminKey !== undefined) {
+      const ws =
+        (await store.findWorkspaceByName(DEFAULT_WORKSPACE)) ?? (await createWorkspaceRow(DEFAULT_WORKSPACE));
+      const wsId = ws.id;
+      const row = await store.findKeyBySecretHash(hashKey(adminKey));
+      if (row && row.workspace_id !== wsId) {
+        throw new Error('SWITCHBOARD_ADMIN_KEY already belongs to another workspace.');
+      }
+      if (row && row.hash !== hashKey(adminKey)) {
+        throw new Error('SWITCHBOARD_ADMIN_KEY is a rotated-out secret; set the current one.');
+      }
+      if (row) {
+        await store.updateKey(wsId, row.id, { revoked_at: null, expires_at: null, scopes: JSON.stringify([...SCOPES]) });
+        await forgetKey(row.id);
+      } else {
+        await insertKey(wsId, 'SWITCHBOARD_ADMIN_KEY', [...SCOPES], null, adminKey);
+      }
+      return null;
+    }
+    if (await store.firstWorkspace()) return null;
+    const workspace = await createWorkspaceRow(DEFAULT_WORKSPACE);
+    const key = await insertKey(workspace.id, 'bootstrap', [...SCOPES], null);
+    return { workspace, key: key.key };
+  }
 }
 
 function sortScopes(scopes: Scope[]): Scope[] {

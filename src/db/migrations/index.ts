@@ -15,6 +15,7 @@ import * as m011 from './011-oauth.js';
 import * as m012 from './012-openai-threads.js';
 import * as m013 from './013-message-times.js';
 import * as m014 from './014-postgres-keyword-index.js';
+import * as m015 from './015-change-signals.js';
 
 /** A step of the one chain both backends run; it branches on the dialect only through its type helpers. */
 interface DialectMigration {
@@ -37,6 +38,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '012-openai-threads': m012,
   '013-message-times': m013,
   '014-postgres-keyword-index': m014,
+  '015-change-signals': m015,
 };
 
 /**

@@ -1,0 +1,96 @@
+// API.md §13 (issue 26, first part): two built servers on one real PostgreSQL database, sharing
+// SWITCHBOARD_SECRET, each with its own data directory and port. What one instance changes, the
+// other's caches learn of through the database's change signals (change-signals.ts).
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateKeySecret } from '../../src/core/auth/keys.js';
+import { tempDir } from '../helpers/app.js';
+import { type BuiltServer, builtServers } from '../helpers/built-server.js';
+import { createTestDatabase, postgresUrl, type TestDatabase } from '../helpers/postgres.js';
+
+/** API.md §13 allows 1 s; the signals are read every 250 ms. The test waits longer so a loaded machine cannot fail it, and prints what it saw. */
+const PROPAGATION_WAIT_MS = 5_000;
+
+describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database', () => {
+  const adminKey = generateKeySecret();
+  const secret = crypto.randomBytes(32).toString('base64');
+  const dirs = [tempDir('switchboard-instance-a-'), tempDir('switchboard-instance-b-')];
+  const killers: Array<() => void> = [];
+  let database: TestDatabase;
+  let a: BuiltServer;
+  let b: BuiltServer;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    const start = (dataDir: string) => {
+      const servers = builtServers({ dataDir, adminKey, env: { SWITCHBOARD_DATABASE_URL: database.url, SWITCHBOARD_SECRET: secret, SWITCHBOARD_DATABASE_POOL: '3' } });
+      killers.push(servers.killAll);
+      return servers.serve();
+    };
+    // Started together: the migrations run once, under their lock, whichever instance takes it.
+    const [first, second] = await Promise.all(dirs.map(start));
+    a = first!;
+    b = second!;
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const kill of killers) kill();
+    await Promise.all([a?.exited, b?.exited]);
+    await database?.drop();
+    for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const call = (server: BuiltServer, method: string, path: string, key: string, body?: unknown) =>
+    fetch(`${server.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(5_000),
+    });
+
+  /** How long until `server` answers `path` with `status` for `key`, asked every 20 ms. */
+  async function until(server: BuiltServer, path: string, key: string, status: number): Promise<number> {
+    const started = performance.now();
+    await expect.poll(async () => (await call(server, 'GET', path, key)).status, { timeout: PROPAGATION_WAIT_MS, interval: 20 }).toBe(status);
+    return performance.now() - started;
+  }
+
+  async function newKey(server: BuiltServer): Promise<{ id: string; key: string }> {
+    const res = await call(server, 'POST', '/auth/api-keys', adminKey, { name: 'shared', scopes: ['read'] });
+    expect(res.status).toBe(201);
+    return (await res.json()) as { id: string; key: string };
+  }
+
+  it('both are ready on the shared database', async () => {
+    for (const server of [a, b]) {
+      const res = await fetch(`${server.url}/health/ready`);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ status: 'ready', database: 'ok', databaseKind: 'postgres' });
+    }
+  });
+
+  it('a key created on one works on the other at once; revoked there, the other refuses it soon after', async () => {
+    const created = await newKey(a);
+    // B has not seen it before: it reads the database, and now holds it in its cache.
+    expect((await call(b, 'GET', '/personas', created.key)).status).toBe(200);
+    expect((await call(b, 'GET', '/personas', created.key)).status).toBe(200);
+
+    expect((await call(a, 'DELETE', `/auth/api-keys/${created.id}`, adminKey)).status).toBe(204);
+    expect((await call(a, 'GET', '/personas', created.key)).status).toBe(401);
+    const ms = await until(b, '/personas', created.key, 401);
+    console.log(`revocation on A refused on B after ${ms.toFixed(0)} ms`);
+  });
+
+  it('a rotation on one ends the old secret on the other', async () => {
+    const created = await newKey(b);
+    expect((await call(a, 'GET', '/personas', created.key)).status).toBe(200);
+
+    const rotated = await call(b, 'PUT', `/auth/api-keys/${created.id}`, adminKey, { gracePeriodSeconds: 0 });
+    expect(rotated.status).toBe(200);
+    const { key: next } = (await rotated.json()) as { key: string };
+    const ms = await until(a, '/personas', created.key, 401);
+    console.log(`rotation on B refused the old secret on A after ${ms.toFixed(0)} ms`);
+    expect((await call(a, 'GET', '/personas', next)).status).toBe(200);
+  });
+});
