@@ -148,3 +148,50 @@ describe.each(testBackends())('migrations on $kind carry the rows they find', (w
     expect(feedback.rows).toEqual([{ channel_id: 'chn_1' }]);
   });
 });
+
+describe.each(testBackends().filter((b) => b.kind === 'postgres'))('migration 016 on $kind', (which) => {
+  let opened: OpenedBackend;
+  beforeAll(async () => {
+    opened = await openTestBackend(which, { migrateTo: '015-change-signals' });
+  });
+  afterAll(() => opened?.close());
+
+  it('copies each posting’s workspace, scope and length from its chunk, and keys the postings by term and workspace', async () => {
+    const { kysely } = opened.backend;
+    await sql`INSERT INTO workspaces (id, name, created_at) VALUES (${WS}, 'default', ${AT})`.execute(kysely);
+    await sql`INSERT INTO knowledge_sources (id, workspace_id, persona_id, name, kind, status, bytes, chunk_count, metadata, generation, attempts, created_at, updated_at)
+      VALUES ('src_1', ${WS}, NULL, 's', 'text', 'ready', 1, 2, '{}', 0, 0, ${AT}, ${AT})`.execute(kysely);
+    const chunks = await sql<{ rowid: number; scope: string }>`
+      INSERT INTO knowledge_chunks (id, workspace_id, source_id, scope, position, text, heading_path, tokens, embedding)
+      VALUES ('chk_1', ${WS}, 'src_1', 'shared', 0, 'a b', '[]', 2, ${Buffer.alloc(4)}), ('chk_2', ${WS}, 'src_1', 'per_1', 1, 'a', '[]', 1, ${Buffer.alloc(4)})
+      RETURNING rowid, scope`.execute(kysely);
+    const [first, second] = chunks.rows;
+    await sql`INSERT INTO knowledge_documents (rowid, tokens, title) VALUES (${first!.rowid}, 2, ''), (${second!.rowid}, 1, '')`.execute(kysely);
+    await sql`INSERT INTO knowledge_postings (term, rowid, title_freq, body_freq)
+      VALUES ('a', ${first!.rowid}, 0, 1), ('b', ${first!.rowid}, 0, 1), ('a', ${second!.rowid}, 0, 1)`.execute(kysely);
+
+    expect(await runMigrations(kysely, which.kind)).toEqual(['016-postgres-postings-keys']);
+
+    const postings = await sql`SELECT term, rowid, workspace_id, scope, tokens FROM knowledge_postings ORDER BY term, rowid`.execute(kysely);
+    expect(postings.rows).toEqual([
+      { term: 'a', rowid: first!.rowid, workspace_id: WS, scope: 'shared', tokens: 2 },
+      { term: 'a', rowid: second!.rowid, workspace_id: WS, scope: 'per_1', tokens: 1 },
+      { term: 'b', rowid: first!.rowid, workspace_id: WS, scope: 'shared', tokens: 2 },
+    ]);
+    const key = await sql<{ def: string }>`SELECT pg_get_indexdef('knowledge_postings_pkey'::regclass) AS def`.execute(kysely);
+    expect(key.rows[0]!.def).toContain('(term, workspace_id, rowid) INCLUDE (scope, title_freq, body_freq, tokens)');
+    const documents = await sql`SELECT rowid, terms FROM knowledge_documents ORDER BY rowid`.execute(kysely);
+    expect(documents.rows).toEqual([
+      { rowid: first!.rowid, terms: expect.arrayContaining(['a', 'b']) },
+      { rowid: second!.rowid, terms: ['a'] },
+    ]);
+
+    // A deleted chunk takes its postings (found through its document's terms), its document and its share of the totals.
+    await sql`UPDATE knowledge_keyword_totals SET rows = 2, tokens = 3 WHERE id = 1`.execute(kysely);
+    await sql`DELETE FROM knowledge_chunks WHERE id = 'chk_1'`.execute(kysely);
+    const left = await sql`SELECT term, rowid FROM knowledge_postings ORDER BY term`.execute(kysely);
+    expect(left.rows).toEqual([{ term: 'a', rowid: second!.rowid }]);
+    const totals = await sql`SELECT rows, tokens FROM knowledge_keyword_totals`.execute(kysely);
+    expect(totals.rows).toEqual([{ rows: 1, tokens: 1 }]);
+  });
+});

@@ -16,6 +16,7 @@ import * as m012 from './012-openai-threads.js';
 import * as m013 from './013-message-times.js';
 import * as m014 from './014-postgres-keyword-index.js';
 import * as m015 from './015-change-signals.js';
+import * as m016 from './016-postgres-postings-keys.js';
 
 /** A step of the one chain both backends run; it branches on the dialect only through its type helpers. */
 interface DialectMigration {
@@ -39,6 +40,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '013-message-times': m013,
   '014-postgres-keyword-index': m014,
   '015-change-signals': m015,
+  '016-postgres-postings-keys': m016,
 };
 
 /**
