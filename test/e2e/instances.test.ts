@@ -82,6 +82,27 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
     console.log(`revocation on A refused on B after ${ms.toFixed(0)} ms`);
   });
 
+  it('an Idempotency-Key is honoured whichever instance sees the retry', async () => {
+    const post = (server: BuiltServer, name: string) =>
+      fetch(`${server.url}/personas`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json', 'idempotency-key': 'create-once' },
+        body: JSON.stringify({ name, instructions: 'Once.' }),
+        signal: AbortSignal.timeout(5_000),
+      });
+    const first = await post(a, 'Once');
+    expect(first.status).toBe(201);
+    const created = (await first.json()) as { id: string };
+    // The retry reaches the other instance: the stored response (sealed under the shared secret) comes back, nothing new is made.
+    const retry = await post(b, 'Once');
+    expect(retry.status).toBe(201);
+    expect(((await retry.json()) as { id: string }).id).toBe(created.id);
+    const other = await post(b, 'Twice');
+    expect(other.status).toBe(409);
+    const list = (await (await call(b, 'GET', '/personas?limit=100', adminKey)).json()) as { data: Array<{ name: string }> };
+    expect(list.data.filter((p) => p.name === 'Once')).toHaveLength(1);
+  });
+
   it('a rotation on one ends the old secret on the other', async () => {
     const created = await newKey(b);
     expect((await call(a, 'GET', '/personas', created.key)).status).toBe(200);

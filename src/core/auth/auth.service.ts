@@ -45,6 +45,8 @@ interface CachedKey extends Principal {
 /** How long a cached lookup is trusted before the database is asked again (covers changes by other processes). */
 const CACHE_TTL_MS = 30_000;
 const CACHE_MAX_ENTRIES = 10_000;
+/** Passes of `bootstrap` when instances starting together insert the same rows (a workspace, a key). */
+const BOOTSTRAP_ATTEMPTS = 4;
 export const DEFAULT_WORKSPACE = 'default';
 const WORKSPACE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 
@@ -312,13 +314,17 @@ export function createAuthService({ store, clock, ids, signals = localChangeSign
      * whose secret is returned (once) for the caller to print.
      */
     async bootstrap(adminKey: string | undefined): Promise<{ workspace: Workspace; key: string } | null> {
-      try {
-        return await bootstrapOnce(adminKey);
-      } catch (err) {
-        // Instances starting together on one database: another created the workspace or the key
-        // between our read and our insert. Its rows are there now; the second pass finds them.
-        if (!isUniqueViolation(err)) throw err;
-        return bootstrapOnce(adminKey);
+      // Instances starting together on one database: another may create the workspace, then the
+      // key, each between our read and our insert. Its rows are there then; the next pass finds
+      // them. Each pass that fails has met one more row the other wrote, so a few passes suffice.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await bootstrapOnce(adminKey);
+        } catch (err) {
+          // ConflictError: the workspace appeared between bootstrapOnce's read and createWorkspaceRow's.
+          const raced = isUniqueViolation(err) || err instanceof ConflictError;
+          if (!raced || attempt === BOOTSTRAP_ATTEMPTS) throw err;
+        }
       }
     },
   };
