@@ -27,7 +27,7 @@ import { healthRoutes, READINESS_PATH } from './http/health.routes.js';
 import { registerIdempotencyHooks } from './http/idempotency-hooks.js';
 import { registerJsonBodyParser } from './http/json-body.js';
 import { openApiTransform } from './http/openapi.js';
-import { registerRateLimit } from './http/rate-limit.js';
+import { registerRateLimit, registerSharedRateLimit } from './http/rate-limit.js';
 import { requestLogger } from './http/request-logger.js';
 import { registerResponseCache } from './http/response-cache.js';
 import { mcpRoutes } from './mcp/http.js';
@@ -104,7 +104,16 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   registerIdempotencyHooks(app, services.idempotency);
   if (ctx.changeCounters) registerResponseCache(app, ctx.changeCounters);
 
-  if (config.rateLimitPerMinute > 0) registerRateLimit(app, { max: config.rateLimitPerMinute });
+  if (config.rateLimitPerMinute > 0) {
+    if (ctx.rateClaims) {
+      const logger = ctx.logger;
+      registerSharedRateLimit(app, {
+        max: config.rateLimitPerMinute,
+        claims: ctx.rateClaims,
+        onClaimError: (err) => logger.warn({ err: (err as Error).message }, 'rate limit: the shared budget is unreadable; admitting the request'),
+      });
+    } else registerRateLimit(app, { max: config.rateLimitPerMinute });
+  }
   if (config.corsOrigins.length > 0) {
     // Imported only when CORS is configured (it is off by default).
     const { default: cors } = await import('@fastify/cors');

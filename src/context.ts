@@ -50,6 +50,7 @@ import type { PostgresDb } from './db/postgres/connection.js';
 import { type Cipher, createCipher, loadSecretKey } from './lib/cipher.js';
 import { type Clock, systemClock } from './lib/clock.js';
 import { type IdGenerator, randomIds } from './lib/ids.js';
+import type { RateClaims } from './http/rate-limit.js';
 import { createLogger } from './lib/logger.js';
 import type { Embedder } from './llm/embedder.js';
 import type { LlmClient } from './llm/llm-client.js';
@@ -67,6 +68,8 @@ export interface AppContext {
   sqlite(): Db;
   /** What tells the response cache the database is unchanged; null: no response cache (PostgreSQL). */
   changeCounters: ChangeCounters | null;
+  /** The rate limit's budget shared by every instance on the database, or null (SQLite: one process, counted in memory). */
+  rateClaims: RateClaims | null;
   clock: Clock;
   ids: IdGenerator;
   cipher: Cipher;
@@ -290,6 +293,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     logger,
     db,
     changeCounters: backend.changeCounters,
+    rateClaims: backend.rateClaims,
     sqlite() {
       if (db.kind !== 'sqlite') throw new Error('This instance stores its data in PostgreSQL, not SQLite.');
       return db;

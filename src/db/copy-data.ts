@@ -82,7 +82,7 @@ const TABLES = [
 ] as const satisfies readonly TablePlan[];
 
 /** Tables that hold no data, only coordination between running instances: a new database starts without them. */
-type NotData = 'change_signals';
+type NotData = 'change_signals' | 'rate_windows';
 
 // A table added to schema.ts without a line above (or in NotData) fails to compile here, rather than being left behind.
 type Uncopied = Exclude<keyof Database, (typeof TABLES)[number]['name'] | NotData>;

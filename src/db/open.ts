@@ -11,6 +11,7 @@ import type { AnalyticsReads } from '../business/analytics/analytics.store.js';
 import type { Config } from '../config.js';
 import type { KnowledgeDialect } from '../core/knowledge/knowledge-dialect.js';
 import type { SqliteSearchIndexOptions } from '../core/knowledge/search-index.js';
+import type { RateClaims } from '../http/rate-limit.js';
 import type { ChangeCounters } from '../http/response-cache.js';
 import type { HotWrites } from './backend.js';
 import { type ChangeSignals, localChangeSignals } from './change-signals.js';
@@ -32,6 +33,8 @@ export interface Backend {
    * other writers (instances, CLI processes) have no cheap per-request change counter yet.
    */
   changeCounters: ChangeCounters | null;
+  /** The rate limit's budget shared by the instances on this database, or null (SQLite: counted in memory). */
+  rateClaims: RateClaims | null;
   /** Tells the caches of every instance on this database that rows they may hold changed. */
   signals: ChangeSignals;
   /** Called at every write that commits (SQLite: starts the WAL checkpoint thread). */
@@ -81,6 +84,7 @@ async function openSqliteBackend(config: Config, logger: Logger, options: { data
     hot: createSqliteHotWrites(db, createWriteGroup(db.sqlite, { onWrite })),
     searchFile: filename === ':memory:' ? null : filename,
     changeCounters: db,
+    rateClaims: null,
     signals: localChangeSignals(),
     onWrite,
     async close() {
@@ -94,13 +98,14 @@ async function openSqliteBackend(config: Config, logger: Logger, options: { data
 }
 
 async function openPostgresBackend(database: NonNullable<Config['database']>, logger: Logger, index: SqliteSearchIndexOptions | undefined): Promise<Backend> {
-  const [{ openPostgres, redactDatabaseUrl }, { runMigrations }, { createPostgresHotWrites }, { createPostgresKnowledge }, { createPostgresAnalyticsReads }, { sharedChangeSignals }] = await Promise.all([
+  const [{ openPostgres, redactDatabaseUrl }, { runMigrations }, { createPostgresHotWrites }, { createPostgresKnowledge }, { createPostgresAnalyticsReads }, { sharedChangeSignals }, { createPostgresRateClaims }] = await Promise.all([
     import('./postgres/connection.js'),
     import('./migrations/index.js'),
     import('./postgres/hot-writes.js'),
     import('./postgres/knowledge.js'),
     import('./postgres/analytics-reads.js'),
     import('./change-signals.js'),
+    import('./postgres/rate-claims.js'),
   ]);
   const where = redactDatabaseUrl(database.url);
   const db = await openPostgres({
@@ -126,6 +131,7 @@ async function openPostgresBackend(database: NonNullable<Config['database']>, lo
     hot: createPostgresHotWrites(db),
     searchFile: null,
     changeCounters: null,
+    rateClaims: createPostgresRateClaims(db),
     signals,
     onWrite: () => {},
     async close() {

@@ -29,12 +29,20 @@ export interface Database {
   oauth_tokens: OAuthTokensTable;
   openai_threads: OpenAiThreadsTable;
   change_signals: ChangeSignalsTable;
+  rate_windows: RateWindowsTable;
 }
 
 /** Migration 015: per topic, a sequence bumped after every change an in-memory cache may hold (change-signals.ts). */
 export interface ChangeSignalsTable {
   topic: string;
   seq: number;
+}
+
+/** Migration 017: a rate-limit window shared by the instances on one PostgreSQL database. */
+export interface RateWindowsTable {
+  key: string;
+  started_ms: number;
+  used: number;
 }
 
 export interface WorkspacesTable {

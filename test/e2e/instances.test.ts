@@ -11,6 +11,8 @@ import { createTestDatabase, postgresUrl, type TestDatabase } from '../helpers/p
 
 /** API.md §13 allows 1 s; the signals are read every 250 ms. The test waits longer so a loaded machine cannot fail it, and prints what it saw. */
 const PROPAGATION_WAIT_MS = 5_000;
+/** Requests per minute and key on both instances: high enough for the other tests' polling, each on a key of its own. */
+const RATE_LIMIT = 1_000;
 
 describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database', () => {
   const adminKey = generateKeySecret();
@@ -24,7 +26,7 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
   beforeAll(async () => {
     database = await createTestDatabase();
     const start = (dataDir: string) => {
-      const servers = builtServers({ dataDir, adminKey, env: { SWITCHBOARD_DATABASE_URL: database.url, SWITCHBOARD_SECRET: secret, SWITCHBOARD_DATABASE_POOL: '3' } });
+      const servers = builtServers({ dataDir, adminKey, env: { SWITCHBOARD_DATABASE_URL: database.url, SWITCHBOARD_SECRET: secret, SWITCHBOARD_DATABASE_POOL: '3', SWITCHBOARD_RATE_LIMIT: String(RATE_LIMIT) } });
       killers.push(servers.killAll);
       return servers.serve();
     };
@@ -101,6 +103,29 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
     expect(other.status).toBe(409);
     const list = (await (await call(b, 'GET', '/personas?limit=100', adminKey)).json()) as { data: Array<{ name: string }> };
     expect(list.data.filter((p) => p.name === 'Once')).toHaveLength(1);
+  });
+
+  it('a key\'s rate limit is one budget across both instances', async () => {
+    const { key } = await newKey(a);
+    const statuses: number[] = [];
+    let retryAfter: string | null = null;
+    // 10 % more requests than the limit, alternating between the instances, ten at a time: each
+    // instance sees fewer than the limit, so two budgets of their own would admit every one.
+    const total = Math.round(RATE_LIMIT * 1.1);
+    let next = 0;
+    const worker = async () => {
+      while (next < total) {
+        const i = next++;
+        const res = await call(i % 2 === 0 ? a : b, 'GET', '/auth/me', key);
+        statuses.push(res.status);
+        if (res.status === 429) retryAfter ??= res.headers.get('retry-after');
+        await res.arrayBuffer();
+      }
+    };
+    await Promise.all(Array.from({ length: 10 }, worker));
+    expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(RATE_LIMIT);
+    expect(Number(retryAfter)).toBeGreaterThan(0);
   });
 
   it('a rotation on one ends the old secret on the other', async () => {

@@ -18,7 +18,7 @@ const TABLES = [
   'workspaces', 'api_keys', 'personas', 'idempotency_keys', 'knowledge_sources', 'knowledge_chunks', 'settings', 'sessions',
   'messages', 'interactions', 'feedback', 'interaction_tools', 'ab_tests', 'channels', 'channel_inbox', 'channel_conversations',
   'channel_messages', 'mcp_servers', 'tool_executions', 'teams', 'team_members', 'oauth_clients', 'oauth_grants', 'oauth_codes',
-  'oauth_tokens', 'openai_threads', 'knowledge_chunk_keys', 'knowledge_codes', 'knowledge_vector_epochs',
+  'oauth_tokens', 'openai_threads', 'knowledge_chunk_keys', 'knowledge_codes', 'knowledge_vector_epochs', 'change_signals', 'rate_windows',
 ] as const;
 
 function persona(id: string, name: string, createdAt = AT): PersonaRow {
@@ -170,7 +170,7 @@ describe.each(testBackends().filter((b) => b.kind === 'postgres'))('migration 01
     await sql`INSERT INTO knowledge_postings (term, rowid, title_freq, body_freq)
       VALUES ('a', ${first!.rowid}, 0, 1), ('b', ${first!.rowid}, 0, 1), ('a', ${second!.rowid}, 0, 1)`.execute(kysely);
 
-    expect(await runMigrations(kysely, which.kind)).toEqual(['016-postgres-postings-keys']);
+    expect(await runMigrations(kysely, which.kind, '016-postgres-postings-keys')).toEqual(['016-postgres-postings-keys']);
 
     const postings = await sql`SELECT term, rowid, workspace_id, scope, tokens FROM knowledge_postings ORDER BY term, rowid`.execute(kysely);
     expect(postings.rows).toEqual([

@@ -17,6 +17,7 @@ import * as m013 from './013-message-times.js';
 import * as m014 from './014-postgres-keyword-index.js';
 import * as m015 from './015-change-signals.js';
 import * as m016 from './016-postgres-postings-keys.js';
+import * as m017 from './017-rate-windows.js';
 
 /** A step of the one chain both backends run; it branches on the dialect only through its type helpers. */
 interface DialectMigration {
@@ -41,6 +42,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '014-postgres-keyword-index': m014,
   '015-change-signals': m015,
   '016-postgres-postings-keys': m016,
+  '017-rate-windows': m017,
 };
 
 /**
