@@ -128,6 +128,22 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
     expect(Number(retryAfter)).toBeGreaterThan(0);
   });
 
+  it('a source that became ready on one is found by the other\'s search, in every mode', async () => {
+    // Both have searched before, so whatever each keeps in memory for search is warm.
+    for (const server of [a, b]) expect((await call(server, 'GET', '/knowledge/search?q=warm', adminKey)).status).toBe(200);
+    const text = 'The quokka ferry leaves Fremantle at nine; tickets are refundable until boarding.';
+    const created = await call(a, 'POST', '/knowledge', adminKey, { kind: 'text', name: 'Ferry', content: text });
+    expect(created.status).toBe(202);
+    const { id } = (await created.json()) as { id: string };
+    await expect.poll(async () => ((await (await call(a, 'GET', `/knowledge/${id}`, adminKey)).json()) as { status: string }).status, { timeout: PROPAGATION_WAIT_MS }).toBe('ready');
+    for (const mode of ['keyword', 'vector', 'hybrid']) {
+      const res = await call(b, 'GET', `/knowledge/search?q=${encodeURIComponent('quokka ferry Fremantle')}&mode=${mode}`, adminKey);
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { data: Array<{ sourceId: string }> };
+      expect(body.data.map((hit) => hit.sourceId), mode).toContain(id);
+    }
+  });
+
   it('a rotation on one ends the old secret on the other', async () => {
     const created = await newKey(b);
     expect((await call(a, 'GET', '/personas', created.key)).status).toBe(200);
