@@ -85,6 +85,7 @@ const envSchema = z.object({
   SWITCHBOARD_DATABASE_POOL: int(1, 1_000).default(10),
   SWITCHBOARD_DATABASE_WAIT: int(0, 3_600).default(30),
   SWITCHBOARD_DRAIN_SECONDS: int(0, 3_600).default(10),
+  SWITCHBOARD_LEASE_SECONDS: int(3, 3_600).default(30),
   SWITCHBOARD_ADMIN_KEY: z
     .string()
     .trim()
@@ -139,6 +140,8 @@ export interface Config {
   durability: 'normal' | 'full';
   /** SWITCHBOARD_DRAIN_SECONDS: how long a stopping server lets requests and streams finish before it closes them. */
   drainSeconds: number;
+  /** SWITCHBOARD_LEASE_SECONDS: with PostgreSQL, how long work an instance holds (a knowledge source's processing) stays its own without renewal. */
+  leaseSeconds: number;
   adminKey: string | undefined;
   apiKey: string | undefined;
   /** 32-byte key for AES-256-GCM; undefined = use (or create) the key file in dataDir. */
@@ -214,6 +217,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     database: e.SWITCHBOARD_DATABASE_URL === undefined ? undefined : { url: e.SWITCHBOARD_DATABASE_URL, poolSize: e.SWITCHBOARD_DATABASE_POOL, waitSeconds: e.SWITCHBOARD_DATABASE_WAIT },
     durability: e.SWITCHBOARD_DURABILITY,
     drainSeconds: e.SWITCHBOARD_DRAIN_SECONDS,
+    leaseSeconds: e.SWITCHBOARD_LEASE_SECONDS,
     adminKey: e.SWITCHBOARD_ADMIN_KEY,
     apiKey: e.SWITCHBOARD_API_KEY,
     secret: e.SWITCHBOARD_SECRET,

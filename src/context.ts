@@ -49,7 +49,7 @@ import { type Backend, databaseFile, openBackend } from './db/open.js';
 import type { PostgresDb } from './db/postgres/connection.js';
 import { type Cipher, createCipher, loadSecretKey } from './lib/cipher.js';
 import { type Clock, systemClock } from './lib/clock.js';
-import { type IdGenerator, randomIds } from './lib/ids.js';
+import { type IdGenerator, randomBase62, randomIds } from './lib/ids.js';
 import type { RateClaims } from './http/rate-limit.js';
 import { createLogger } from './lib/logger.js';
 import type { Embedder } from './llm/embedder.js';
@@ -227,6 +227,8 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     ids,
     logger,
     fetchOptions,
+    // This process among the instances on the database: the holder of the leases it takes.
+    leases: { owner: `${os.hostname()}:${process.pid}:${randomBase62(8)}`, ms: config.leaseSeconds * 1000, shared: config.database !== undefined },
   });
 
   const toolsStore = createToolsStore(db.kysely);
@@ -314,6 +316,8 @@ export async function createContext(config: Config, overrides: ContextOverrides 
           await hub.close();
           // An interrupted job stays `processing` and is resumed at the next start.
           await queue.close();
+          // ...unless other instances share the database: they take this one's over at once.
+          await knowledge.handOver();
           await writer.close();
           await pool?.close();
           await searchPool?.close();

@@ -128,6 +128,9 @@ export interface KnowledgeSourcesTable {
   generation: number;
   /** Processing runs started; a source interrupted too often fails instead of looping. */
   attempts: number;
+  /** While `processing`: the instance running or queueing its job (migration 018), and until when that holds without renewal. */
+  lease_owner: string | null;
+  lease_until: string | null;
   created_at: string;
   updated_at: string;
 }

@@ -3,6 +3,8 @@
 // other's caches learn of through the database's change signals (change-signals.ts).
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeySecret } from '../../src/core/auth/keys.js';
 import { tempDir } from '../helpers/app.js';
@@ -11,27 +13,30 @@ import { createTestDatabase, postgresUrl, type TestDatabase } from '../helpers/p
 
 /** API.md §13 allows 1 s; the signals are read every 250 ms. The test waits longer so a loaded machine cannot fail it, and prints what it saw. */
 const PROPAGATION_WAIT_MS = 5_000;
+/** Leases of 3 s (30 by default), so a takeover is seen quickly; URL sources on 127.0.0.1 allowed (the fake document server). */
+const INSTANCE_ENV = { SWITCHBOARD_LEASE_SECONDS: '3', SWITCHBOARD_ALLOW_PRIVATE_URLS: '1' };
 /** Requests per minute and key on both instances: high enough for the other tests' polling, each on a key of its own. */
 const RATE_LIMIT = 1_000;
 
 describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database', () => {
   const adminKey = generateKeySecret();
   const secret = crypto.randomBytes(32).toString('base64');
-  const dirs = [tempDir('switchboard-instance-a-'), tempDir('switchboard-instance-b-')];
+  const dirs = [tempDir('switchboard-instance-a-'), tempDir('switchboard-instance-b-'), tempDir('switchboard-instance-c-')];
   const killers: Array<() => void> = [];
   let database: TestDatabase;
   let a: BuiltServer;
   let b: BuiltServer;
 
+  const start = (dataDir: string) => {
+    const servers = builtServers({ dataDir, adminKey, env: { SWITCHBOARD_DATABASE_URL: database.url, SWITCHBOARD_SECRET: secret, SWITCHBOARD_DATABASE_POOL: '3', SWITCHBOARD_RATE_LIMIT: String(RATE_LIMIT), ...INSTANCE_ENV } });
+    killers.push(servers.killAll);
+    return servers.serve();
+  };
+
   beforeAll(async () => {
     database = await createTestDatabase();
-    const start = (dataDir: string) => {
-      const servers = builtServers({ dataDir, adminKey, env: { SWITCHBOARD_DATABASE_URL: database.url, SWITCHBOARD_SECRET: secret, SWITCHBOARD_DATABASE_POOL: '3', SWITCHBOARD_RATE_LIMIT: String(RATE_LIMIT) } });
-      killers.push(servers.killAll);
-      return servers.serve();
-    };
     // Started together: the migrations run once, under their lock, whichever instance takes it.
-    const [first, second] = await Promise.all(dirs.map(start));
+    const [first, second] = await Promise.all(dirs.slice(0, 2).map(start));
     a = first!;
     b = second!;
   }, 60_000);
@@ -155,4 +160,36 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
     console.log(`rotation on B refused the old secret on A after ${ms.toFixed(0)} ms`);
     expect((await call(a, 'GET', '/personas', next)).status).toBe(200);
   });
+
+  it('a source whose instance is killed mid-processing is finished by another', async () => {
+    // The document server holds the first fetch (the doomed instance's) and answers every later one.
+    const fetches: string[] = [];
+    const held: http.ServerResponse[] = [];
+    const documents = http.createServer((req, res) => {
+      fetches.push(req.url ?? '');
+      if (fetches.length === 1) return void held.push(res);
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('Wombats leave cube-shaped droppings, which stay where they are put.');
+    });
+    await new Promise<void>((resolve) => documents.listen(0, '127.0.0.1', resolve));
+    try {
+      const c = await start(dirs[2]!);
+      const url = `http://127.0.0.1:${(documents.address() as AddressInfo).port}/wombats.txt`;
+      const created = await call(c, 'POST', '/knowledge', adminKey, { kind: 'url', url });
+      expect(created.status).toBe(202);
+      const { id } = (await created.json()) as { id: string };
+      await expect.poll(() => fetches.length, { timeout: PROPAGATION_WAIT_MS }).toBe(1);
+      c.child.kill('SIGKILL');
+      await c.exited;
+
+      // Its lease (3 s) lapses unrenewed; A or B takes the source over and fetches the document again.
+      const status = async () => ((await (await call(b, 'GET', `/knowledge/${id}`, adminKey)).json()) as { status: string }).status;
+      await expect.poll(status, { timeout: 20_000, interval: 100 }).toBe('ready');
+      expect(fetches).toHaveLength(2);
+      const found = (await (await call(a, 'GET', '/knowledge/search?q=wombats%20cube&mode=keyword', adminKey)).json()) as { data: Array<{ sourceId: string }> };
+      expect(found.data.map((hit) => hit.sourceId)).toContain(id);
+    } finally {
+      for (const res of held) res.destroy();
+      await new Promise<void>((resolve) => documents.close(() => resolve()));
+    }
+  }, 40_000);
 });

@@ -43,7 +43,7 @@ export function corpus() {
     const id = `src_${s}`;
     const name = `Source ${sentence(rand, 2)}`;
     sources.push({
-      row: { id, workspace_id: workspaceId, persona_id: personaId, name, kind: 'text', status: 'processing', error: null, bytes: 1, chunk_count: 0, metadata: '{}', url: null, filename: null, media_type: null, content: null, generation: 1, attempts: 0, created_at: NOW, updated_at: NOW },
+      row: { id, workspace_id: workspaceId, persona_id: personaId, name, kind: 'text', status: 'processing', error: null, bytes: 1, chunk_count: 0, metadata: '{}', url: null, filename: null, media_type: null, content: null, generation: 1, attempts: 0, lease_owner: null, lease_until: null, created_at: NOW, updated_at: NOW },
       write: {
         source: { id, workspaceId, scope: personaId ?? SHARED_SCOPE, name, generation: 1, bytes: 1, content: null },
         title: (c) => `${name} ${c.headingPath.join(' ')}`,

@@ -18,6 +18,13 @@ export interface KnowledgeDialect {
   resetIndex(dimension: number): Promise<SearchIndex>;
   insertSource(row: KnowledgeSourceRow): Promise<void>;
   /**
+   * Takes over up to `limit` `processing` sources whose lease has lapsed (or that never had one),
+   * oldest first, for `owner` until `until`, counting the attempt; each is taken by one caller
+   * (PostgreSQL locks the rows it reads and skips those another instance is taking; SQLite has one
+   * writer at a time).
+   */
+  claimLapsed(owner: string, now: string, until: string, limit: number): Promise<LapsedSource[]>;
+  /**
    * Swaps the chunks of several sources for new ones, indexes them and marks the sources ready, in
    * one transaction: a search never sees part of a source. Each source is written only if its
    * generation is still current (not changed or deleted since); the result says which were.
@@ -33,4 +40,12 @@ export interface KnowledgeDialect {
   reembed(index: SearchIndex, chunks: ReembeddedChunk[]): Promise<void>;
   /** In-memory copies of the codes must reload (reindex re-added codes under their old rowids). */
   bumpVectorEpochs(): Promise<void>;
+}
+
+/** A source taken over by `claimLapsed`, its attempt counted. */
+export interface LapsedSource {
+  id: string;
+  workspace_id: string;
+  generation: number;
+  attempts: number;
 }

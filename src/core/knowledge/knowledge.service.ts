@@ -89,12 +89,43 @@ export interface KnowledgeServiceDeps {
   searchPool?: SearchPool | null;
   /** The writer of processed sources, which also keeps the keyword index merged. */
   writer: ChunkWriter;
+  /**
+   * Leases of the sources this instance processes (API.md §13): `owner` names the instance, `ms`
+   * how long a lease holds without renewal; `shared`: other instances use the database too
+   * (PostgreSQL), so a start takes over only lapsed leases and lapsed ones are taken over as they
+   * lapse. Without it (SQLite, one process) a start resumes every unfinished source.
+   */
+  leases?: { owner: string; ms: number; shared: boolean };
 }
+
+/** Sources a takeover sweep claims at most at once. */
+const CLAIM_BATCH = 20;
 
 /** Knowledge sources (API.md §4): create, re-process, delete, list chunks, and search. */
 export function createKnowledgeService(deps: KnowledgeServiceDeps) {
   const { store, vectors, embedder, ingestor, queue, personas, clock, ids } = deps;
   const fusion = deps.fusion ?? fusionFor(embedder.provider);
+  const leases = deps.leases ?? { owner: 'local', ms: 30_000, shared: false };
+  const leaseUntil = () => new Date(clock.now().getTime() + leases.ms).toISOString();
+  let leaseTimer: NodeJS.Timeout | undefined;
+
+  /** Queues the lapsed sources another instance left (or this one's previous run), failing those interrupted too often. */
+  async function takeOverLapsed(): Promise<number> {
+    let taken = 0;
+    for (;;) {
+      const now = clock.now().toISOString();
+      const lapsed = await store.claimLapsed(leases.owner, now, leaseUntil(), CLAIM_BATCH);
+      for (const { id, generation, attempts } of lapsed) {
+        if (attempts >= MAX_ATTEMPTS) {
+          await store.markFailed(id, generation, `Processing was interrupted ${attempts} times; send the content again to retry.`, now);
+          continue;
+        }
+        queue.enqueue(id);
+        taken++;
+      }
+      if (lapsed.length < CLAIM_BATCH) return taken;
+    }
+  }
 
   /** The whole row, stored bytes included (to re-process it); another workspace's → 404. */
   async function find(workspaceId: string, id: string): Promise<KnowledgeSourceRow> {
@@ -170,6 +201,8 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
         metadata: JSON.stringify(input.metadata ?? {}),
         generation: 1,
         attempts: 0,
+        lease_owner: leases.owner,
+        lease_until: leaseUntil(),
         created_at: now,
         updated_at: now,
         ...content,
@@ -195,6 +228,8 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
         error: null,
         generation: existing.generation + 1,
         attempts: 0,
+        lease_owner: leases.owner,
+        lease_until: leaseUntil(),
         updated_at: clock.now().toISOString(),
       };
       if (input.kind !== undefined) {
@@ -265,6 +300,8 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
 
     /** Queues every source a previous process left `processing`; fails those interrupted too often. */
     async resumeUnfinished(): Promise<number> {
+      // Other instances may be processing theirs: only what has lapsed is this one's to take.
+      if (leases.shared) return takeOverLapsed();
       let resumed = 0;
       for (const { id, workspace_id, generation, attempts } of await store.unfinished()) {
         if (attempts + 1 >= MAX_ATTEMPTS) {
@@ -297,6 +334,25 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
     start() {
       const index = vectors.index();
       if (index) deps.writer.mergeSoon(index);
+      if (!leases.shared) return;
+      // Three times a lease: renew this instance's, then take over any that lapsed elsewhere.
+      leaseTimer = setInterval(() => {
+        void (async () => {
+          await store.renewLeases(leases.owner, leaseUntil());
+          const taken = await takeOverLapsed();
+          if (taken > 0) deps.logger.info({ taken }, 'took over knowledge sources whose instance stopped renewing them');
+        })().catch((err: unknown) => deps.logger.warn({ err: (err as Error).message }, 'knowledge leases: renewal or takeover failed; retrying'));
+      }, Math.max(1, Math.floor(leases.ms / 3)));
+      leaseTimer.unref();
+    },
+
+    /**
+     * Stopping (after the queue has stopped): this instance's unfinished sources are handed over at
+     * once rather than when their leases lapse.
+     */
+    async handOver(): Promise<void> {
+      clearInterval(leaseTimer);
+      if (leases.shared) await store.renewLeases(leases.owner, clock.now().toISOString());
     },
   };
 }

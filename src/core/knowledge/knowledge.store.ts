@@ -23,7 +23,7 @@ export interface SourceWrite {
 }
 
 /** The columns of a source the API returns (`toKnowledgeSource`). */
-export type SourceSummaryRow = Omit<KnowledgeSourceRow, 'content' | 'url' | 'filename' | 'media_type' | 'generation' | 'attempts'>;
+export type SourceSummaryRow = Omit<KnowledgeSourceRow, 'content' | 'url' | 'filename' | 'media_type' | 'generation' | 'attempts' | 'lease_owner' | 'lease_until'>;
 
 export interface ChunkListRow {
   id: string;
@@ -97,9 +97,17 @@ export function createKnowledgeStore(db: SqlBackend, dialect: KnowledgeDialect) 
       return Number(r.numDeletedRows) > 0;
     },
 
-    /** Sources still `processing`, oldest first: the jobs a restart must resume. */
+    /** Sources still `processing`, oldest first: the jobs a restart must resume (one process on the database). */
     unfinished: () =>
       k.selectFrom('knowledge_sources').select(['id', 'workspace_id', 'generation', 'attempts']).where('status', '=', 'processing').orderBy('created_at').execute(),
+
+    /** Takes over up to `limit` `processing` sources whose lease has lapsed, for `owner` until `until` (knowledge-dialect.ts). */
+    claimLapsed: (owner: string, now: string, until: string, limit: number) => dialect.claimLapsed(owner, now, until, limit),
+
+    /** Keeps `owner`'s leases of the sources it still processes until `until`; `until` now hands them over. */
+    async renewLeases(owner: string, until: string): Promise<void> {
+      await k.updateTable('knowledge_sources').set({ lease_until: until }).where('lease_owner', '=', owner).where('status', '=', 'processing').execute();
+    },
 
     /** Id, scope and metadata of the sources a search may see, for metadata filters. */
     sourcesForFilter(workspaceId: string, personaId: string | undefined) {

@@ -586,6 +586,24 @@ export function createPostgresKnowledge(db: PostgresDb, options: SqliteSearchInd
 
     insertSource: async (row: KnowledgeSourceRow) => void (await k.insertInto('knowledge_sources').values(row).execute()),
 
+    claimLapsed: (owner, now, until, limit) =>
+      k
+        .updateTable('knowledge_sources')
+        .set((eb) => ({ lease_owner: owner, lease_until: until, attempts: eb('attempts', '+', 1) }))
+        .where('id', 'in', (eb) =>
+          eb
+            .selectFrom('knowledge_sources')
+            .select('id')
+            .where('status', '=', 'processing')
+            .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', now)]))
+            .orderBy('created_at')
+            .limit(limit)
+            .forUpdate()
+            .skipLocked(),
+        )
+        .returning(['id', 'workspace_id', 'generation', 'attempts'])
+        .execute(),
+
     writeSources(index, writes: SourceWrite[]) {
       const open = own(index);
       return k.transaction().execute(async (trx) => {

@@ -4,7 +4,7 @@
  * inserts its source and every processed batch swaps chunks: prepared once (Kysely built each per
  * call; issue 18, ingestion throughput).
  */
-import type { KnowledgeDialect, ReembeddedChunk } from '../../core/knowledge/knowledge-dialect.js';
+import type { KnowledgeDialect, LapsedSource, ReembeddedChunk } from '../../core/knowledge/knowledge-dialect.js';
 import type { ChunkHitRow, SourceWrite } from '../../core/knowledge/knowledge.store.js';
 import {
   blobFromVector,
@@ -36,8 +36,12 @@ export function createSqliteKnowledge({ sqlite }: Db, options: SqliteSearchIndex
     VALUES (@id, @workspaceId, @sourceId, @scope, @position, @text, @headingPath, @tokens, @embedding)`);
   const deleteChunks = sqlite.prepare('DELETE FROM knowledge_chunks WHERE source_id = ?');
   const insertSource = sqlite.prepare(`
-    INSERT INTO knowledge_sources (id, workspace_id, persona_id, name, kind, status, error, bytes, chunk_count, metadata, url, filename, media_type, content, generation, attempts, created_at, updated_at)
-    VALUES (@id, @workspace_id, @persona_id, @name, @kind, @status, @error, @bytes, @chunk_count, @metadata, @url, @filename, @media_type, @content, @generation, @attempts, @created_at, @updated_at)`);
+    INSERT INTO knowledge_sources (id, workspace_id, persona_id, name, kind, status, error, bytes, chunk_count, metadata, url, filename, media_type, content, generation, attempts, lease_owner, lease_until, created_at, updated_at)
+    VALUES (@id, @workspace_id, @persona_id, @name, @kind, @status, @error, @bytes, @chunk_count, @metadata, @url, @filename, @media_type, @content, @generation, @attempts, @lease_owner, @lease_until, @created_at, @updated_at)`);
+  const claimLapsed = sqlite.prepare(`
+    UPDATE knowledge_sources SET lease_owner = @owner, lease_until = @until, attempts = attempts + 1
+    WHERE id IN (SELECT id FROM knowledge_sources WHERE status = 'processing' AND (lease_until IS NULL OR lease_until < @now) ORDER BY created_at LIMIT @limit)
+    RETURNING id, workspace_id, generation, attempts`);
   const generationOf = sqlite.prepare('SELECT generation FROM knowledge_sources WHERE id = ?').pluck();
   const markReady = sqlite.prepare(`
     UPDATE knowledge_sources SET status = 'ready', error = NULL, chunk_count = @count, bytes = @bytes, name = @name,
@@ -111,6 +115,7 @@ export function createSqliteKnowledge({ sqlite }: Db, options: SqliteSearchIndex
       return open(dimension);
     },
     insertSource: async (row: KnowledgeSourceRow) => void insertSource.run(row),
+    claimLapsed: async (owner, now, until, limit) => claimLapsed.all({ owner, now, until, limit }) as LapsedSource[],
     writeSources: async (index, writes) => writeSources(own(index), writes),
     markFailed: async (id, generation, error, now) => markFailed(id, generation, error, now),
     dropChunks: async (sourceId) => void deleteChunks.run(sourceId),
