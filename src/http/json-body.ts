@@ -25,6 +25,30 @@ function hasLoneSurrogate(root: unknown): boolean {
   return false;
 }
 
+const ESCAPED_NUL = /\\u0000/;
+
+/**
+ * The path to the first string (or key) holding U+0000 in a parsed JSON value, or null. PostgreSQL
+ * text cannot hold it, so it is refused on both backends alike. Iterative: bodies nest deep.
+ */
+function pathToNul(root: unknown): Array<string | number> | null {
+  const pending: Array<{ value: unknown; path: Array<string | number> }> = [{ value: root, path: [] }];
+  while (pending.length > 0) {
+    const { value, path } = pending.pop()!;
+    if (typeof value === 'string') {
+      if (value.includes('\0')) return path;
+    } else if (Array.isArray(value)) {
+      value.forEach((v, i) => pending.push({ value: v, path: [...path, i] }));
+    } else if (value !== null && typeof value === 'object') {
+      for (const [k, v] of Object.entries(value)) {
+        if (k.includes('\0')) return [...path, k];
+        pending.push({ value: v, path: [...path, k] });
+      }
+    }
+  }
+  return null;
+}
+
 /**
  * JSON is the only body type (API.md §1): an empty body reads as `{}`, anything else falls through to 415.
  * Fastify's own parser still guards against prototype poisoning. A body nested deeper than 64 levels
@@ -45,6 +69,8 @@ export function registerJsonBodyParser(app: FastifyInstance) {
       if (ESCAPED_SURROGATE.test(text) && hasLoneSurrogate(value)) {
         return done(new InvalidJsonError('The request body holds an unpaired UTF-16 surrogate (\\uD800–\\uDFFF).'));
       }
+      const nul = ESCAPED_NUL.test(text) ? pathToNul(value) : null;
+      if (nul) return done(validationErrorOf('body', [{ path: nul.join('.'), message: 'must not contain the NUL character (U+0000)' }]));
       return done(null, value);
     });
   });

@@ -75,6 +75,16 @@ describe.each(testBackends())('errors as problem+json (API.md §1) on $kind', (b
       expect(stored.json().name).toBe('smile \u{1F600}');
     });
 
+    it('refuses the NUL character in any string or key, naming where it is (PostgreSQL text cannot hold it)', async () => {
+      expectProblem(await t.request({ method: 'POST', url: '/personas', body: '{"name":"a\\u0000b","instructions":"x"}' }), 400, 'validation_failed', 'name');
+      expectProblem(await t.request({ method: 'POST', url: '/personas', body: '{"name":"a","instructions":"x","traits":["ok","\\u0000"]}' }), 400, 'validation_failed', 'traits.1');
+      expectProblem(await t.request({ method: 'POST', url: '/knowledge', body: '{"kind":"text","name":"n","content":"x","metadata":{"k\\u0000":1}}' }), 400, 'validation_failed', 'metadata.k\u0000');
+      // An escaped backslash before "u0000" is text, not NUL.
+      const ok = await t.request({ method: 'POST', url: '/personas', body: '{"name":"a\\\\u0000","instructions":"x"}' });
+      expect(ok.statusCode, ok.body).toBe(201);
+      expect(ok.json().name).toBe('a\\u0000');
+    });
+
     it('refuses prototype poisoning', async () => {
       const res = await t.request({ method: 'POST', url: '/personas', body: '{"name":"a","instructions":"b","__proto__":{"x":1}}' });
       expectProblem(res, 400, 'invalid_json');

@@ -32,16 +32,19 @@ const PERSONA_FIELDS: Record<string, (v: unknown) => boolean> = {
   tools: (v) => Array.isArray(v) && v.length <= 200 && v.every(isToolRef),
 };
 
-/** Whether any string or key anywhere holds half a surrogate pair (JSON can escape one; it is not Unicode). */
-function hasLoneSurrogate(v: unknown): boolean {
-  if (typeof v === 'string') return /[\uD800-\uDFFF]/u.test(v);
-  if (Array.isArray(v)) return v.some(hasLoneSurrogate);
-  if (isObject(v)) return Object.entries(v).some(([k, x]) => hasLoneSurrogate(k) || hasLoneSurrogate(x));
+/**
+ * Whether any string or key anywhere holds half a surrogate pair (JSON can escape one; it is not
+ * Unicode) or the NUL character (PostgreSQL text cannot hold it): both refused as sent.
+ */
+function hasUnstorable(v: unknown): boolean {
+  if (typeof v === 'string') return /[\uD800-\uDFFF\u0000]/u.test(v);
+  if (Array.isArray(v)) return v.some(hasUnstorable);
+  if (isObject(v)) return Object.entries(v).some(([k, x]) => hasUnstorable(k) || hasUnstorable(x));
   return false;
 }
 
 function fieldsValid(body: unknown, rules: Record<string, (v: unknown) => boolean>, required: string[]): body is Obj {
-  if (!isObject(body) || hasLoneSurrogate(body)) return false;
+  if (!isObject(body) || hasUnstorable(body)) return false;
   if (!required.every((k) => Object.hasOwn(body, k))) return false;
   return Object.entries(body).every(([k, v]) => Object.hasOwn(rules, k) && rules[k]!(v));
 }
@@ -200,7 +203,7 @@ function expectRefused(res: LightMyRequestResponse, rawBody: string) {
   expect(problem.requestId).toBe(res.headers['x-request-id']);
   // Well-formed JSON that fails the contract is a validation failure; only keys that could poison
   // a prototype, or half a surrogate pair, make the parser itself refuse it.
-  const parserMayRefuse = /"(__proto__|constructor)"/.test(rawBody) || hasLoneSurrogate(JSON.parse(rawBody));
+  const parserMayRefuse = /"(__proto__|constructor)"/.test(rawBody) || hasUnstorable(JSON.parse(rawBody));
   const allowed = parserMayRefuse ? ['validation_failed', 'invalid_json'] : ['validation_failed'];
   expect(allowed, res.body).toContain(problem.code);
   expect(res.statusCode).toBe(400);
