@@ -49,7 +49,7 @@ import { type Backend, databaseFile, openBackend } from './db/open.js';
 import type { PostgresDb } from './db/postgres/connection.js';
 import { type Cipher, createCipher, loadSecretKey } from './lib/cipher.js';
 import { type Clock, systemClock } from './lib/clock.js';
-import { type IdGenerator, randomBase62, randomIds } from './lib/ids.js';
+import { type IdGenerator, randomIds } from './lib/ids.js';
 import type { RateClaims } from './http/rate-limit.js';
 import { createLogger } from './lib/logger.js';
 import type { Embedder } from './llm/embedder.js';
@@ -227,8 +227,9 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     ids,
     logger,
     fetchOptions,
-    // This process among the instances on the database: the holder of the leases it takes.
-    leases: { owner: `${os.hostname()}:${process.pid}:${randomBase62(8)}`, ms: config.leaseSeconds * 1000, shared: config.database !== undefined },
+    // This instance among those on the database: its host and data directory (each instance has its
+    // own), the same across its restarts, so a restart takes back at once what a crash left leased.
+    leases: { owner: `${os.hostname()}:${path.resolve(config.dataDir)}`, ms: config.leaseSeconds * 1000, shared: config.database !== undefined },
   });
 
   const toolsStore = createToolsStore(db.kysely);

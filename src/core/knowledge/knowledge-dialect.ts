@@ -19,11 +19,13 @@ export interface KnowledgeDialect {
   insertSource(row: KnowledgeSourceRow): Promise<void>;
   /**
    * Takes over up to `limit` `processing` sources whose lease has lapsed (or that never had one),
-   * oldest first, for `owner` until `until`, counting the attempt; each is taken by one caller
-   * (PostgreSQL locks the rows it reads and skips those another instance is taking; SQLite has one
-   * writer at a time).
+   * and, with `mine`, those `owner` itself holds until before `until` (its previous run's, at a
+   * start; what this call claims gets `until` exactly, so a next call does not take it again), oldest
+   * first, for `owner` until `until`, counting the attempt; each is taken by one caller (PostgreSQL
+   * locks the rows it reads and skips those another instance is taking; SQLite has one writer at a
+   * time).
    */
-  claimLapsed(owner: string, now: string, until: string, limit: number): Promise<LapsedSource[]>;
+  claimLapsed(owner: string, now: string, until: string, limit: number, mine?: boolean): Promise<LapsedSource[]>;
   /**
    * Swaps the chunks of several sources for new ones, indexes them and marks the sources ready, in
    * one transaction: a search never sees part of a source. Each source is written only if its

@@ -109,12 +109,16 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
   const leaseUntil = () => new Date(clock.now().getTime() + leases.ms).toISOString();
   let leaseTimer: NodeJS.Timeout | undefined;
 
-  /** Queues the lapsed sources another instance left (or this one's previous run), failing those interrupted too often. */
-  async function takeOverLapsed(): Promise<number> {
+  /**
+   * Queues the lapsed sources another instance left, failing those interrupted too often; at a
+   * start (`mine`), also those this instance's previous run still holds: it died without handing
+   * them over, and waiting for its own leases to lapse would only delay them.
+   */
+  async function takeOverLapsed(mine = false): Promise<number> {
     let taken = 0;
     for (;;) {
       const now = clock.now().toISOString();
-      const lapsed = await store.claimLapsed(leases.owner, now, leaseUntil(), CLAIM_BATCH);
+      const lapsed = await store.claimLapsed(leases.owner, now, leaseUntil(), CLAIM_BATCH, mine);
       for (const { id, generation, attempts } of lapsed) {
         if (attempts >= MAX_ATTEMPTS) {
           await store.markFailed(id, generation, `Processing was interrupted ${attempts} times; send the content again to retry.`, now);
@@ -301,7 +305,7 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
     /** Queues every source a previous process left `processing`; fails those interrupted too often. */
     async resumeUnfinished(): Promise<number> {
       // Other instances may be processing theirs: only what has lapsed is this one's to take.
-      if (leases.shared) return takeOverLapsed();
+      if (leases.shared) return takeOverLapsed(true);
       let resumed = 0;
       for (const { id, workspace_id, generation, attempts } of await store.unfinished()) {
         if (attempts + 1 >= MAX_ATTEMPTS) {

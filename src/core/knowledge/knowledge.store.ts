@@ -102,7 +102,7 @@ export function createKnowledgeStore(db: SqlBackend, dialect: KnowledgeDialect) 
       k.selectFrom('knowledge_sources').select(['id', 'workspace_id', 'generation', 'attempts']).where('status', '=', 'processing').orderBy('created_at').execute(),
 
     /** Takes over up to `limit` `processing` sources whose lease has lapsed, for `owner` until `until` (knowledge-dialect.ts). */
-    claimLapsed: (owner: string, now: string, until: string, limit: number) => dialect.claimLapsed(owner, now, until, limit),
+    claimLapsed: (owner: string, now: string, until: string, limit: number, mine = false) => dialect.claimLapsed(owner, now, until, limit, mine),
 
     /** Keeps `owner`'s leases of the sources it still processes until `until`; `until` now hands them over. */
     async renewLeases(owner: string, until: string): Promise<void> {

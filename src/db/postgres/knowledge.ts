@@ -586,7 +586,7 @@ export function createPostgresKnowledge(db: PostgresDb, options: SqliteSearchInd
 
     insertSource: async (row: KnowledgeSourceRow) => void (await k.insertInto('knowledge_sources').values(row).execute()),
 
-    claimLapsed: (owner, now, until, limit) =>
+    claimLapsed: (owner, now, until, limit, mine = false) =>
       k
         .updateTable('knowledge_sources')
         .set((eb) => ({ lease_owner: owner, lease_until: until, attempts: eb('attempts', '+', 1) }))
@@ -595,7 +595,7 @@ export function createPostgresKnowledge(db: PostgresDb, options: SqliteSearchInd
             .selectFrom('knowledge_sources')
             .select('id')
             .where('status', '=', 'processing')
-            .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', now)]))
+            .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', now), ...(mine ? [w.and([w('lease_owner', '=', owner), w('lease_until', '<', until)])] : [])]))
             .orderBy('created_at')
             .limit(limit)
             .forUpdate()

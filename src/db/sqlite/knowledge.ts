@@ -40,7 +40,7 @@ export function createSqliteKnowledge({ sqlite }: Db, options: SqliteSearchIndex
     VALUES (@id, @workspace_id, @persona_id, @name, @kind, @status, @error, @bytes, @chunk_count, @metadata, @url, @filename, @media_type, @content, @generation, @attempts, @lease_owner, @lease_until, @created_at, @updated_at)`);
   const claimLapsed = sqlite.prepare(`
     UPDATE knowledge_sources SET lease_owner = @owner, lease_until = @until, attempts = attempts + 1
-    WHERE id IN (SELECT id FROM knowledge_sources WHERE status = 'processing' AND (lease_until IS NULL OR lease_until < @now) ORDER BY created_at LIMIT @limit)
+    WHERE id IN (SELECT id FROM knowledge_sources WHERE status = 'processing' AND (lease_until IS NULL OR lease_until < @now OR (lease_owner = @mine AND lease_until < @until)) ORDER BY created_at LIMIT @limit)
     RETURNING id, workspace_id, generation, attempts`);
   const generationOf = sqlite.prepare('SELECT generation FROM knowledge_sources WHERE id = ?').pluck();
   const markReady = sqlite.prepare(`
@@ -115,7 +115,7 @@ export function createSqliteKnowledge({ sqlite }: Db, options: SqliteSearchIndex
       return open(dimension);
     },
     insertSource: async (row: KnowledgeSourceRow) => void insertSource.run(row),
-    claimLapsed: async (owner, now, until, limit) => claimLapsed.all({ owner, now, until, limit }) as LapsedSource[],
+    claimLapsed: async (owner, now, until, limit, mine = false) => claimLapsed.all({ owner, now, until, limit, mine: mine ? owner : null }) as LapsedSource[],
     writeSources: async (index, writes) => writeSources(own(index), writes),
     markFailed: async (id, generation, error, now) => markFailed(id, generation, error, now),
     dropChunks: async (sourceId) => void deleteChunks.run(sourceId),
