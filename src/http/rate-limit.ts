@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { RateLimitedError } from '../errors.js';
 
 export interface RateLimitOptions {
@@ -102,16 +102,14 @@ export function registerSharedRateLimit(app: FastifyInstance, options: RateLimit
   const windows = new Map<string, SharedWindow>();
 
   function answer(w: SharedWindow, reply: FastifyReply, nowMs: number, done: (err?: Error) => void) {
+    const admitted = w.tokens > 0;
+    if (admitted) w.tokens--;
     const resetSeconds = Math.max(0, Math.ceil((w.resetAtMs - nowMs) / 1000));
     reply.header('ratelimit-limit', max);
+    // Spent by every instance as far as this one knows: handed out, less what it still holds.
     reply.header('ratelimit-remaining', Math.max(0, max - (w.used - w.tokens)));
     reply.header('ratelimit-reset', resetSeconds);
-    if (w.tokens > 0) {
-      w.tokens--;
-      reply.header('ratelimit-remaining', Math.max(0, max - (w.used - w.tokens)));
-      return done();
-    }
-    done(new RateLimitedError(Math.max(1, resetSeconds)));
+    done(admitted ? undefined : new RateLimitedError(Math.max(1, resetSeconds)));
   }
 
   function claim(key: string, w: SharedWindow, nowMs: number): Promise<void> {
@@ -136,7 +134,7 @@ export function registerSharedRateLimit(app: FastifyInstance, options: RateLimit
     return w.claiming;
   }
 
-  function decide(key: string, request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) {
+  function decide(key: string, reply: FastifyReply, done: (err?: Error) => void) {
     const nowMs = now();
     let w = windows.get(key);
     if (w !== undefined && w.resetAtMs <= nowMs && w.claiming === null) {
@@ -153,11 +151,11 @@ export function registerSharedRateLimit(app: FastifyInstance, options: RateLimit
     void claim(key, current, nowMs).then(() => {
       // Another request may have taken what this claim brought: then claim again, unless nothing is left.
       if (current.tokens > 0 || current.exhausted) answer(current, reply, now(), done);
-      else decide(key, request, reply, done);
+      else decide(key, reply, done);
     });
   }
 
   app.addHook('onRequest', (request, reply, done) => {
-    decide(request.principal ? `key:${request.principal.keyId}` : `ip:${request.ip}`, request, reply, done);
+    decide(request.principal ? `key:${request.principal.keyId}` : `ip:${request.ip}`, reply, done);
   });
 }

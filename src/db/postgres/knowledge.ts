@@ -428,12 +428,6 @@ export function createPostgresKnowledge(db: PostgresDb, options: SqliteSearchInd
   }
 
   /**
-   * BM25 of one-term phrases (the usual query), ranked by the server: only the best rows come back,
-   * not every posting. The server's sum runs in its own order, so near-equal scores could swap; the
-   * candidates (twice the limit and more) are scored again here in FTS5's order (bm25.ts) and cut
-   * to the limit. One statement, so hits, totals and postings are of one snapshot.
-   */
-  /**
    * The keyword statement per filter shape, prepared by name (planning it anew for every search cost
    * the server more than running it). The postings carry their chunk's workspace, scope and length
    * (migration 016), so a query's postings are an index-only read per term within the workspace,
