@@ -21,14 +21,14 @@ const RATE_LIMIT = 1_000;
 describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database', () => {
   const adminKey = generateKeySecret();
   const secret = crypto.randomBytes(32).toString('base64');
-  const dirs = [tempDir('switchboard-instance-a-'), tempDir('switchboard-instance-b-'), tempDir('switchboard-instance-c-')];
+  const dirs = [tempDir('switchboard-instance-a-'), tempDir('switchboard-instance-b-'), tempDir('switchboard-instance-c-'), tempDir('switchboard-instance-d-')];
   const killers: Array<() => void> = [];
   let database: TestDatabase;
   let a: BuiltServer;
   let b: BuiltServer;
 
-  const start = (dataDir: string) => {
-    const servers = builtServers({ dataDir, adminKey, env: { SWITCHBOARD_DATABASE_URL: database.url, SWITCHBOARD_SECRET: secret, SWITCHBOARD_DATABASE_POOL: '3', SWITCHBOARD_RATE_LIMIT: String(RATE_LIMIT), ...INSTANCE_ENV } });
+  const start = (dataDir: string, env: Record<string, string> = {}) => {
+    const servers = builtServers({ dataDir, adminKey, env: { SWITCHBOARD_DATABASE_URL: database.url, SWITCHBOARD_SECRET: secret, SWITCHBOARD_DATABASE_POOL: '3', SWITCHBOARD_RATE_LIMIT: String(RATE_LIMIT), ...INSTANCE_ENV, ...env } });
     killers.push(servers.killAll);
     return servers.serve();
   };
@@ -36,7 +36,7 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
   beforeAll(async () => {
     database = await createTestDatabase();
     // Started together: the migrations run once, under their lock, whichever instance takes it.
-    const [first, second] = await Promise.all(dirs.slice(0, 2).map(start));
+    const [first, second] = await Promise.all(dirs.slice(0, 2).map((dir) => start(dir)));
     a = first!;
     b = second!;
   }, 60_000);
@@ -161,35 +161,67 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
     expect((await call(a, 'GET', '/personas', next)).status).toBe(200);
   });
 
-  it('a source whose instance is killed mid-processing is finished by another', async () => {
-    // The document server holds the first fetch (the doomed instance's) and answers every later one.
+  /** A document server on 127.0.0.1 that holds the first fetch (the doomed instance's) and answers every later one. */
+  async function documentServer() {
     const fetches: string[] = [];
     const held: http.ServerResponse[] = [];
-    const documents = http.createServer((req, res) => {
+    const server = http.createServer((req, res) => {
       fetches.push(req.url ?? '');
       if (fetches.length === 1) return void held.push(res);
       res.writeHead(200, { 'content-type': 'text/plain' }).end('Wombats leave cube-shaped droppings, which stay where they are put.');
     });
-    await new Promise<void>((resolve) => documents.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return {
+      fetches,
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/wombats.txt`,
+      close: () => {
+        for (const res of held) res.destroy();
+        return new Promise<void>((resolve) => server.close(() => resolve()));
+      },
+    };
+  }
+
+  /** Accepts a URL source on `server` and resolves once `server` is fetching it (held there). */
+  async function sourceBeingFetched(server: BuiltServer, documents: Awaited<ReturnType<typeof documentServer>>): Promise<string> {
+    const created = await call(server, 'POST', '/knowledge', adminKey, { kind: 'url', url: documents.url });
+    expect(created.status).toBe(202);
+    await expect.poll(() => documents.fetches.length, { timeout: PROPAGATION_WAIT_MS }).toBe(1);
+    return ((await created.json()) as { id: string }).id;
+  }
+
+  const sourceStatus = async (id: string) => ((await (await call(b, 'GET', `/knowledge/${id}`, adminKey)).json()) as { status: string }).status;
+
+  it('a source whose instance is killed mid-processing is finished by another', async () => {
+    const documents = await documentServer();
     try {
       const c = await start(dirs[2]!);
-      const url = `http://127.0.0.1:${(documents.address() as AddressInfo).port}/wombats.txt`;
-      const created = await call(c, 'POST', '/knowledge', adminKey, { kind: 'url', url });
-      expect(created.status).toBe(202);
-      const { id } = (await created.json()) as { id: string };
-      await expect.poll(() => fetches.length, { timeout: PROPAGATION_WAIT_MS }).toBe(1);
+      const id = await sourceBeingFetched(c, documents);
       c.child.kill('SIGKILL');
       await c.exited;
 
       // Its lease (3 s) lapses unrenewed; A or B takes the source over and fetches the document again.
-      const status = async () => ((await (await call(b, 'GET', `/knowledge/${id}`, adminKey)).json()) as { status: string }).status;
-      await expect.poll(status, { timeout: 20_000, interval: 100 }).toBe('ready');
-      expect(fetches).toHaveLength(2);
+      await expect.poll(() => sourceStatus(id), { timeout: 20_000, interval: 100 }).toBe('ready');
+      expect(documents.fetches).toHaveLength(2);
       const found = (await (await call(a, 'GET', '/knowledge/search?q=wombats%20cube&mode=keyword', adminKey)).json()) as { data: Array<{ sourceId: string }> };
       expect(found.data.map((hit) => hit.sourceId)).toContain(id);
     } finally {
-      for (const res of held) res.destroy();
-      await new Promise<void>((resolve) => documents.close(() => resolve()));
+      await documents.close();
+    }
+  }, 40_000);
+
+  it('a draining instance hands its sources over at once, long before their leases would lapse', async () => {
+    const documents = await documentServer();
+    try {
+      // Its leases hold two minutes: only the hand-over at SIGTERM lets another finish within the wait below.
+      const d = await start(dirs[3]!, { SWITCHBOARD_LEASE_SECONDS: '120' });
+      const id = await sourceBeingFetched(d, documents);
+      d.child.kill('SIGTERM');
+      await d.exited;
+      expect(d.child.exitCode).toBe(0);
+      await expect.poll(() => sourceStatus(id), { timeout: 20_000, interval: 100 }).toBe('ready');
+      expect(documents.fetches).toHaveLength(2);
+    } finally {
+      await documents.close();
     }
   }, 40_000);
 });
