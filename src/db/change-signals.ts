@@ -52,25 +52,30 @@ export function localChangeSignals(): ChangeSignals {
   };
 }
 
-/** Many instances on one PostgreSQL database: the `change_signals` rows, read every `pollMs`. */
-export function sharedChangeSignals(db: Kysely<Database>, logger: Logger, { pollMs = POLL_MS } = {}): ChangeSignals {
+/**
+ * Many instances on one PostgreSQL database: the `change_signals` rows, read every `pollMs`. The
+ * first read happens here, before the instance serves anything: it learns where each topic stands
+ * while no cache holds a row yet. (Read by the first poll instead, a change made by another
+ * instance between this one's first request and that read was taken for the starting point, and a
+ * key revoked then stayed cached here for the cache's whole lifetime.)
+ */
+export async function sharedChangeSignals(db: Kysely<Database>, logger: Logger, { pollMs = POLL_MS } = {}): Promise<ChangeSignals> {
   const h = handlers();
   /** The sequence of each topic as last read; a topic that first appears counts as moved. */
   const seen = new Map<string, number>();
-  let first = true;
   let closed = false;
   let failing = false;
   let reading: Promise<void> | undefined;
 
+  const readRows = () => db.selectFrom('change_signals').select(['topic', 'seq']).execute();
+  for (const { topic, seq } of await readRows()) seen.set(topic, seq);
+
   async function read() {
-    const rows = await db.selectFrom('change_signals').select(['topic', 'seq']).execute();
-    for (const { topic, seq } of rows) {
+    for (const { topic, seq } of await readRows()) {
       const before = seen.get(topic);
       seen.set(topic, seq);
-      // The first read only learns where each topic stands: nothing is cached yet.
-      if (!first && before !== seq) h.run(topic);
+      if (before !== seq) h.run(topic);
     }
-    first = false;
   }
 
   const timer = setInterval(() => {

@@ -122,7 +122,13 @@ async function openPostgresBackend(database: NonNullable<Config['database']>, lo
     await db.close();
     throw err;
   }
-  const signals = sharedChangeSignals(db.kysely, logger);
+  let signals: Awaited<ReturnType<typeof sharedChangeSignals>>;
+  try {
+    signals = await sharedChangeSignals(db.kysely, logger);
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
   return {
     db,
     migrated,
