@@ -30,12 +30,37 @@ export interface Database {
   openai_threads: OpenAiThreadsTable;
   change_signals: ChangeSignalsTable;
   rate_windows: RateWindowsTable;
+  mcp_sessions: McpSessionsTable;
+  oauth_pending: OAuthPendingTable;
 }
 
 /** Migration 015: per topic, a sequence bumped after every change an in-memory cache may hold (change-signals.ts). */
 export interface ChangeSignalsTable {
   topic: string;
   seq: number;
+}
+
+/** Migration 019: an MCP Streamable HTTP session, continued by whichever instance a request reaches. */
+export interface McpSessionsTable {
+  id: string;
+  /** The key id, or `keyId/grantId` for an OAuth client. */
+  owner: string;
+  protocol_version: string;
+  /** JSON: the initialize request's `clientInfo` and `capabilities`. */
+  client: string;
+  created_at: string;
+  last_seen_ms: number;
+}
+
+/** Migration 019: an OAuth authorization request waiting for the person's answer. */
+export interface OAuthPendingTable {
+  id: string;
+  /** SHA-256 (hex) of the consent form's CSRF token. */
+  csrf_hash: string;
+  /** JSON: client, redirect URI, state, PKCE challenge, resource, scopes. */
+  request: string;
+  expires_ms: number;
+  attempts: number;
 }
 
 /** Migration 017: a rate-limit window shared by the instances on one PostgreSQL database. */

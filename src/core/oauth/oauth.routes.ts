@@ -215,7 +215,7 @@ export function oauthRoutes(ctx: AppContext, base: () => string): FastifyPluginA
           if (!scopes || !scopes.includes('read')) return fail('invalid_scope', 'scope must be "read" or "read write".');
           if (param('request') !== undefined || param('request_uri') !== undefined) return fail('request_not_supported', 'Request objects are not supported.');
 
-          const entry = oauth.startPending({ client, redirectUri, state, codeChallenge: challenge, resource, scopes });
+          const entry = await oauth.startPending({ client, redirectUri, state, codeChallenge: challenge, resource, scopes });
           const cookie = [`${cookieName(entry.id)}=${entry.csrf}`, 'Path=/', 'HttpOnly', 'SameSite=Strict', `Max-Age=${PENDING_TTL_MS / 1000}`];
           if (secureCookies()) cookie.push('Secure');
           reply.header('set-cookie', cookie.join('; '));
@@ -238,20 +238,21 @@ export function oauthRoutes(ctx: AppContext, base: () => string): FastifyPluginA
           const body = request.body;
           const id = body.request_id ?? '';
           const csrf = body.csrf_token ?? '';
-          const entry = /^[0-9A-Za-z]{32}$/.test(id) ? oauth.findPending(id, csrf) : null;
+          const entry = /^[0-9A-Za-z]{32}$/.test(id) ? await oauth.findPending(id, csrf) : null;
           const cookie = entry ? cookieValue(request.headers.cookie, cookieName(entry.id)) : undefined;
-          if (!entry || cookie !== csrf) {
-            return sendPage(reply, 403, errorPage('This form cannot be used', 'It expired, was already answered, or was not sent from the page this server showed. Start connecting again from your application.'));
-          }
+          const unusable = () =>
+            sendPage(reply, 403, errorPage('This form cannot be used', 'It expired, was already answered, or was not sent from the page this server showed. Start connecting again from your application.'));
+          if (!entry || cookie !== csrf) return unusable();
           const clear = `${cookieName(entry.id)}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0${secureCookies() ? '; Secure' : ''}`;
           if (body.decision === 'deny') {
-            oauth.deny(entry);
+            await oauth.deny(entry);
             reply.header('set-cookie', clear);
             return redirectBack(reply, 303, entry.redirectUri, { error: 'access_denied', error_description: 'The request was denied.', state: entry.state });
           }
           if (body.decision !== 'allow') return renderConsent(reply, 400, entry, 'Choose Allow or Deny.');
           const chosen = parseScope(body.scope) ?? ['read'];
           const result = await oauth.approve(entry, body.api_key ?? '', chosen);
+          if ('answered' in result) return unusable();
           if ('code' in result) {
             reply.header('set-cookie', clear);
             return redirectBack(reply, 303, entry.redirectUri, { code: result.code, state: entry.state });

@@ -112,7 +112,6 @@ export interface OAuthServiceDeps {
 }
 
 export function createOAuthService({ store, auth, clock, ids, metadataDocuments }: OAuthServiceDeps) {
-  const pending = new Map<string, PendingAuthorization>();
   const touched = new Map<string, number>();
   const nowIso = () => clock.now().toISOString();
   const later = (seconds: number) => new Date(clock.now().getTime() + seconds * 1000).toISOString();
@@ -151,12 +150,6 @@ export function createOAuthService({ store, auth, clock, ids, metadataDocuments 
     return { access_token: access, token_type: 'Bearer', expires_in: ACCESS_TTL_S, refresh_token: refresh, scope };
   }
 
-  function sweepPending() {
-    const now = clock.now().getTime();
-    for (const [id, p] of pending) if (p.expiresAtMs <= now) pending.delete(id);
-    if (pending.size >= PENDING_MAX) pending.delete(pending.keys().next().value as string);
-  }
-
   return {
     /** RFC 7591: registers a public client; answers its client information (no secret). */
     async registerClient(body: unknown) {
@@ -190,47 +183,58 @@ export function createOAuthService({ store, auth, clock, ids, metadataDocuments 
       };
     },
 
-    /** Keeps a checked authorization request until the person answers (or it expires). */
-    startPending(request: Omit<PendingAuthorization, 'id' | 'csrf' | 'expiresAtMs' | 'attempts'>): PendingAuthorization {
-      sweepPending();
-      const entry: PendingAuthorization = {
-        ...request,
-        id: randomBase62(32),
-        csrf: randomBase62(43),
-        expiresAtMs: clock.now().getTime() + PENDING_TTL_MS,
-        attempts: 0,
-      };
-      pending.set(entry.id, entry);
+    /**
+     * Keeps a checked authorization request until the person answers (or it expires), in the
+     * database: the consent page one instance served may be answered through another (API.md §13).
+     */
+    async startPending(request: Omit<PendingAuthorization, 'id' | 'csrf' | 'expiresAtMs' | 'attempts'>): Promise<PendingAuthorization> {
+      const now = clock.now().getTime();
+      const entry: PendingAuthorization = { ...request, id: randomBase62(32), csrf: randomBase62(43), expiresAtMs: now + PENDING_TTL_MS, attempts: 0 };
+      const { client, redirectUri, state, codeChallenge, resource, scopes } = entry;
+      await store.insertPending(
+        {
+          id: entry.id,
+          csrf_hash: sha256(entry.csrf),
+          request: JSON.stringify({ client, redirectUri, state, codeChallenge, resource, scopes }),
+          expires_ms: entry.expiresAtMs,
+          attempts: 0,
+        },
+        now,
+        PENDING_MAX,
+      );
       return entry;
     },
 
     /** The pending request with this id and CSRF token (both given, both equal), or null. */
-    findPending(id: string, csrf: string): PendingAuthorization | null {
-      const entry = pending.get(id);
-      if (!entry || entry.expiresAtMs <= clock.now().getTime()) return null;
-      return constantEqual(entry.csrf, csrf) ? entry : null;
+    async findPending(id: string, csrf: string): Promise<PendingAuthorization | null> {
+      const row = await store.findPending(id);
+      if (!row || row.expires_ms <= clock.now().getTime() || !constantEqual(row.csrf_hash, sha256(csrf))) return null;
+      const request = JSON.parse(row.request) as Omit<PendingAuthorization, 'id' | 'csrf' | 'expiresAtMs' | 'attempts'>;
+      return { ...request, id: row.id, csrf, expiresAtMs: row.expires_ms, attempts: row.attempts };
     },
 
     /** The person said no: the request is gone. */
-    deny(entry: PendingAuthorization) {
-      pending.delete(entry.id);
+    async deny(entry: PendingAuthorization): Promise<void> {
+      await store.deletePending(entry.id);
     },
 
     /**
      * The person said yes with an API key: creates the grant (scope = chosen ∩ asked ∩ the key's)
      * and a code. `null` when the key is not an active key's current secret (the page asks again,
-     * a few times at most).
+     * a few times at most, counted across instances). A request answered twice at once (two
+     * instances) gives one code: the other answer finds it gone.
      */
-    async approve(entry: PendingAuthorization, apiKey: string, chosen: OAuthScope[]): Promise<{ code: string } | { retry: boolean; keyScopes?: Scope[] }> {
+    async approve(entry: PendingAuthorization, apiKey: string, chosen: OAuthScope[]): Promise<{ code: string } | { retry: boolean; keyScopes?: Scope[] } | { answered: true }> {
       const key = await auth.authenticateCurrent(apiKey.trim());
       if (!key) {
-        entry.attempts += 1;
-        if (entry.attempts >= PENDING_ATTEMPTS) pending.delete(entry.id);
-        return { retry: entry.attempts < PENDING_ATTEMPTS };
+        const attempts = (await store.failPending(entry.id)) ?? PENDING_ATTEMPTS;
+        entry.attempts = attempts;
+        if (attempts >= PENDING_ATTEMPTS) await store.deletePending(entry.id);
+        return { retry: attempts < PENDING_ATTEMPTS };
       }
       const scopes = chosen.filter((s) => entry.scopes.includes(s) && hasScope(key.scopes, s));
       if (!scopes.includes('read')) return { retry: true, keyScopes: key.scopes };
-      pending.delete(entry.id);
+      if (!(await store.deletePending(entry.id))) return { answered: true };
       const grantId = ids('grt');
       const scope = scopeText(scopes);
       await store.insertGrant({

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Database, OAuthCodesTable, OAuthGrantsTable, OAuthTokensTable } from '../../db/schema.js';
+import type { Database, OAuthCodesTable, OAuthGrantsTable, OAuthPendingTable, OAuthTokensTable } from '../../db/schema.js';
 import { type PageRequest, paginate } from '../../lib/pagination.js';
 
 /** SQL for OAuth clients, grants, codes and tokens. Codes and tokens are found by the hash of their value. */
@@ -9,6 +9,30 @@ export function createOAuthStore(db: Kysely<Database>) {
       db.insertInto('oauth_clients').values(row).execute(),
     findClient: (clientId: string) =>
       db.selectFrom('oauth_clients').selectAll().where('client_id', '=', clientId).executeTakeFirst(),
+
+    /** Keeps an authorization request waiting for its answer: drops the expired ones, and the oldest beyond `max`. */
+    insertPending: async (row: OAuthPendingTable, nowMs: number, max: number) => {
+      await db.deleteFrom('oauth_pending').where('expires_ms', '<=', nowMs).execute();
+      const { n } = await db.selectFrom('oauth_pending').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      if (Number(n) >= max) {
+        await db
+          .deleteFrom('oauth_pending')
+          .where('id', 'in', db.selectFrom('oauth_pending').select('id').orderBy('expires_ms').limit(Number(n) - max + 1))
+          .execute();
+      }
+      await db.insertInto('oauth_pending').values(row).execute();
+    },
+    findPending: (id: string) => db.selectFrom('oauth_pending').selectAll().where('id', '=', id).executeTakeFirst(),
+    /** Counts a wrong answer; the attempts made so far, or null when the request is gone. */
+    failPending: async (id: string) => {
+      const row = await db.updateTable('oauth_pending').set((eb) => ({ attempts: eb('attempts', '+', 1) })).where('id', '=', id).returning('attempts').executeTakeFirst();
+      return row ? Number(row.attempts) : null;
+    },
+    /** Ends a request; false when another answer (on any instance) ended it first. */
+    deletePending: async (id: string) => {
+      const result = await db.deleteFrom('oauth_pending').where('id', '=', id).executeTakeFirst();
+      return result.numDeletedRows === 1n;
+    },
 
     insertGrant: (row: OAuthGrantsTable) => db.insertInto('oauth_grants').values(row).execute(),
     findGrant: (id: string) => db.selectFrom('oauth_grants').selectAll().where('id', '=', id).executeTakeFirst(),

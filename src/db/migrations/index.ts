@@ -19,6 +19,7 @@ import * as m015 from './015-change-signals.js';
 import * as m016 from './016-postgres-postings-keys.js';
 import * as m017 from './017-rate-windows.js';
 import * as m018 from './018-source-leases.js';
+import * as m019 from './019-shared-sessions.js';
 
 /** A step of the one chain both backends run; it branches on the dialect only through its type helpers. */
 interface DialectMigration {
@@ -45,6 +46,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '016-postgres-postings-keys': m016,
   '017-rate-windows': m017,
   '018-source-leases': m018,
+  '019-shared-sessions': m019,
 };
 
 /**
