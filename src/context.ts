@@ -43,6 +43,7 @@ import { createToolHub, type ToolHub } from './core/tools/tool-hub.js';
 import { createToolsService } from './core/tools/tools.service.js';
 import { createToolsStore } from './core/tools/tools.store.js';
 import { createVault } from './core/tools/vault.js';
+import type { ChangeSignals } from './db/change-signals.js';
 import type { Db } from './db/database.js';
 import type { ChangeCounters } from './http/response-cache.js';
 import { type Backend, databaseFile, openBackend } from './db/open.js';
@@ -68,6 +69,8 @@ export interface AppContext {
   sqlite(): Db;
   /** What tells the response cache the database is unchanged; null: no response cache (PostgreSQL). */
   changeCounters: ChangeCounters | null;
+  /** Tells the caches of every instance on the database that rows they hold changed (change-signals.ts). */
+  signals: ChangeSignals;
   /** The rate limit's budget shared by every instance on the database, or null (SQLite: one process, counted in memory). */
   rateClaims: RateClaims | null;
   clock: Clock;
@@ -297,6 +300,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     db,
     changeCounters: backend.changeCounters,
     rateClaims: backend.rateClaims,
+    signals: backend.signals,
     sqlite() {
       if (db.kind !== 'sqlite') throw new Error('This instance stores its data in PostgreSQL, not SQLite.');
       return db;

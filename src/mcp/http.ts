@@ -2,10 +2,18 @@
  * MCP over Streamable HTTP at `/mcp` (API.md §10). The bearer key and rate limit are the API's own
  * hooks; here: DNS-rebinding checks (Host, Origin), one `McpServer` + transport per session bound
  * to the key that opened it (never shared: CVE-2026-25536), a 403 before a tool that needs a scope
- * the key lacks, and sessions that end on DELETE, when idle, and at shutdown.
+ * the key lacks, and sessions that end on DELETE and when idle.
+ *
+ * A session is a row of `mcp_sessions` (migration 019), not a process's memory (API.md §13): a
+ * request whose session this instance does not hold (it was opened on another instance, or before
+ * this one restarted) takes it up here, with a server and transport of its own initialized from the
+ * parameters the client first sent. Every request marks its session used in the same statement that
+ * checks it is still open, so a session ended through one instance is over on all at once, and the
+ * per-key cap and the idle expiry count every instance's sessions.
  */
 import { randomUUID } from 'node:crypto';
-import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { getRequestListener } from '@hono/node-server';
+import type { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -15,21 +23,30 @@ import { hasScope, type Scope } from '../core/auth/keys.js';
 import { AppError, ForbiddenError, NotFoundError, UnavailableError, ValidationError } from '../errors.js';
 import { principalOf } from '../http/auth-hooks.js';
 import { mcpErrorResponse, withErrors } from '../http/openapi.js';
+import { createMcpSessionStore } from './session-store.js';
 
 export interface McpHttpOptions {
-  /** Sessions unused this long are closed (default 30 min). */
+  /** Sessions unused this long end (default 30 min). */
   idleMs?: number;
-  /** Open sessions at most; an initialize beyond → 503 (default 1,000). */
+  /** Sessions this instance holds at most; an initialize or a take-over beyond → 503 (default 1,000). */
   maxSessions?: number;
-  /** Open sessions per key; a new one beyond closes that key's least recently used (default 20). */
+  /** Open sessions per key, on all instances; a new one beyond ends that key's least recently used (default 20). */
   maxSessionsPerKey?: number;
 }
 
-interface Session {
+/** A session this instance holds: its server and transport. */
+interface Held {
   /** The key that opened it, or `key/grant` for an OAuth client: a session is never shared between them. */
-  keyId: string;
-  transport: StreamableHTTPServerTransport;
+  owner: string;
+  transport: WebStandardStreamableHTTPServerTransport;
   lastSeen: number;
+}
+
+/** What `initialize` carried: replayed to the server of an instance that takes the session up. */
+interface InitializeParams {
+  protocolVersion: string;
+  capabilities: unknown;
+  clientInfo: unknown;
 }
 
 const LOOPBACK_HOSTS = ['localhost', '127.0.0.1', '[::1]', '::1'];
@@ -91,7 +108,7 @@ function checkToolScopes(principal: Principal, body: unknown, toolScope: (name: 
 
 interface McpModules {
   server: typeof import('./server.js');
-  sdk: typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js');
+  sdk: typeof import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js');
   types: typeof import('@modelcontextprotocol/sdk/types.js');
 }
 let mcpModules: Promise<McpModules> | undefined;
@@ -101,7 +118,7 @@ let mcpModules: Promise<McpModules> | undefined;
  * a core's ~0.3 s of imports, loaded at the first /mcp request rather than at every start (issue 23).
  */
 function loadMcp(): Promise<McpModules> {
-  mcpModules ??= Promise.all([import('./server.js'), import('@modelcontextprotocol/sdk/server/streamableHttp.js'), import('@modelcontextprotocol/sdk/types.js')]).then(
+  mcpModules ??= Promise.all([import('./server.js'), import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'), import('@modelcontextprotocol/sdk/types.js')]).then(
     ([server, sdk, types]) => ({ server, sdk, types }),
   );
   return mcpModules;
@@ -113,47 +130,121 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
   const idleMs = options.idleMs ?? 30 * 60_000;
   const maxSessions = options.maxSessions ?? 1_000;
   const maxPerKey = options.maxSessionsPerKey ?? 20;
-  const sessions = new Map<string, Session>();
+  const store = createMcpSessionStore(ctx.db.kysely);
+  const held = new Map<string, Held>();
+  /** Take-overs under way: two requests of one session arriving together take it up once. */
+  const adopting = new Map<string, Promise<Held>>();
   const guard = rebindingGuard(ctx.config);
+  /** Milliseconds, strictly increasing here: sessions used in one millisecond still order by use (the per-key cap ends the least recent). */
+  let last = 0;
+  const now = () => (last = Math.max(ctx.clock.now().getTime(), last + 1));
 
-  async function closeSession(id: string) {
-    const session = sessions.get(id);
+  /** Lets go of a session here (its streams close); it goes on in the database unless ended there. */
+  async function release(id: string) {
+    const session = held.get(id);
     if (!session) return;
-    sessions.delete(id);
+    held.delete(id);
     await session.transport.close().catch((err: unknown) => ctx.logger.warn({ err }, 'closing an MCP session failed'));
   }
 
-  async function openSession(principal: Principal): Promise<StreamableHTTPServerTransport> {
-    // One key cannot take every session: a client that leaks sessions loses its own oldest.
-    const owner = ownerOf(principal);
-    const own = [...sessions].filter(([, s]) => s.keyId === owner).sort(([, a], [, b]) => a.lastSeen - b.lastSeen);
-    if (own.length >= maxPerKey) await closeSession(own[0]![0]);
-    if (sessions.size >= maxSessions) throw new UnavailableError(`Too many open MCP sessions (${maxSessions}); retry later.`);
+  /** Sessions ended on any instance (DELETE, the per-key cap, idle expiry) are let go of here too. */
+  let checking: Promise<void> | undefined;
+  async function releaseEnded() {
+    const ids = [...held.keys()];
+    if (ids.length === 0) return;
+    const open = await store.stillOpen(ids);
+    await Promise.all(ids.filter((id) => !open.has(id)).map(release));
+  }
+  ctx.signals.onChange('mcp-sessions', () => {
+    checking ??= releaseEnded()
+      .catch((err: unknown) => ctx.logger.warn({ err }, 'checking MCP sessions failed'))
+      .finally(() => (checking = undefined));
+  });
+
+  /** A server and transport for session `id` here; `opened` runs once the transport has accepted the client's initialize. */
+  async function serve(principal: Principal, id: string, opened?: () => Promise<void>): Promise<Held> {
+    if (held.size >= maxSessions) throw new UnavailableError(`Too many open MCP sessions (${maxSessions}); retry later.`);
     const { server, sdk } = await loadMcp();
-    const transport = new sdk.StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => void sessions.set(id, { keyId: owner, transport, lastSeen: Date.now() }),
-      onsessionclosed: (id) => void sessions.delete(id),
+    const transport = new sdk.WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: () => id,
+      ...(opened ? { onsessioninitialized: opened } : {}),
+      onsessionclosed: async () => {
+        // DELETE: the session is over on every instance.
+        if (await store.end(id)) await ctx.signals.changed('mcp-sessions');
+      },
     });
     transport.onclose = () => {
-      if (transport.sessionId) sessions.delete(transport.sessionId);
+      if (held.get(id)?.transport === transport) held.delete(id);
     };
     await server.createMcpServer(ctx, principal).connect(transport);
-    return transport;
+    const session: Held = { owner: ownerOf(principal), transport, lastSeen: now() };
+    held.set(id, session);
+    return session;
   }
 
-  /** The transport this request belongs to: its session's, or a new one for an initialize. */
-  async function transportFor(request: FastifyRequest, principal: Principal): Promise<StreamableHTTPServerTransport> {
+  /** A new session: the row is written once the transport accepted the initialize, before the answer leaves. */
+  async function open(principal: Principal, params: InitializeParams): Promise<Held> {
+    const id = randomUUID();
+    return serve(principal, id, async () => {
+      const ended = await store.open(
+        { id, owner: ownerOf(principal), protocol_version: params.protocolVersion, client: JSON.stringify(params), created_at: ctx.clock.now().toISOString(), last_seen_ms: now() },
+        maxPerKey,
+      );
+      // One key cannot take every session: a client that leaks sessions loses its own oldest, wherever they are held.
+      if (ended.length > 0) await ctx.signals.changed('mcp-sessions');
+    });
+  }
+
+  /** Takes up a session another instance (or this one before a restart) opened: initializes a server here as the client did. */
+  async function adopt(principal: Principal, id: string, params: InitializeParams): Promise<Held> {
+    const session = await serve(principal, id);
+    const post = (body: unknown, headers: Record<string, string> = {}) =>
+      session.transport.handleRequest(
+        new Request('http://localhost/mcp', {
+          method: 'POST',
+          headers: { accept: 'application/json, text/event-stream', 'content-type': 'application/json', ...headers },
+          body: JSON.stringify(body),
+        }),
+      );
+    const init = await post({ jsonrpc: '2.0', id: 0, method: 'initialize', params });
+    await init.text();
+    const ready = await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, { 'mcp-session-id': id });
+    await ready.text();
+    if (!init.ok || !ready.ok) {
+      await release(id);
+      throw new Error(`Taking up MCP session ${id} failed (${init.status}, ${ready.status}).`);
+    }
+    return session;
+  }
+
+  /** The session this request belongs to: held here, taken up from the database, or new for an initialize. */
+  async function sessionFor(request: FastifyRequest, principal: Principal): Promise<Held> {
     const sessionId = request.headers['mcp-session-id'];
     if (typeof sessionId === 'string') {
-      const session = sessions.get(sessionId);
       // Another key's session is answered like a missing one: a session id is not a credential.
-      if (!session || session.keyId !== ownerOf(principal)) throw new NotFoundError('MCP session', sessionId.slice(0, 64));
-      session.lastSeen = Date.now();
-      return session.transport;
+      const row = sessionId.length <= 64 ? await store.use(sessionId, ownerOf(principal), now(), now() - idleMs) : undefined;
+      if (!row) {
+        await release(sessionId);
+        throw new NotFoundError('MCP session', sessionId.slice(0, 64));
+      }
+      const local = held.get(sessionId);
+      if (local) {
+        local.lastSeen = now();
+        return local;
+      }
+      let taking = adopting.get(sessionId);
+      if (!taking) {
+        taking = adopt(principal, sessionId, JSON.parse(row.client) as InitializeParams).finally(() => adopting.delete(sessionId));
+        adopting.set(sessionId, taking);
+      }
+      return taking;
     }
     const { types } = await loadMcp();
-    if (request.method === 'POST' && messagesOf(request.body).some((m) => types.isInitializeRequest(m))) return openSession(principal);
+    const init = request.method === 'POST' ? messagesOf(request.body).find((m) => types.isInitializeRequest(m)) : undefined;
+    if (init) {
+      const { protocolVersion, capabilities, clientInfo } = (init as { params: InitializeParams }).params;
+      return open(principal, { protocolVersion, capabilities, clientInfo });
+    }
     throw new ValidationError('Send an initialize request first, then the Mcp-Session-Id header it answers with.', [
       { path: 'mcp-session-id', message: 'is required after initialization' },
     ]);
@@ -163,24 +254,33 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
     const principal = principalOf(request);
     const { server } = await loadMcp();
     if (request.method === 'POST') checkToolScopes(principal, request.body, server.toolScope);
-    const transport = await transportFor(request, principal);
+    const session = await sessionFor(request, principal);
     // The response leaves through the SDK: keep the headers the hooks set (request id, rate limit, CORS).
     for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value);
     reply.hijack();
+    const listener = getRequestListener((webRequest) => session.transport.handleRequest(webRequest, { parsedBody: request.body }), { overrideGlobalObjects: false });
     try {
-      await transport.handleRequest(request.raw, reply.raw, request.body);
+      await listener(request.raw, reply.raw);
     } catch (err) {
       request.log.error({ err }, 'MCP transport failed');
       if (!reply.raw.headersSent) {
         reply.raw.writeHead(500, { 'content-type': 'application/problem+json' });
         reply.raw.end(JSON.stringify({ type: 'https://switchboard.dev/errors/internal', title: 'Internal server error', status: 500, code: 'internal', detail: 'The MCP request failed.', requestId: request.id }));
       } else reply.raw.end();
+    } finally {
+      // An initialize the transport refused (a batch of two, say) opened nothing: let its server go.
+      if (session.transport.sessionId === undefined) for (const [id, s] of held) if (s === session) await release(id);
     }
   }
 
+  // Idle sessions end: those held here are let go of, and the rows of every instance's are deleted (idempotent, any instance may).
   const sweep = setInterval(() => {
-    const cutoff = Date.now() - idleMs;
-    for (const [id, session] of sessions) if (session.lastSeen < cutoff) void closeSession(id);
+    const cutoff = now() - idleMs;
+    for (const [id, session] of held) if (session.lastSeen < cutoff) void release(id);
+    void store
+      .endIdle(cutoff)
+      .then((n) => (n > 0 ? ctx.signals.changed('mcp-sessions') : undefined))
+      .catch((err: unknown) => ctx.logger.warn({ err }, 'ending idle MCP sessions failed'));
   }, Math.min(idleMs, 60_000));
   sweep.unref();
 
@@ -223,9 +323,10 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
 
   return async (app) => {
     app.addHook('onRequest', async (request) => guard(request));
+    // At shutdown the sessions held here close their streams but stay open: the client continues on another instance, or here after a restart.
     app.addHook('preClose', async () => {
       clearInterval(sweep);
-      await Promise.all([...sessions.keys()].map(closeSession));
+      await Promise.all([...held.keys()].map(release));
     });
     const config = { scope: 'read' as const, oauth: true };
     app.post('/mcp', { config, bodyLimit: ctx.config.uploadLimitBytes, schema: schema('POST', 'Send MCP messages') }, handle);

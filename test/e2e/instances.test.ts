@@ -1,15 +1,23 @@
-// API.md §13 (issue 26, first part): two built servers on one real PostgreSQL database, sharing
-// SWITCHBOARD_SECRET, each with its own data directory and port. What one instance changes, the
-// other's caches learn of through the database's change signals (change-signals.ts).
+// API.md §13 (issue 26): two built servers on one real PostgreSQL database, sharing
+// SWITCHBOARD_SECRET, each with its own data directory and port, behind a round-robin proxy with
+// nothing sticky (their public URL). What one instance changes, the other's caches learn of through
+// the database's change signals (change-signals.ts); MCP sessions and OAuth consent live in the
+// database, so a client goes on through whichever instance the proxy picks.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeySecret } from '../../src/core/auth/keys.js';
 import { tempDir } from '../helpers/app.js';
 import { type BuiltServer, builtServers } from '../helpers/built-server.js';
+import { callOk } from '../helpers/mcp.js';
+import { authorize, errorOf, mcpStatus, postForm } from '../helpers/oauth.js';
 import { createTestDatabase, postgresUrl, type TestDatabase } from '../helpers/postgres.js';
+import { type RoundRobinProxy, roundRobinProxy } from '../helpers/round-robin-proxy.js';
 
 /** API.md §13 allows 1 s; the signals are read every 250 ms. The test waits longer so a loaded machine cannot fail it, and prints what it saw. */
 const PROPAGATION_WAIT_MS = 5_000;
@@ -26,24 +34,40 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
   let database: TestDatabase;
   let a: BuiltServer;
   let b: BuiltServer;
+  let proxy: RoundRobinProxy;
 
   const start = (dataDir: string, env: Record<string, string> = {}) => {
-    const servers = builtServers({ dataDir, adminKey, env: { SWITCHBOARD_DATABASE_URL: database.url, SWITCHBOARD_SECRET: secret, SWITCHBOARD_DATABASE_POOL: '3', SWITCHBOARD_RATE_LIMIT: String(RATE_LIMIT), ...INSTANCE_ENV, ...env } });
+    const servers = builtServers({
+      dataDir,
+      adminKey,
+      env: {
+        SWITCHBOARD_DATABASE_URL: database.url,
+        SWITCHBOARD_SECRET: secret,
+        SWITCHBOARD_DATABASE_POOL: '3',
+        SWITCHBOARD_RATE_LIMIT: String(RATE_LIMIT),
+        SWITCHBOARD_PUBLIC_URL: proxy.url,
+        ...INSTANCE_ENV,
+        ...env,
+      },
+    });
     killers.push(servers.killAll);
     return servers.serve();
   };
 
   beforeAll(async () => {
     database = await createTestDatabase();
+    proxy = await roundRobinProxy();
     // Started together: the migrations run once, under their lock, whichever instance takes it.
     const [first, second] = await Promise.all(dirs.slice(0, 2).map((dir) => start(dir)));
     a = first!;
     b = second!;
+    proxy.upstreams.push(a.url, b.url);
   }, 60_000);
 
   afterAll(async () => {
     for (const kill of killers) kill();
     await Promise.all([a?.exited, b?.exited]);
+    await proxy?.close();
     await database?.drop();
     for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
   });
@@ -159,6 +183,98 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
     const ms = await until(a, '/personas', created.key, 401);
     console.log(`rotation on B refused the old secret on A after ${ms.toFixed(0)} ms`);
     expect((await call(a, 'GET', '/personas', next)).status).toBe(200);
+  });
+
+  /** The upstreams the proxy sent the requests logged since `from` to, of those matching `pattern`. */
+  const reached = (from: number, pattern: RegExp) => new Set(proxy.log.slice(from).filter((line) => pattern.test(line)).map((line) => line.split(' → ')[1]));
+
+  /** One raw MCP request at `server` in session `sessionId` (a tools/list), or an initialize without one. */
+  async function mcpRequest(server: BuiltServer | RoundRobinProxy, key: string, sessionId?: string): Promise<Response> {
+    const res = await fetch(`${server.url}/mcp`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${key}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        ...(sessionId ? { 'mcp-session-id': sessionId, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION } : {}),
+      },
+      body: JSON.stringify(
+        sessionId
+          ? { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} }
+          : { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'raw', version: '1' } } },
+      ),
+      signal: AbortSignal.timeout(5_000),
+    });
+    await res.arrayBuffer();
+    return res;
+  }
+
+  it('an MCP session opened through the proxy goes on at whichever instance each request reaches, and ends on both', async () => {
+    const transport = new StreamableHTTPClientTransport(new URL('/mcp', proxy.url), { requestInit: { headers: { authorization: `Bearer ${adminKey}` } } });
+    const client = new Client({ name: 'balanced-client', version: '1.0.0' });
+    const from = proxy.log.length;
+    await client.connect(transport);
+    const sessionId = transport.sessionId!;
+    try {
+      expect((await client.listTools()).tools.map((tool) => tool.name)).toContain('ask_persona');
+      const persona = await callOk(client, 'create_persona', { name: 'Balanced', instructions: 'Answer briefly.' });
+      const read = await client.readResource({ uri: `switchboard://personas/${persona.id}` });
+      expect(JSON.parse((read.contents[0] as { text: string }).text)).toMatchObject({ id: persona.id, name: 'Balanced' });
+      const progress: string[] = [];
+      const result = await client.callTool({ name: 'ask_persona', arguments: { personaId: persona.id, message: 'Where does the ferry leave from?' } }, undefined, {
+        onprogress: (p) => void progress.push(p.message ?? ''),
+      });
+      const response = (result.structuredContent as { response: string }).response;
+      expect(response.length).toBeGreaterThan(0);
+      expect(progress.join('')).toBe(response);
+      // The session's requests went to both instances (the proxy alternates): each took it up.
+      expect(reached(from, /^POST \/mcp/)).toEqual(new Set([a.url, b.url]));
+
+      await transport.terminateSession();
+      // Ended through one instance, it is over on both, for the client and for the instance that held it.
+      for (const server of [a, b]) expect((await mcpRequest(server, adminKey, sessionId)).status).toBe(404);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('the MCP per-key session cap (20) counts the sessions open on both instances', async () => {
+    const { key } = await newKey(a);
+    const open = async (server: BuiltServer) => {
+      const res = await mcpRequest(server, key);
+      expect(res.status).toBe(200);
+      return res.headers.get('mcp-session-id')!;
+    };
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i++) ids.push(await open(i % 2 === 0 ? a : b));
+    // The first, opened on A, used on B: the second (opened on B) is now the least recently used.
+    expect((await mcpRequest(b, key, ids[0])).status).toBe(200);
+    await open(a);
+    for (const server of [a, b]) expect((await mcpRequest(server, key, ids[1])).status).toBe(404);
+    for (const server of [a, b]) expect((await mcpRequest(server, key, ids[0])).status).toBe(200);
+    expect((await mcpRequest(a, key, ids[19])).status).toBe(200);
+  });
+
+  it('OAuth through the proxy: consent answered on another instance than the page, tokens good on both, a refresh token used once across them', async () => {
+    const from = proxy.log.length;
+    const provider = await authorize(proxy.url, adminKey);
+    const page = proxy.log.slice(from).find((line) => line.startsWith('GET /oauth/authorize?'))!.split(' → ')[1];
+    const answer = proxy.log.slice(from).find((line) => line.startsWith('POST /oauth/authorize/consent'))!.split(' → ')[1];
+    expect(answer).not.toBe(page);
+
+    const tokens = provider.saved!;
+    for (const server of [a, b]) expect((await mcpStatus(server.url, tokens.access_token)).status).toBe(200);
+    const refresh = (server: BuiltServer) =>
+      postForm(`${server.url}/oauth/token`, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token!, client_id: provider.client!.client_id });
+    const first = await refresh(a);
+    expect(first.status).toBe(200);
+    const next = (await first.json()) as { access_token: string };
+    for (const server of [a, b]) expect((await mcpStatus(server.url, next.access_token)).status).toBe(200);
+    const replay = await refresh(b);
+    expect(replay.status).toBe(400);
+    expect(await errorOf(replay)).toBe('invalid_grant');
+    // The replay ended the token family: what the first refresh issued is refused on both.
+    for (const server of [a, b]) expect((await mcpStatus(server.url, next.access_token)).status).toBe(401);
   });
 
   /** A document server on 127.0.0.1 that holds the first fetch (the doomed instance's) and answers every later one. */
