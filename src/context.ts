@@ -45,6 +45,7 @@ import { createToolsStore } from './core/tools/tools.store.js';
 import { createVault } from './core/tools/vault.js';
 import type { ChangeSignals } from './db/change-signals.js';
 import type { Db } from './db/database.js';
+import { createLeaseStore } from './db/leases.js';
 import type { ChangeCounters } from './http/response-cache.js';
 import { type Backend, databaseFile, openBackend } from './db/open.js';
 import type { PostgresDb } from './db/postgres/connection.js';
@@ -166,6 +167,9 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   });
   const { db } = backend;
   const cipher = createCipher(loadSecretKey(config.secret, config.dataDir));
+  // This instance among those on the database: its host and data directory (each instance has its
+  // own), the same across its restarts, so a restart takes back at once what a crash left leased.
+  const instanceOwner = `${os.hostname()}:${path.resolve(config.dataDir)}`;
 
   const auth = createAuthService({ store: createAuthStore(db.kysely), clock, ids, signals: backend.signals });
   const personas = createPersonaService({ store: createPersonaStore(db), clock, ids });
@@ -230,9 +234,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     ids,
     logger,
     fetchOptions,
-    // This instance among those on the database: its host and data directory (each instance has its
-    // own), the same across its restarts, so a restart takes back at once what a crash left leased.
-    leases: { owner: `${os.hostname()}:${path.resolve(config.dataDir)}`, ms: config.leaseSeconds * 1000, shared: config.database !== undefined },
+    leases: { owner: instanceOwner, ms: config.leaseSeconds * 1000, shared: config.database !== undefined },
   });
 
   const toolsStore = createToolsStore(db.kysely);
@@ -259,7 +261,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const channelExists: ChannelExists = async (workspaceId, channelId) => (await channelStore.find(workspaceId, channelId)) !== undefined;
   const sessions = createSessionService({ store: chatStore, clock, personas, channelExists });
   const analytics = createAnalyticsService({ store: createAnalyticsStore(db, backend.analytics), personas, channelExists, clock });
-  const inbox = createInbox({ store: channelStore, chat, sessions, clock, logger, recoveryWindowMs: overrides.channels?.recoveryWindowMs });
+  const inbox = createInbox({ store: channelStore, chat, sessions, clock, logger, recoveryWindowMs: overrides.channels?.recoveryWindowMs, owner: instanceOwner });
   const channels = createChannelService({
     store: channelStore,
     inbox,
@@ -273,6 +275,8 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     apiUrls: { slack: config.slackApiUrl, discord: config.discordApiUrl },
     guard: fetchOptions,
     limits: overrides.channels,
+    signals: backend.signals,
+    ...(config.database !== undefined ? { leases: { owner: instanceOwner, ms: config.leaseSeconds * 1000, store: createLeaseStore(db.kysely) } } : {}),
   });
   personas.guardDeletion((workspaceId, personaId) => channels.personaInUse(workspaceId, personaId));
   for (const tool of channelHubTools(channels)) hub.addBuiltin(tool);

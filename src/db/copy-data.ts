@@ -85,7 +85,7 @@ const TABLES = [
  * Tables that hold no data, only coordination between running instances, or what a client redoes in
  * a minute (an MCP session it reopens, a consent page it asks for again): a new database starts without them.
  */
-type NotData = 'change_signals' | 'rate_windows' | 'mcp_sessions' | 'oauth_pending';
+type NotData = 'change_signals' | 'rate_windows' | 'leases' | 'mcp_sessions' | 'oauth_pending';
 
 // A table added to schema.ts without a line above (or in NotData) fails to compile here, rather than being left behind.
 type Uncopied = Exclude<keyof Database, (typeof TABLES)[number]['name'] | NotData>;

@@ -32,12 +32,21 @@ export interface Database {
   rate_windows: RateWindowsTable;
   mcp_sessions: McpSessionsTable;
   oauth_pending: OAuthPendingTable;
+  leases: LeasesTable;
 }
 
 /** Migration 015: per topic, a sequence bumped after every change an in-memory cache may hold (change-signals.ts). */
 export interface ChangeSignalsTable {
   topic: string;
   seq: number;
+}
+
+/** Migration 020: work one instance does at a time (src/db/leases.ts). */
+export interface LeasesTable {
+  name: string;
+  owner: string;
+  until_ms: number;
+  note: string | null;
 }
 
 /** Migration 019: an MCP Streamable HTTP session, continued by whichever instance a request reaches. */
@@ -392,6 +401,8 @@ export interface ChannelInboxTable {
   status: 'pending' | 'answering' | 'answered' | 'failed' | 'expired';
   received_at: string;
   answered_at: string | null;
+  /** Migration 020: the instance that took it to answer (its lease owner), null before. */
+  claimed_by: string | null;
 }
 export type ChannelInboxRow = Selectable<ChannelInboxTable>;
 

@@ -12,11 +12,15 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeySecret } from '../../src/core/auth/keys.js';
+import { type FakeDiscord, startFakeDiscord } from '../fakes/discord-api.js';
+import { ALICE, BOT, FAKE_DISCORD_TOKEN, GENERAL_ID } from '../fakes/discord-fixtures.js';
+import { type FakeSlack, startFakeSlack } from '../fakes/slack-api.js';
+import { eventCallback, messageEvent, nextTs, signSlackRequest } from '../fakes/slack-events.js';
 import { tempDir } from '../helpers/app.js';
 import { type BuiltServer, builtServers } from '../helpers/built-server.js';
 import { callOk } from '../helpers/mcp.js';
 import { authorize, errorOf, mcpStatus, postForm } from '../helpers/oauth.js';
-import { createTestDatabase, postgresUrl, type TestDatabase } from '../helpers/postgres.js';
+import { createTestDatabase, postgresUrl, type TestDatabase, withClient } from '../helpers/postgres.js';
 import { type RoundRobinProxy, roundRobinProxy } from '../helpers/round-robin-proxy.js';
 
 /** API.md §13 allows 1 s; the signals are read every 250 ms. The test waits longer so a loaded machine cannot fail it, and prints what it saw. */
@@ -25,16 +29,20 @@ const PROPAGATION_WAIT_MS = 5_000;
 const INSTANCE_ENV = { SWITCHBOARD_LEASE_SECONDS: '3', SWITCHBOARD_ALLOW_PRIVATE_URLS: '1' };
 /** Requests per minute and key on both instances: high enough for the other tests' polling, each on a key of its own. */
 const RATE_LIMIT = 1_000;
+const SLACK_BOT_TOKEN = 'xoxb-instances-bot';
+const SLACK_SIGNING_SECRET = 'instances-signing-secret';
 
 describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database', () => {
   const adminKey = generateKeySecret();
   const secret = crypto.randomBytes(32).toString('base64');
-  const dirs = [tempDir('switchboard-instance-a-'), tempDir('switchboard-instance-b-'), tempDir('switchboard-instance-c-'), tempDir('switchboard-instance-d-')];
+  const dirs = ['a', 'b', 'c', 'd', 'e'].map((name) => tempDir(`switchboard-instance-${name}-`));
   const killers: Array<() => void> = [];
   let database: TestDatabase;
   let a: BuiltServer;
   let b: BuiltServer;
   let proxy: RoundRobinProxy;
+  let discord: FakeDiscord;
+  let slack: FakeSlack;
 
   const start = (dataDir: string, env: Record<string, string> = {}) => {
     const servers = builtServers({
@@ -46,6 +54,8 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
         SWITCHBOARD_DATABASE_POOL: '3',
         SWITCHBOARD_RATE_LIMIT: String(RATE_LIMIT),
         SWITCHBOARD_PUBLIC_URL: proxy.url,
+        SWITCHBOARD_DISCORD_API_URL: discord.apiUrl,
+        SWITCHBOARD_SLACK_API_URL: slack.apiUrl,
         ...INSTANCE_ENV,
         ...env,
       },
@@ -57,6 +67,8 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
   beforeAll(async () => {
     database = await createTestDatabase();
     proxy = await roundRobinProxy();
+    discord = await startFakeDiscord();
+    slack = await startFakeSlack({ botToken: SLACK_BOT_TOKEN });
     // Started together: the migrations run once, under their lock, whichever instance takes it.
     const [first, second] = await Promise.all(dirs.slice(0, 2).map((dir) => start(dir)));
     a = first!;
@@ -68,6 +80,8 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
     for (const kill of killers) kill();
     await Promise.all([a?.exited, b?.exited]);
     await proxy?.close();
+    await discord?.close();
+    await slack?.close();
     await database?.drop();
     for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
   });
@@ -276,6 +290,95 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
     // The replay ended the token family: what the first refresh issued is refused on both.
     for (const server of [a, b]) expect((await mcpStatus(server.url, next.access_token)).status).toBe(401);
   });
+
+  /** The inbox status of a channel message, read from the shared database. */
+  const inboxStatus = (externalId: string) =>
+    withClient(database.url, async (client) => (await client.query<{ status: string }>('SELECT status FROM channel_inbox WHERE external_id = $1', [externalId])).rows[0]?.status);
+
+  async function newPersona(server: BuiltServer | RoundRobinProxy): Promise<string> {
+    const res = await call(server as BuiltServer, 'POST', '/personas', adminKey, { name: 'Channel persona', instructions: 'Answer briefly.' });
+    expect(res.status).toBe(201);
+    return ((await res.json()) as { id: string }).id;
+  }
+
+  const channelStatus = async (server: BuiltServer, id: string) => ((await (await call(server, 'GET', `/business/channels/${id}`, adminKey)).json()) as { status: string }).status;
+
+  it('a Slack Events API delivery and its retry on the other instance are answered once, after the platform\'s Retry-After', async () => {
+    const personaId = await newPersona(a);
+    // Created through A; B learns of the channel through the change signals.
+    const created = await call(a, 'POST', '/business/channels', adminKey, {
+      type: 'slack',
+      name: 'Balanced Slack',
+      personaId,
+      credentials: { botToken: SLACK_BOT_TOKEN, signingSecret: SLACK_SIGNING_SECRET },
+    });
+    expect(created.status).toBe(201);
+    const { id } = (await created.json()) as { id: string };
+    await expect.poll(() => channelStatus(b, id), { timeout: PROPAGATION_WAIT_MS }).toBe('connected');
+
+    const eventId = `EvBalanced${nextTs().replace('.', '')}`;
+    const raw = JSON.stringify(eventCallback(messageEvent({ text: `<@${slack.botUserId}> when does the ferry leave?`, channel_type: 'im' }), { eventId, botUserId: slack.botUserId }));
+    const since = Date.now();
+    const deliver = (server: BuiltServer, headers: Record<string, string> = {}) =>
+      fetch(`${server.url}/business/channels/${id}/slack/events`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...signSlackRequest(raw, SLACK_SIGNING_SECRET), ...headers },
+        body: raw,
+        signal: AbortSignal.timeout(5_000),
+      });
+    // Slack answers the first post with 429 Retry-After: 1; the reply waits that long, whoever sends it.
+    slack.rateLimit('chat.postMessage', 1, 1);
+    expect((await deliver(b)).status).toBe(200);
+    expect((await deliver(a, { 'x-slack-retry-num': '1', 'x-slack-retry-reason': 'http_timeout' })).status).toBe(200);
+    await expect.poll(() => inboxStatus(eventId), { timeout: 10_000 }).toBe('answered');
+    const posts = slack.calls.filter((c) => c.method === 'chat.postMessage' && c.at >= since);
+    const limited = posts.filter((c) => c.status === 429);
+    const sent = posts.filter((c) => c.status === 200);
+    expect(limited).toHaveLength(1);
+    expect(sent).toHaveLength(1);
+    expect(sent[0]!.at - limited[0]!.at).toBeGreaterThanOrEqual(950);
+  });
+
+  it('a Discord gateway session runs on one instance; killed, another takes over within the lease and answers what was left, once', async () => {
+    const identifies = () => discord.gateway.received(2).length;
+    const before = identifies();
+    const personaId = await newPersona(a);
+    const c = await start(dirs[4]!);
+    const created = await call(c, 'POST', '/business/channels', adminKey, { type: 'discord', name: 'Balanced Discord', personaId, credentials: { botToken: FAKE_DISCORD_TOKEN } });
+    expect(created.status).toBe(201);
+    const { id, status } = (await created.json()) as { id: string; status: string };
+    expect(status).toBe('connected');
+    // A and B have the channel too, and show the status its holder noted: they looked at the lease and left it.
+    for (const server of [a, b]) await expect.poll(() => channelStatus(server, id), { timeout: PROPAGATION_WAIT_MS }).toBe('connected');
+    expect(identifies() - before).toBe(1);
+
+    const repliesTo = (messageId: string) => discord.posted.filter((p) => (p.body.message_reference as { message_id?: string } | undefined)?.message_id === messageId);
+    const first = discord.userMessage({ channelId: GENERAL_ID, author: ALICE, content: `<@${BOT.id}> first question?` });
+    await expect.poll(() => inboxStatus(String(first.id)), { timeout: 10_000 }).toBe('answered');
+    expect(repliesTo(String(first.id))).toHaveLength(1);
+
+    // C's next post hangs at Discord; C is killed while answering: the message is stored, claimed by C, not answered.
+    discord.fail('POST /channels/:id/messages', { kind: 'delay', ms: 120_000 });
+    const left = discord.userMessage({ channelId: GENERAL_ID, author: ALICE, content: `<@${BOT.id}> second question?` });
+    await expect.poll(() => discord.requests.filter((r) => r.route === 'POST /channels/:id/messages').length, { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
+    expect(await inboxStatus(String(left.id))).toBe('answering');
+    const killed = performance.now();
+    c.child.kill('SIGKILL');
+    await c.exited;
+
+    // Its 3 s lease lapses; A or B takes the channel, opens the one gateway session, and answers the message C left.
+    await expect.poll(() => identifies() - before, { timeout: 30_000, interval: 100 }).toBe(2);
+    console.log(`Discord gateway taken over ${((performance.now() - killed) / 1000).toFixed(1)} s after kill -9`);
+    await expect.poll(() => inboxStatus(String(left.id)), { timeout: 20_000 }).toBe('answered');
+    expect(repliesTo(String(left.id))).toHaveLength(1);
+
+    const third = discord.userMessage({ channelId: GENERAL_ID, author: ALICE, content: `<@${BOT.id}> third question?` });
+    await expect.poll(() => inboxStatus(String(third.id)), { timeout: 10_000 }).toBe('answered');
+    expect(repliesTo(String(third.id))).toHaveLength(1);
+    // Still one session: the instance that did not take over stayed off the gateway.
+    for (const server of [a, b]) expect(await channelStatus(server, id)).toBe('connected');
+    expect(identifies() - before).toBe(2);
+  }, 60_000);
 
   /** A document server on 127.0.0.1 that holds the first fetch (the doomed instance's) and answers every later one. */
   async function documentServer() {

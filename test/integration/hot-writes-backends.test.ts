@@ -29,8 +29,15 @@ describe.each(testBackends())('hot-path writes on $kind', (which) => {
     expect(again).toBeNull();
     expect(other).toBeGreaterThan(seq as number);
     expect((await channels.unanswered('chn_1')).map((r) => r.external_id)).toEqual(['ev-1', 'ev-2']);
-    const claims = await Promise.all([channels.claim(seq as number, 'pending'), channels.claim(seq as number, 'pending')]);
+    const pending = { status: 'pending', claimedBy: null } as const;
+    const claims = await Promise.all([channels.claim(seq as number, pending, 'instance-a'), channels.claim(seq as number, pending, 'instance-b')]);
     expect(claims.sort()).toEqual([false, true]);
+    const claimer = (await channels.inboxEntry('chn_1', 'ev-1'))!.claimed_by;
+    expect(['instance-a', 'instance-b']).toContain(claimer);
+    // Taken from the instance that claimed it (it died): only as read, by one.
+    expect(await channels.claim(seq as number, { status: 'answering', claimedBy: 'someone-else' }, 'instance-c')).toBe(false);
+    expect(await channels.claim(seq as number, { status: 'answering', claimedBy: claimer }, 'instance-c')).toBe(true);
+    expect((await channels.inboxEntry('chn_1', 'ev-1'))!.claimed_by).toBe('instance-c');
     await channels.settle(seq as number, 'answered', NOW);
     expect(await channels.inboxEntry('chn_1', 'ev-1')).toMatchObject({ status: 'answered', answered_at: NOW, seq });
     expect((await channels.unanswered('chn_1')).map((r) => r.external_id)).toEqual(['ev-2']);

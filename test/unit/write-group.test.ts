@@ -56,8 +56,8 @@ describe('write group', () => {
     expect(typeof seq).toBe('number');
     expect(again).toBeNull();
     expect([count('SELECT count(*) FROM channel_inbox'), count('SELECT count(*) FROM interactions'), count('SELECT count(*) FROM channel_conversations')]).toEqual([1, 1, 1]);
-    expect(await channels.claim(seq as number, 'pending')).toBe(true);
-    expect(await channels.claim(seq as number, 'pending')).toBe(false);
+    expect(await channels.claim(seq as number, { status: 'pending', claimedBy: null }, 'local')).toBe(true);
+    expect(await channels.claim(seq as number, { status: 'pending', claimedBy: null }, 'local')).toBe(false);
     expect(groups - before).toBe(3); // one group per turn
   });
 

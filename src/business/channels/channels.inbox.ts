@@ -33,7 +33,15 @@ export interface InboxDeps {
   recoveryWindowMs?: number;
   /** Messages answered at once; more wait their turn, stored (default 8: a real model answers in seconds, so they mostly wait on it). */
   maxConcurrentAnswers?: number;
+  /** This instance, as it claims the messages it answers (its lease owner; one process: any name). */
+  owner?: string;
 }
+
+/**
+ * Of the instances that claimed unanswered messages (null: none did, or a version before claims were
+ * named), those whose messages may be taken over now: they died, or are this instance's previous run.
+ */
+export type Takeable = (claimers: Array<string | null>) => Promise<Set<string | null>>;
 
 const APOLOGY = 'Sorry — I could not answer that just now. Please try again in a moment.';
 
@@ -44,6 +52,13 @@ export function createInbox(deps: InboxDeps) {
   // A burst of messages must not starve the acknowledgements still arriving (Slack wants one within
   // 3 s): answers run a few at a time, each starting after pending I/O (measured in bench/channels.ts).
   const answering = new CallGate('channel answers', deps.maxConcurrentAnswers ?? 8, Number.POSITIVE_INFINITY);
+  const owner = deps.owner ?? 'local';
+  /** Answers running in the background: a draining instance waits for them before it hands its channels over. */
+  const inFlight = new Set<Promise<unknown>>();
+  const track = (work: Promise<unknown>) => {
+    inFlight.add(work);
+    void work.finally(() => inFlight.delete(work));
+  };
 
   /** One exchange in the conversation's session (a new one when it is gone or belongs to another persona). */
   async function respond(channel: RoutedChannel, conversationId: string, text: string, userId: string | undefined, onText: (soFar: string) => void): Promise<Answer> {
@@ -103,15 +118,17 @@ export function createInbox(deps: InboxDeps) {
         received_at: now(),
       });
       if (seq === null) return;
-      void (async () => {
-        await answering.acquire();
-        try {
-          await new Promise((resolve) => setImmediate(resolve));
-          if (await store.claim(seq, 'pending')) await answerStored(channel, seq, message, reply(message));
-        } finally {
-          answering.release();
-        }
-      })().catch((err: unknown) => logger.error({ err, channelId: channel.id }, 'channel routing failed'));
+      track(
+        (async () => {
+          await answering.acquire();
+          try {
+            await new Promise((resolve) => setImmediate(resolve));
+            if (await store.claim(seq, { status: 'pending', claimedBy: null }, owner)) await answerStored(channel, seq, message, reply(message));
+          } finally {
+            answering.release();
+          }
+        })().catch((err: unknown) => logger.error({ err, channelId: channel.id }, 'channel routing failed')),
+      );
     },
 
     /**
@@ -138,20 +155,42 @@ export function createInbox(deps: InboxDeps) {
       }
     },
 
-    /** Start-up: answers what a crash or restart left unanswered, once, if recent; expires the rest. */
-    async recover(channel: RoutedChannel, reply: (m: InboundMessage) => ReplyWriter): Promise<number> {
+    /**
+     * Answers what a crash or restart left unanswered, once, if recent; expires the rest. Messages
+     * another instance is answering are left to it unless `takeable` says it died.
+     */
+    async recover(channel: RoutedChannel, reply: (m: InboundMessage) => ReplyWriter, takeable: Takeable = async (c) => new Set(c)): Promise<number> {
       let answered = 0;
       const cutoff = clock.now().getTime() - recoveryWindowMs;
-      for (const row of await store.unanswered(channel.id)) {
+      const rows = await store.unanswered(channel.id);
+      const claimers = [...new Set(rows.filter((r) => r.status === 'answering').map((r) => r.claimed_by))];
+      const orphaned = claimers.length > 0 ? await takeable(claimers) : new Set<string | null>();
+      for (const row of rows) {
+        if (row.status === 'answering' && !orphaned.has(row.claimed_by)) continue;
+        const from = { status: row.status, claimedBy: row.claimed_by };
         if (Date.parse(row.received_at) < cutoff) {
-          await store.settle(row.seq, 'expired', now());
+          // Expired only if still as read: another instance may have taken it meanwhile.
+          if (await store.claim(row.seq, from, owner)) await store.settle(row.seq, 'expired', now());
           continue;
         }
-        if (!(await store.claim(row.seq, row.status))) continue;
+        if (!(await store.claim(row.seq, from, owner))) continue;
         const message = JSON.parse(row.payload) as InboundMessage;
-        if (await answerStored(channel, row.seq, message, reply(message))) answered++;
+        const work = answerStored(channel, row.seq, message, reply(message));
+        track(work);
+        if (await work) answered++;
       }
       return answered;
+    },
+
+    /** Resolves once the answers running in the background have finished, or after `ms`. */
+    async idle(ms: number): Promise<void> {
+      let timer: NodeJS.Timeout | undefined;
+      const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+      while (inFlight.size > 0) {
+        const done = await Promise.race([Promise.allSettled([...inFlight]).then(() => false), waited.then(() => true)]);
+        if (done) break;
+      }
+      clearTimeout(timer);
     },
 
     /** 👍/👎 on one of the bot's replies → a 5 or 1 rating of that answer. */

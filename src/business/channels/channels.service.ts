@@ -4,13 +4,23 @@
  * the channel's bridge. Enabled channels run a bridge from start-up to shutdown; a bridge that will
  * not start is retried with capped back-off; settings apply live (a bridge restarts only when it is
  * switched off and on).
+ *
+ * Many instances on one database (API.md §13): a channel created or changed on one is live on every
+ * other within a poll of the change signals. Deliveries over HTTP (Slack Events API, webhooks) are
+ * taken by whichever instance they reach, stored once and answered once. A connection the platform
+ * allows once per bot (a Slack Socket Mode connection, a Discord gateway session) runs on the one
+ * instance holding the channel's lease (src/db/leases.ts): it renews the lease every third of its
+ * term; when it dies another takes the channel over once the lease lapses, and answers what the dead
+ * one had stored but not answered; when it drains it finishes its answers and lets go at once.
  */
 import crypto from 'node:crypto';
 import type { Logger } from 'pino';
 import type { BridgeFactory, ChannelBridge, DiscordCredentials, RawHttpRequest, RawHttpResponse, SlackCredentials } from '../../../bridges/bridge.js';
 import { createWebhookBridge, SIGNATURE_HEADER, verifySignature, type WebhookCredentials } from '../../../bridges/webhook/webhook-bridge.js';
+import type { ChangeSignals } from '../../db/change-signals.js';
+import type { LeaseStore } from '../../db/leases.js';
 import type { ChannelRow } from '../../db/schema.js';
-import { ConflictError, NotFoundError, UnauthorizedError, UpstreamError, ValidationError, validationErrorOf, zodFieldErrors } from '../../errors.js';
+import { ConflictError, NotFoundError, UnauthorizedError, UnavailableError, UpstreamError, ValidationError, validationErrorOf, zodFieldErrors } from '../../errors.js';
 import { type AddressGuardOptions, assertPublicUrl } from '../../lib/address-guard.js';
 import type { Cipher } from '../../lib/cipher.js';
 import type { Clock } from '../../lib/clock.js';
@@ -19,7 +29,7 @@ import { parseJsonBody } from '../../lib/json-depth.js';
 import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
 import type { AbTestService } from '../ab-tests/ab-tests.service.js';
 import type { PersonaService } from '../../core/personas/personas.service.js';
-import type { Inbox, RoutedChannel } from './channels.inbox.js';
+import type { Inbox, RoutedChannel, Takeable } from './channels.inbox.js';
 import { type Channel, type ChannelSettings, type CreateChannelInput, DEFAULT_SETTINGS, type SendInput, type SendResult, type UpdateSettingsInput, webhookInboundSchema } from './channels.schemas.js';
 import type { ChannelStore } from './channels.store.js';
 
@@ -43,6 +53,10 @@ export interface ChannelServiceDeps {
   guard: AddressGuardOptions;
   /** How long a create or an enable waits for the first status (default 5 s); back-off bounds. */
   limits?: { initialWaitMs?: number; backoffInitialMs?: number; backoffMaxMs?: number };
+  /** Tells the other instances a channel changed (and this one when they change one). */
+  signals: ChangeSignals;
+  /** Instances sharing the database (PostgreSQL): this one's lease owner, the lease term, the leases. Absent: one process. */
+  leases?: { owner: string; ms: number; store: LeaseStore };
 }
 
 type Status = Channel['status'];
@@ -56,7 +70,16 @@ interface Live {
   failures: number;
   retry: NodeJS.Timeout | undefined;
   starting: Promise<void> | undefined;
+  /** A connection the platform allows once per bot (Socket Mode, Discord gateway): run only under the channel's lease. */
+  connection: boolean;
+  /** This instance holds the channel's lease (always true for the others, and with one process). */
+  held: boolean;
+  /** Whether this process started the channel before: a first start also answers what its previous run left. */
+  startedBefore: boolean;
 }
+
+const leaseName = (channelId: string) => `channel:${channelId}`;
+const instanceLease = (owner: string) => `instance:${owner}`;
 
 const routed = (row: ChannelRow): RoutedChannel => ({ id: row.id, workspaceId: row.workspace_id, personaId: row.persona_id, abTestId: row.ab_test_id });
 
@@ -119,6 +142,12 @@ export function createChannelService(deps: ChannelServiceDeps) {
       onStatus: (status: 'connecting' | 'connected' | 'error', detail: string | null) => {
         state.status = status;
         state.detail = detail;
+        // The other instances show the holder's status: noted with the lease at once.
+        const shared = deps.leases;
+        if (shared && state.connection && state.held && !closed) {
+          const now = clock.now().getTime();
+          void shared.store.acquire(leaseName(state.row.id), shared.owner, now, now + shared.ms, noteOf(state)).catch(() => undefined);
+        }
       },
     };
     const common = { channelId: row.id, settings: () => state.settings, events, logger: logger.child({ channelId: row.id, channel: row.type }) };
@@ -145,7 +174,9 @@ export function createChannelService(deps: ChannelServiceDeps) {
         if (state.status === 'connecting') state.status = 'connected';
         // A webhook's caller waited for its answer in the request: there is no one to answer later.
         if (state.row.type === 'webhook') return;
-        const recovered = await inbox.recover(routed(state.row), (m) => bridge.reply(m.replyTo));
+        const first = !state.startedBefore;
+        state.startedBefore = true;
+        const recovered = await inbox.recover(routed(state.row), (m) => bridge.reply(m.replyTo), takeable(first));
         if (recovered > 0) logger.info({ channelId: state.row.id, recovered }, 'answered messages left unanswered by a restart');
       })
       .catch((err: unknown) => {
@@ -170,13 +201,162 @@ export function createChannelService(deps: ChannelServiceDeps) {
     await bridge?.stop().catch((err: unknown) => logger.warn({ err, channelId: state.row.id }, 'channel did not stop cleanly'));
   }
 
-  /** Puts a row live (start-up, create): enabled channels start; waits at most `waitMs` for the first status. */
+  /**
+   * Of the instances that claimed unanswered messages, those that died (their instance lease lapsed
+   * or is gone), and on a first start this instance's previous run. One process: every claimer.
+   */
+  function takeable(includeSelf: boolean): Takeable {
+    const shared = deps.leases;
+    if (!shared) return async (claimers) => new Set(claimers);
+    return async (claimers) => {
+      const named = claimers.filter((c): c is string => c !== null);
+      const alive = new Set(
+        (await shared.store.read(named.map(instanceLease))).filter((l) => l.until_ms >= clock.now().getTime()).map((l) => l.name.slice('instance:'.length)),
+      );
+      return new Set(claimers.filter((c) => c === null || (c === shared.owner ? includeSelf : !alive.has(c))));
+    };
+  }
+
+  /** Whether a channel's bridge holds a connection only one instance may have. */
+  function isConnection(row: ChannelRow): boolean {
+    if (row.type === 'discord') return true;
+    if (row.type !== 'slack') return false;
+    try {
+      return Boolean(open<SlackCredentials>(row).appToken);
+    } catch {
+      return false;
+    }
+  }
+
+  /** Starts an enabled channel here: at once, or for a connection only under its lease (else the holder's status is shown). */
+  async function startHere(state: Live): Promise<void> {
+    const shared = deps.leases;
+    if (!shared || !state.connection) return start(state);
+    const now = clock.now().getTime();
+    state.held = await shared.store.acquire(leaseName(state.row.id), shared.owner, now, now + shared.ms, noteOf(state));
+    if (state.held) return start(state);
+    await showHolderStatus([state]);
+  }
+
+  const noteOf = (state: Live) => JSON.stringify({ status: state.status, detail: state.detail });
+
+  /** On an instance that does not hold a connection: the status its holder last noted. */
+  async function showHolderStatus(states: Live[]): Promise<void> {
+    const leases = deps.leases;
+    if (!leases || states.length === 0) return;
+    const byName = new Map((await leases.store.read(states.map((s) => leaseName(s.row.id)))).map((l) => [l.name, l]));
+    for (const state of states) {
+      const lease = byName.get(leaseName(state.row.id));
+      const note = lease && lease.until_ms >= clock.now().getTime() && lease.note ? (JSON.parse(lease.note) as { status: Status; detail: string | null }) : null;
+      state.status = note?.status ?? 'connecting';
+      state.detail = note?.detail ?? null;
+    }
+  }
+
+  /** Puts a row live (start-up, create, another instance's create): enabled channels start; waits at most `waitMs` for the first status. */
   async function activate(row: ChannelRow, waitMs: number): Promise<void> {
-    const state: Live = { row, settings: JSON.parse(row.settings) as ChannelSettings, bridge: null, status: 'connecting', detail: null, failures: 0, retry: undefined, starting: undefined };
+    const state: Live = {
+      row,
+      settings: JSON.parse(row.settings) as ChannelSettings,
+      bridge: null,
+      status: 'connecting',
+      detail: null,
+      failures: 0,
+      retry: undefined,
+      starting: undefined,
+      connection: isConnection(row),
+      held: true,
+      startedBefore: false,
+    };
+    state.held = !(deps.leases && state.connection);
     live.set(row.id, state);
     if (!state.settings.enabled) return;
-    await settle(start(state), waitMs);
+    await settle(startHere(state), waitMs);
   }
+
+  /** A row changed (here, or on another instance): its live state follows; switching `enabled` stops or starts the bridge. */
+  async function apply(state: Live, row: ChannelRow): Promise<void> {
+    const wasEnabled = state.settings.enabled;
+    state.row = row;
+    state.settings = JSON.parse(row.settings) as ChannelSettings;
+    if (wasEnabled && !state.settings.enabled) {
+      await stop(state);
+      if (state.connection && state.held && deps.leases) await deps.leases.store.release(deps.leases.owner, [leaseName(row.id)]);
+      state.held = !(deps.leases && state.connection);
+    }
+    if (!wasEnabled && state.settings.enabled) await settle(startHere(state), initialWaitMs);
+  }
+
+  /** Another instance created or changed channels: every row is read again and the live states follow. */
+  let syncing: Promise<void> | undefined;
+  let syncAgain = false;
+  function sync(): void {
+    if (syncing) {
+      syncAgain = true;
+      return;
+    }
+    syncing = (async () => {
+      do {
+        syncAgain = false;
+        for (const row of await store.all()) {
+          if (closed) return;
+          const state = live.get(row.id);
+          if (!state) await activate(row, 0);
+          else if (state.row.updated_at !== row.updated_at) await apply(state, row);
+        }
+      } while (syncAgain && !closed);
+    })()
+      .catch((err: unknown) => logger.warn({ err }, 'channels could not be read again'))
+      .finally(() => (syncing = undefined));
+  }
+  deps.signals.onChange('channels', sync);
+
+  /**
+   * Every third of the lease term, with instances sharing the database: this instance says it is
+   * alive; it renews the connections it holds (one lost, its bridge stops) and takes over those
+   * whose lease lapsed; and it answers what dead instances stored but left unanswered.
+   */
+  async function tick(): Promise<void> {
+    const shared = deps.leases;
+    if (!shared || closed) return;
+    const now = clock.now().getTime();
+    await shared.store.acquire(instanceLease(shared.owner), shared.owner, now, now + shared.ms);
+    const others: Live[] = [];
+    for (const state of live.values()) {
+      if (closed) return;
+      if (!state.settings.enabled) continue;
+      if (state.connection) {
+        const held = await shared.store.acquire(leaseName(state.row.id), shared.owner, now, now + shared.ms, noteOf(state));
+        if (state.held && !held) {
+          logger.warn({ channelId: state.row.id }, 'channel lease lost to another instance: its connection stops here');
+          state.held = false;
+          await stop(state);
+        } else if (!state.held && held) {
+          logger.info({ channelId: state.row.id }, 'channel taken over: its connection runs here now');
+          state.held = true;
+          void start(state);
+          continue;
+        }
+        if (!held) {
+          others.push(state);
+          continue;
+        }
+      }
+      if (state.row.type === 'webhook' || !state.bridge || state.starting) continue;
+      const bridge = state.bridge;
+      await inbox.recover(routed(state.row), (m) => bridge.reply(m.replyTo), takeable(false));
+    }
+    await showHolderStatus(others);
+  }
+  let ticking: Promise<void> | undefined;
+  const ticker = deps.leases
+    ? setInterval(() => {
+        ticking ??= tick()
+          .catch((err: unknown) => logger.warn({ err }, 'channel leases could not be renewed'))
+          .finally(() => (ticking = undefined));
+      }, Math.max(100, Math.floor(deps.leases.ms / 3)))
+    : undefined;
+  ticker?.unref();
 
   const settle = (p: Promise<void>, ms: number) => {
     let timer: NodeJS.Timeout | undefined;
@@ -224,6 +404,7 @@ export function createChannelService(deps: ChannelServiceDeps) {
       };
       await store.insert(row);
       await activate(row, initialWaitMs);
+      await deps.signals.changed('channels');
       return toChannel(row);
     },
 
@@ -248,19 +429,15 @@ export function createChannelService(deps: ChannelServiceDeps) {
       };
       await store.update(workspaceId, id, { settings: updated.settings, persona_id: updated.persona_id, ab_test_id: updated.ab_test_id, updated_at: updated.updated_at });
       const state = live.get(id);
-      if (state) {
-        const wasEnabled = state.settings.enabled;
-        state.row = updated;
-        state.settings = settings;
-        if (wasEnabled && !settings.enabled) await stop(state);
-        if (!wasEnabled && settings.enabled) await settle(start(state), initialWaitMs);
-      }
+      if (state) await apply(state, updated);
+      await deps.signals.changed('channels');
       return toChannel(updated);
     },
 
     async send(workspaceId: string, id: string, input: SendInput): Promise<SendResult> {
       const state = await stateOf(workspaceId, id);
       if (!state.settings.enabled) throw new ConflictError(`Channel ${id} is disabled.`);
+      if (!state.held) throw new UnavailableError(`Channel ${id} is connected through another instance; send again (another instance may take it).`);
       let sent;
       try {
         sent = await bridgeOf(state).send({ to: input.to, text: input.message, threadId: input.threadId, priority: input.priority });
@@ -338,12 +515,22 @@ export function createChannelService(deps: ChannelServiceDeps) {
       for (const row of await store.all()) await activate(row, 0);
     },
 
-    /** Shutdown: every bridge stops. */
-    async stopAll(): Promise<void> {
+    /**
+     * Shutdown: every bridge stops, the answers under way finish (within `answerWaitMs`), then the
+     * leases go, so another instance takes the connections over at once.
+     */
+    async stopAll(answerWaitMs = 10_000): Promise<void> {
       closed = true;
+      clearInterval(ticker);
+      // With other instances to take over, what is being answered is finished first (one process: a restart answers it).
+      if (deps.leases) await inbox.idle(answerWaitMs);
       const states = [...live.values()];
       live.clear();
       await Promise.all(states.map(stop));
+      await ticking;
+      await syncing;
+      if (!deps.leases) return;
+      await deps.leases.store.release(deps.leases.owner).catch((err: unknown) => logger.warn({ err }, 'channel leases could not be released'));
     },
   };
 }

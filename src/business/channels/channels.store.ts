@@ -10,9 +10,12 @@ import { type PageRequest, paginate } from '../../lib/pagination.js';
  */
 export interface ChannelWrites {
   /** Stores an inbound delivery; null when the same delivery was stored before (a retry). */
-  receive(row: Omit<ChannelInboxRow, 'seq' | 'answered_at'>): Promise<number | null>;
-  /** Takes a stored message to answer; false when another run already took it. */
-  claim(seq: number, from: ChannelInboxRow['status']): Promise<boolean>;
+  receive(row: Omit<ChannelInboxRow, 'seq' | 'answered_at' | 'claimed_by'>): Promise<number | null>;
+  /**
+   * Takes a stored message to answer for instance `owner`; false when another run already took it.
+   * `from` is the status and claimer it is taken from: pending, or answering by an instance that died.
+   */
+  claim(seq: number, from: { status: ChannelInboxRow['status']; claimedBy: string | null }, owner: string): Promise<boolean>;
   settle(seq: number, status: 'answered' | 'failed' | 'expired', at: string): Promise<void>;
   setSession(channelId: string, conversationId: string, sessionId: string): Promise<void>;
   posted(rows: PostedMessage[]): Promise<void>;

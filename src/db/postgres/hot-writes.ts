@@ -106,9 +106,15 @@ function channelWrites(writes: PgWriteGroup): ChannelWrites {
           .executeTakeFirst();
         return stored?.seq ?? null;
       }),
-    claim: (seq, from) =>
+    claim: (seq, from, owner) =>
       writes.run(async (trx) => {
-        const r = await trx.updateTable('channel_inbox').set({ status: 'answering' }).where('seq', '=', seq).where('status', '=', from).executeTakeFirst();
+        const r = await trx
+          .updateTable('channel_inbox')
+          .set({ status: 'answering', claimed_by: owner })
+          .where('seq', '=', seq)
+          .where('status', '=', from.status)
+          .where('claimed_by', from.claimedBy === null ? 'is' : '=', from.claimedBy)
+          .executeTakeFirst();
         return Number(r.numUpdatedRows) > 0;
       }),
     settle: (seq, status, at) =>

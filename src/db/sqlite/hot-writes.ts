@@ -79,7 +79,7 @@ function channelWrites({ sqlite }: Db, writes: Group): ChannelWrites {
   const insertInbox = sqlite.prepare(`INSERT INTO channel_inbox (channel_id, external_id, conversation_id, payload, status, received_at, answered_at)
     VALUES (@channel_id, @external_id, @conversation_id, @payload, @status, @received_at, NULL)
     ON CONFLICT (channel_id, external_id) DO NOTHING`);
-  const claimInbox = sqlite.prepare("UPDATE channel_inbox SET status = 'answering' WHERE seq = ? AND status = ?");
+  const claimInbox = sqlite.prepare("UPDATE channel_inbox SET status = 'answering', claimed_by = ? WHERE seq = ? AND status = ? AND claimed_by IS ?");
   const settleInbox = sqlite.prepare('UPDATE channel_inbox SET status = ?, answered_at = ? WHERE seq = ?');
   const upsertSession = sqlite.prepare(`INSERT INTO channel_conversations (channel_id, conversation_id, session_id) VALUES (?, ?, ?)
     ON CONFLICT (channel_id, conversation_id) DO UPDATE SET session_id = excluded.session_id`);
@@ -91,7 +91,7 @@ function channelWrites({ sqlite }: Db, writes: Group): ChannelWrites {
         const r = insertInbox.run(row);
         return r.changes > 0 ? Number(r.lastInsertRowid) : null;
       }),
-    claim: (seq, from) => writes.run(() => claimInbox.run(seq, from).changes > 0),
+    claim: (seq, from, owner) => writes.run(() => claimInbox.run(owner, seq, from.status, from.claimedBy).changes > 0),
     settle: (seq, status, at) => writes.run(() => void settleInbox.run(status, at, seq)),
     setSession: (channelId, conversationId, sessionId) => writes.run(() => void upsertSession.run(channelId, conversationId, sessionId)),
     posted: (rows) => writes.run(() => rows.forEach((row) => insertPosted.run(row))),
