@@ -40,6 +40,8 @@ interface Held {
   owner: string;
   transport: WebStandardStreamableHTTPServerTransport;
   lastSeen: number;
+  /** Its row exists: false while a new session's initialize is under way, so a check of the rows then does not end it. */
+  recorded: boolean;
 }
 
 /** What `initialize` carried: replayed to the server of an instance that takes the session up. */
@@ -150,7 +152,7 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
   /** Sessions ended on any instance (DELETE, the per-key cap, idle expiry) are let go of here too. */
   let checking: Promise<void> | undefined;
   async function releaseEnded() {
-    const ids = [...held.keys()];
+    const ids = [...held].filter(([, s]) => s.recorded).map(([id]) => id);
     if (ids.length === 0) return;
     const open = await store.stillOpen(ids);
     await Promise.all(ids.filter((id) => !open.has(id)).map(release));
@@ -177,7 +179,7 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
       if (held.get(id)?.transport === transport) held.delete(id);
     };
     await server.createMcpServer(ctx, principal).connect(transport);
-    const session: Held = { owner: ownerOf(principal), transport, lastSeen: now() };
+    const session: Held = { owner: ownerOf(principal), transport, lastSeen: now(), recorded: !opened };
     held.set(id, session);
     return session;
   }
@@ -190,6 +192,8 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
         { id, owner: ownerOf(principal), protocol_version: params.protocolVersion, client: JSON.stringify(params), created_at: ctx.clock.now().toISOString(), last_seen_ms: now() },
         maxPerKey,
       );
+      const session = held.get(id);
+      if (session) session.recorded = true;
       // One key cannot take every session: a client that leaks sessions loses its own oldest, wherever they are held.
       if (ended.length > 0) await ctx.signals.changed('mcp-sessions');
     });
@@ -211,8 +215,10 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
     const ready = await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, { 'mcp-session-id': id });
     await ready.text();
     if (!init.ok || !ready.ok) {
+      // Ended meanwhile (its server here was let go of as the take-up ran): the session is gone.
+      ctx.logger.warn({ sessionId: id, initialize: init.status, initialized: ready.status }, 'an MCP session could not be taken up');
       await release(id);
-      throw new Error(`Taking up MCP session ${id} failed (${init.status}, ${ready.status}).`);
+      throw new NotFoundError('MCP session', id);
     }
     return session;
   }

@@ -130,6 +130,23 @@ describe.each(testBackends())('MCP over Streamable HTTP at /mcp on $kind', { tim
     expect((await list(ids[19]!)).statusCode).toBe(200);
   });
 
+  it('opens every session while sessions end elsewhere: a check of the rows never ends one whose initialize is under way', async () => {
+    // Each signal makes this instance check the sessions it holds against their rows (as a DELETE on another instance does).
+    const opens = Array.from({ length: 20 }, () => t.request({ method: 'POST', url: '/mcp', headers: MCP_HEADERS, body: INITIALIZE }));
+    const signals = Array.from({ length: 20 }, () => t.ctx.signals.changed('mcp-sessions'));
+    const answers = await Promise.all(opens);
+    await Promise.all(signals);
+    expect(answers.map((r) => r.statusCode)).toEqual(Array(20).fill(200));
+    const list = (id: string) =>
+      t.request({
+        method: 'POST',
+        url: '/mcp',
+        headers: { ...MCP_HEADERS, 'mcp-session-id': id, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION },
+        body: { jsonrpc: '2.0', id: 3, method: 'tools/list', params: {} },
+      });
+    for (const res of answers.slice(-5)) expect((await list(res.headers['mcp-session-id'] as string)).statusCode).toBe(200);
+  });
+
   it('refuses requests addressed to another host or sent from a foreign origin (DNS rebinding)', async () => {
     const rebound = await t.request({ method: 'POST', url: '/mcp', headers: { ...MCP_HEADERS, host: 'evil.example:3000' }, body: INITIALIZE });
     expect(expectProblem(rebound, 403, 'forbidden').detail).toContain('SWITCHBOARD_MCP_ALLOWED_HOSTS');
