@@ -45,7 +45,7 @@ import { createToolsStore } from './core/tools/tools.store.js';
 import { createVault } from './core/tools/vault.js';
 import type { ChangeSignals } from './db/change-signals.js';
 import type { Db } from './db/database.js';
-import { createLeaseStore } from './db/leases.js';
+import { createLeaseStore, startHeartbeat } from './db/leases.js';
 import type { ChangeCounters } from './http/response-cache.js';
 import { type Backend, databaseFile, openBackend } from './db/open.js';
 import type { PostgresDb } from './db/postgres/connection.js';
@@ -170,13 +170,21 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   // This instance among those on the database: its host and data directory (each instance has its
   // own), the same across its restarts, so a restart takes back at once what a crash left leased.
   const instanceOwner = `${os.hostname()}:${path.resolve(config.dataDir)}`;
+  // Instances sharing a PostgreSQL database say they are alive (src/db/leases.ts): what a dead one claimed is taken over.
+  const leaseStore = config.database !== undefined ? createLeaseStore(db.kysely) : null;
+  const heartbeat = leaseStore ? await startHeartbeat(leaseStore, instanceOwner, config.leaseSeconds * 1000, logger) : null;
 
   const auth = createAuthService({ store: createAuthStore(db.kysely), clock, ids, signals: backend.signals });
   const personas = createPersonaService({ store: createPersonaStore(db), clock, ids });
   const teams = createTeamService({ store: createTeamStore(db.kysely), clock, ids });
   const abTests = createAbTestService({ store: createAbTestStore(db.kysely), personas, clock, ids });
   personas.guardDeletion((workspaceId, personaId) => abTests.personaInUse(workspaceId, personaId));
-  const idempotency = createIdempotencyService({ db: db.kysely, cipher, clock });
+  const idempotency = createIdempotencyService({
+    db: db.kysely,
+    cipher,
+    clock,
+    ...(leaseStore ? { instances: { owner: instanceOwner, alive: leaseStore.alive } } : {}),
+  });
 
   let vectors;
   try {
@@ -276,7 +284,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     guard: fetchOptions,
     limits: overrides.channels,
     signals: backend.signals,
-    ...(config.database !== undefined ? { leases: { owner: instanceOwner, ms: config.leaseSeconds * 1000, store: createLeaseStore(db.kysely) } } : {}),
+    ...(leaseStore ? { leases: { owner: instanceOwner, ms: config.leaseSeconds * 1000, store: leaseStore } } : {}),
   });
   personas.guardDeletion((workspaceId, personaId) => channels.personaInUse(workspaceId, personaId));
   for (const tool of channelHubTools(channels)) hub.addBuiltin(tool);
@@ -331,6 +339,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
           await pool?.close();
           await searchPool?.close();
           await auth.flushUsage();
+          await heartbeat?.stop();
         } finally {
           await backend.close();
         }

@@ -130,6 +130,8 @@ export interface IdempotencyKeysTable {
   response: string | null;
   created_at: string;
   seq: Generated<number>;
+  /** Migration 021: the instance running the request (its lease owner); null on one process. */
+  owner: string | null;
 }
 
 export type WorkspaceRow = Selectable<WorkspacesTable>;

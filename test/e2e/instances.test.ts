@@ -35,7 +35,7 @@ const SLACK_SIGNING_SECRET = 'instances-signing-secret';
 describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database', () => {
   const adminKey = generateKeySecret();
   const secret = crypto.randomBytes(32).toString('base64');
-  const dirs = ['a', 'b', 'c', 'd', 'e'].map((name) => tempDir(`switchboard-instance-${name}-`));
+  const dirs = ['a', 'b', 'c', 'd', 'e', 'f'].map((name) => tempDir(`switchboard-instance-${name}-`));
   const killers: Array<() => void> = [];
   let database: TestDatabase;
   let a: BuiltServer;
@@ -379,6 +379,68 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
     for (const server of [a, b]) expect(await channelStatus(server, id)).toBe('connected');
     expect(identifies() - before).toBe(2);
   }, 60_000);
+
+  it('killing one of two instances under load loses no acknowledged write, and clients that retry reach the other', async () => {
+    const x = await start(dirs[5]!);
+    const balancer = await roundRobinProxy([x.url, b.url]);
+    const TOTAL = 120;
+    const KILL_AT = 40;
+    const acknowledged = new Map<number, string>();
+    const statuses = new Map<number, number>();
+    let retries = 0;
+    try {
+      /** One logical write, retried (same Idempotency-Key) on what a client sees of a dying instance: a reset, 502, 503, or 409 while its record waits for the instance's lease to lapse. */
+      const write = async (i: number) => {
+        for (let attempt = 1; attempt <= 30; attempt++) {
+          try {
+            const res = await fetch(`${balancer.url}/personas`, {
+              method: 'POST',
+              headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json', 'idempotency-key': `load-${i}` },
+              body: JSON.stringify({ name: `Load ${i}`, instructions: 'Survive.' }),
+              signal: AbortSignal.timeout(5_000),
+            });
+            if (res.status === 201) return void acknowledged.set(i, ((await res.json()) as { id: string }).id);
+            await res.arrayBuffer();
+            statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+            expect([409, 502, 503]).toContain(res.status);
+          } catch (err) {
+            if ((err as Error).name === 'AssertionError') throw err;
+            // The connection died with the instance: retried like the others.
+          }
+          retries++;
+          // A client's back-off before it retries (not a wait for the test's sake).
+          await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+        }
+        throw new Error(`write ${i} was never acknowledged`);
+      };
+      let next = 0;
+      const worker = async () => {
+        while (next < TOTAL) {
+          const i = next++;
+          if (i === KILL_AT) x.child.kill('SIGKILL');
+          await write(i);
+        }
+      };
+      await Promise.all(Array.from({ length: 4 }, worker));
+      await x.exited;
+      expect(acknowledged.size).toBe(TOTAL);
+
+      const names = new Map<string, string[]>();
+      let cursor: string | null = null;
+      do {
+        const page = (await (await call(b, 'GET', `/personas?limit=100${cursor ? `&cursor=${cursor}` : ''}`, adminKey)).json()) as { data: Array<{ id: string; name: string }>; nextCursor: string | null };
+        for (const p of page.data) names.set(p.id, [...(names.get(p.id) ?? []), p.name]);
+        cursor = page.nextCursor;
+      } while (cursor);
+      // Every acknowledged write is there, as acknowledged.
+      for (const [i, id] of acknowledged) expect(names.get(id), `write ${i}`).toEqual([`Load ${i}`]);
+      const made = [...names.values()].flat().filter((n) => n.startsWith('Load ')).length;
+      console.log(`kill -9 under load: ${TOTAL} writes acknowledged after ${retries} retries (${JSON.stringify(Object.fromEntries(statuses))} and resets); ${made - TOTAL} written twice (committed by the killed instance, its answer lost, before its Idempotency-Key record was completed)`);
+    } finally {
+      x.child.kill('SIGKILL');
+      await balancer.close();
+    }
+  }, 90_000);
 
   /** A document server on 127.0.0.1 that holds the first fetch (the doomed instance's) and answers every later one. */
   async function documentServer() {

@@ -2,7 +2,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { manualClock } from '../../src/lib/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { testBackends } from '../helpers/postgres.js';
+import { hashRequestBody } from '../../src/core/idempotency/idempotency.service.js';
+import { postgresUrl, testBackends } from '../helpers/postgres.js';
 import { workspaceOf } from '../helpers/factories.js';
 import { expectProblem } from '../helpers/problem.js';
 import { expectSealed } from '../helpers/sealed.js';
@@ -158,5 +159,52 @@ describe.each(testBackends())('Idempotency-Key (API.md §1) on $kind', (backend)
     const res = await t.request({ method: 'PUT', url: `/personas/${p.id}`, body: { name: 'Q' }, headers: { 'idempotency-key': 'k' } });
     expect(res.statusCode).toBe(200);
     expect(await t.ctx.db.kysely.selectFrom('idempotency_keys').selectAll().execute()).toHaveLength(0);
+  });
+});
+
+describe.runIf(postgresUrl() !== null)('Idempotency-Key records of instances that died (API.md §13)', () => {
+  let t: TestApp;
+  beforeEach(async () => {
+    t = await createTestApp({ backend: { kind: 'postgres' } });
+  });
+  afterEach(async () => t.close());
+
+  /** A `running` record of POST /personas with key `key`, as if `owner` had begun it a moment ago. */
+  async function runningRecord(key: string, owner: string) {
+    await t.ctx.db.kysely
+      .insertInto('idempotency_keys')
+      .values({
+        workspace_id: await workspaceOf(t),
+        method: 'POST',
+        path: '/personas',
+        key,
+        request_hash: hashRequestBody({ name: 'Retried', instructions: 'i' }),
+        state: 'running',
+        status_code: null,
+        response: null,
+        created_at: new Date().toISOString(),
+        owner,
+      })
+      .execute();
+  }
+  const lease = (owner: string, untilMs: number) => t.ctx.db.kysely.insertInto('leases').values({ name: `instance:${owner}`, owner, until_ms: untilMs, note: null }).execute();
+  const retry = (key: string) => t.request({ method: 'POST', url: '/personas', body: { name: 'Retried', instructions: 'i' }, headers: { 'idempotency-key': key } });
+
+  it('leaves a live instance its request (409), and runs again at once one whose instance died or is this one before a restart', async () => {
+    await runningRecord('alive-1', 'host-a:/data');
+    await lease('host-a:/data', Date.now() + 60_000);
+    expectProblem(await retry('alive-1'), 409, 'conflict');
+
+    await runningRecord('dead-1', 'host-b:/data');
+    await lease('host-b:/data', Date.now() - 1);
+    expect((await retry('dead-1')).statusCode).toBe(201);
+
+    await runningRecord('gone-1', 'host-c:/data');
+    expect((await retry('gone-1')).statusCode).toBe(201);
+
+    // This instance's own record that it is not running: its previous run died with it.
+    const self = (await t.ctx.db.kysely.selectFrom('leases').select('owner').where('name', 'like', 'instance:%').executeTakeFirstOrThrow()).owner;
+    await runningRecord('mine-1', self);
+    expect((await retry('mine-1')).statusCode).toBe(201);
   });
 });

@@ -79,7 +79,6 @@ interface Live {
 }
 
 const leaseName = (channelId: string) => `channel:${channelId}`;
-const instanceLease = (owner: string) => `instance:${owner}`;
 
 const routed = (row: ChannelRow): RoutedChannel => ({ id: row.id, workspaceId: row.workspace_id, personaId: row.persona_id, abTestId: row.ab_test_id });
 
@@ -209,9 +208,9 @@ export function createChannelService(deps: ChannelServiceDeps) {
     const shared = deps.leases;
     if (!shared) return async (claimers) => new Set(claimers);
     return async (claimers) => {
-      const named = claimers.filter((c): c is string => c !== null);
-      const alive = new Set(
-        (await shared.store.read(named.map(instanceLease))).filter((l) => l.until_ms >= clock.now().getTime()).map((l) => l.name.slice('instance:'.length)),
+      const alive = await shared.store.alive(
+        claimers.filter((c): c is string => c !== null),
+        clock.now().getTime(),
       );
       return new Set(claimers.filter((c) => c === null || (c === shared.owner ? includeSelf : !alive.has(c))));
     };
@@ -312,15 +311,14 @@ export function createChannelService(deps: ChannelServiceDeps) {
   deps.signals.onChange('channels', sync);
 
   /**
-   * Every third of the lease term, with instances sharing the database: this instance says it is
-   * alive; it renews the connections it holds (one lost, its bridge stops) and takes over those
-   * whose lease lapsed; and it answers what dead instances stored but left unanswered.
+   * Every third of the lease term, with instances sharing the database: this instance renews the
+   * connections it holds (one lost, its bridge stops) and takes over those whose lease lapsed; and
+   * it answers what dead instances (their instance lease lapsed, src/db/leases.ts) left unanswered.
    */
   async function tick(): Promise<void> {
     const shared = deps.leases;
     if (!shared || closed) return;
     const now = clock.now().getTime();
-    await shared.store.acquire(instanceLease(shared.owner), shared.owner, now, now + shared.ms);
     const others: Live[] = [];
     for (const state of live.values()) {
       if (closed) return;
@@ -530,7 +528,8 @@ export function createChannelService(deps: ChannelServiceDeps) {
       await ticking;
       await syncing;
       if (!deps.leases) return;
-      await deps.leases.store.release(deps.leases.owner).catch((err: unknown) => logger.warn({ err }, 'channel leases could not be released'));
+      const held = [...states].filter((s) => s.connection && s.held).map((s) => leaseName(s.row.id));
+      await deps.leases.store.release(deps.leases.owner, held).catch((err: unknown) => logger.warn({ err }, 'channel leases could not be released'));
     },
   };
 }

@@ -40,12 +40,22 @@ export function hashRequestBody(body: unknown): string {
   return crypto.createHash('sha256').update(canonicalJson(body ?? {})).digest('hex');
 }
 
+/** Instances sharing the database: this one's lease owner, and which instances are alive (src/db/leases.ts). */
+export interface IdempotencyInstances {
+  owner: string;
+  alive(owners: string[], nowMs: number): Promise<Set<string>>;
+}
+
 /**
  * `Idempotency-Key` records (API.md §1): the first response of a creating POST is kept, encrypted,
- * for 24 h and replayed for a repeat with the same body.
+ * for 24 h and replayed for a repeat with the same body. A `running` record is abandoned (the
+ * request died with its process) after ten minutes; with many instances (API.md §13), at once when
+ * the instance that runs it is dead, or is this one's previous run.
  */
-export function createIdempotencyService(deps: { db: Kysely<Database>; cipher: Cipher; clock: Clock }) {
-  const { db, cipher, clock } = deps;
+export function createIdempotencyService(deps: { db: Kysely<Database>; cipher: Cipher; clock: Clock; instances?: IdempotencyInstances }) {
+  const { db, cipher, clock, instances } = deps;
+  /** The records this process is running now (by their context string). */
+  const running = new Set<string>();
   const where = (s: IdempotencyScope) =>
     db
       .selectFrom('idempotency_keys')
@@ -65,6 +75,13 @@ export function createIdempotencyService(deps: { db: Kysely<Database>; cipher: C
       .where('key', '=', s.key)
       .execute();
 
+  /** A running record whose request is gone: its instance died, or it is this instance's, from a run before this one. */
+  async function abandoned(owner: string | null, scope: IdempotencyScope): Promise<boolean> {
+    if (!instances || owner === null) return false;
+    if (owner === instances.owner) return !running.has(context(scope));
+    return !(await instances.alive([owner], clock.now().getTime())).has(owner);
+  }
+
   return {
     /**
      * Claims the key for this request. Returns the stored response to replay, or null when the
@@ -75,7 +92,7 @@ export function createIdempotencyService(deps: { db: Kysely<Database>; cipher: C
       const existing = await where(scope).executeTakeFirst();
       if (existing) {
         const age = now.getTime() - Date.parse(existing.created_at);
-        const stale = age > RETENTION_MS || (existing.state === 'running' && age > ABANDONED_MS);
+        const stale = age > RETENTION_MS || (existing.state === 'running' && (age > ABANDONED_MS || (await abandoned(existing.owner, scope))));
         if (!stale) {
           if (existing.request_hash !== requestHash) {
             throw new ConflictError('This Idempotency-Key was already used with a different request body.');
@@ -100,16 +117,19 @@ export function createIdempotencyService(deps: { db: Kysely<Database>; cipher: C
           status_code: null,
           response: null,
           created_at: now.toISOString(),
+          owner: instances?.owner ?? null,
         })
         .onConflict((oc) => oc.doNothing())
         .executeTakeFirst();
       if (Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 0) {
         throw new ConflictError('A request with this Idempotency-Key is still being processed.');
       }
+      running.add(context(scope));
       return null;
     },
 
     async complete(scope: IdempotencyScope, response: StoredResponse): Promise<void> {
+      running.delete(context(scope));
       const sealed = cipher.encrypt(JSON.stringify({ headers: response.headers, body: response.body }), context(scope));
       await db
         .updateTable('idempotency_keys')
@@ -122,7 +142,10 @@ export function createIdempotencyService(deps: { db: Kysely<Database>; cipher: C
     },
 
     /** Forgets the key (5xx answers are not kept, so the client may retry). */
-    release: remove,
+    release: (scope: IdempotencyScope) => {
+      running.delete(context(scope));
+      return remove(scope);
+    },
 
     /** Drops records past their 24 h. */
     async purgeExpired(): Promise<void> {
