@@ -12,7 +12,6 @@
  * per-key cap and the idle expiry count every instance's sessions.
  */
 import { randomUUID } from 'node:crypto';
-import { getRequestListener } from '@hono/node-server';
 import type { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
@@ -112,6 +111,8 @@ interface McpModules {
   server: typeof import('./server.js');
   sdk: typeof import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js');
   types: typeof import('@modelcontextprotocol/sdk/types.js');
+  /** Node's request and response as the transport's fetch ones (and back): it loads Node's undici, so only with /mcp. */
+  node: typeof import('@hono/node-server');
 }
 let mcpModules: Promise<McpModules> | undefined;
 
@@ -120,9 +121,12 @@ let mcpModules: Promise<McpModules> | undefined;
  * a core's ~0.3 s of imports, loaded at the first /mcp request rather than at every start (issue 23).
  */
 function loadMcp(): Promise<McpModules> {
-  mcpModules ??= Promise.all([import('./server.js'), import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'), import('@modelcontextprotocol/sdk/types.js')]).then(
-    ([server, sdk, types]) => ({ server, sdk, types }),
-  );
+  mcpModules ??= Promise.all([
+    import('./server.js'),
+    import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+    import('@hono/node-server'),
+  ]).then(([server, sdk, types, node]) => ({ server, sdk, types, node }));
   return mcpModules;
 }
 
@@ -258,13 +262,13 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
 
   async function handle(request: FastifyRequest, reply: FastifyReply) {
     const principal = principalOf(request);
-    const { server } = await loadMcp();
+    const { server, node } = await loadMcp();
     if (request.method === 'POST') checkToolScopes(principal, request.body, server.toolScope);
     const session = await sessionFor(request, principal);
     // The response leaves through the SDK: keep the headers the hooks set (request id, rate limit, CORS).
     for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value);
     reply.hijack();
-    const listener = getRequestListener((webRequest) => session.transport.handleRequest(webRequest, { parsedBody: request.body }), { overrideGlobalObjects: false });
+    const listener = node.getRequestListener((webRequest) => session.transport.handleRequest(webRequest, { parsedBody: request.body }), { overrideGlobalObjects: false });
     try {
       await listener(request.raw, reply.raw);
     } catch (err) {

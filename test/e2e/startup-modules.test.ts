@@ -23,7 +23,9 @@ const LAZY = {
   discord: '/node_modules/discord.js/',
   openai: '/node_modules/openai/',
   mcpServer: '/node_modules/@modelcontextprotocol/sdk/dist/esm/server/mcp.js',
-  mcpTransport: '/node_modules/@modelcontextprotocol/sdk/dist/esm/server/streamableHttp.js',
+  mcpTransport: '/node_modules/@modelcontextprotocol/sdk/dist/esm/server/webStandardStreamableHttp.js',
+  // Node's request and response as the transport's fetch ones (src/mcp/http.ts).
+  honoNodeServer: '/node_modules/@hono/node-server/',
   mcpClient: '/node_modules/@modelcontextprotocol/sdk/dist/esm/client/index.js',
   swagger: '/node_modules/@fastify/swagger/',
   swaggerUi: '/node_modules/@fastify/swagger-ui/',
@@ -115,6 +117,7 @@ describe('modules a server start loads (built server)', () => {
     });
     expect(loads(modules, LAZY.mcpServer)).toBe(true);
     expect(loads(modules, LAZY.mcpTransport)).toBe(true);
+    expect(loads(modules, LAZY.honoNodeServer)).toBe(true);
   });
 
   it('/openapi.json, /docs and /console load their plugins at their first request', async () => {
