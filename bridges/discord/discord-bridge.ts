@@ -8,7 +8,7 @@
  *   Reconnects are discord.js's own: a dropped connection resumes (or re-identifies) by itself.
  * - Inbound and reactions: `inbound.ts`. Replies: `reply-writer.ts`. `send()`: `send-queue.ts`.
  */
-import { Client, DiscordAPIError, Events, GatewayIntentBits, Partials, RateLimitError } from 'discord.js';
+import { Client, DiscordAPIError, Events, GatewayIntentBits, Partials, REST, type RESTOptions, RateLimitError } from 'discord.js';
 import { RateLimitedError, UnavailableError, UpstreamError, ValidationError } from '../../src/errors.js';
 import type { BridgeFactory, BridgeOptions, ChannelBridge, DiscordCredentials, InboundReaction } from '../bridge.js';
 import { HIGH_PRIORITY_MARK } from './format.js';
@@ -68,9 +68,28 @@ export function createDiscordBridgeWith(options: BridgeOptions<DiscordCredential
   let lastStatus: string | null = null;
   const writers = new Set<DiscordReplyWriter>();
   const queue = new SendQueue(tuning.maxQueued);
+  const restOptions: Partial<RESTOptions> = {
+    ...(options.apiUrl ? { api: options.apiUrl.replace(/\/+$/, '') } : {}),
+    retries: 2,
+    timeout: tuning.restTimeoutMs,
+    rejectOnRateLimit: (limit) => Math.max(limit.retryAfter, limit.timeToReset) > tuning.maxRateLimitWaitMs,
+  };
+  /**
+   * REST without the gateway, for `send` where the gateway session is not (or not yet) here: another
+   * instance holds it (API.md §13), or it is reconnecting. Discord's REST needs only the bot token.
+   */
+  let restOnly: REST | null = null;
+  /** stop() was called (and no start() since): this bridge sends nothing more. */
+  let ended = false;
   const transport = restTransport(() => {
-    if (!client) throw new UnavailableError('The Discord channel is not running.');
-    return client.rest;
+    if (client) return client.rest;
+    const token = options.credentials.botToken?.trim() ?? '';
+    if (token === '') throw new UnavailableError('The Discord bot token is empty.');
+    if (!restOnly) {
+      restOnly = new REST(restOptions).setToken(token);
+      restOnly.on('rateLimited', (limit) => logger.warn({ route: limit.route, retryAfterMs: limit.retryAfter, global: limit.global, scope: limit.scope }, 'discord rate limit'));
+    }
+    return restOnly;
   });
 
   function status(state: 'connecting' | 'connected' | 'error', detail: string | null): void {
@@ -86,12 +105,7 @@ export function createDiscordBridgeWith(options: BridgeOptions<DiscordCredential
       intents: INTENTS,
       partials: PARTIALS,
       allowedMentions: { parse: [], repliedUser: false },
-      rest: {
-        ...(options.apiUrl ? { api: options.apiUrl.replace(/\/+$/, '') } : {}),
-        retries: 2,
-        timeout: tuning.restTimeoutMs,
-        rejectOnRateLimit: (limit) => Math.max(limit.retryAfter, limit.timeToReset) > tuning.maxRateLimitWaitMs,
-      },
+      rest: restOptions,
     });
     c.on(Events.ClientReady, () => {
       ready = true;
@@ -171,6 +185,7 @@ export function createDiscordBridgeWith(options: BridgeOptions<DiscordCredential
 
   return {
     start() {
+      ended = false;
       starting ??= doStart().finally(() => {
         starting = null;
       });
@@ -178,7 +193,8 @@ export function createDiscordBridgeWith(options: BridgeOptions<DiscordCredential
     },
 
     async stop() {
-      if (stopped && !client) return;
+      ended = true;
+      if (stopped && !client && !restOnly) return;
       stopped = true;
       cancelStart?.(new Error('the channel was stopped'));
       await queue.idle(tuning.stopGraceMs);
@@ -188,11 +204,15 @@ export function createDiscordBridgeWith(options: BridgeOptions<DiscordCredential
       client = null;
       ready = false;
       lastStatus = null;
+      restOnly?.clearHashSweeper();
+      restOnly?.clearHandlerSweeper();
+      restOnly = null;
       if (c) await destroyClient(c);
     },
 
     async send({ to, text, threadId, priority }) {
-      if (!client || !ready || stopped) throw new UnavailableError('The Discord channel is not connected.');
+      // Sent over REST: the gateway session need not be here, or up; a stopped bridge sends nothing.
+      if (ended) throw new UnavailableError('The Discord channel is not running.');
       const marked = priority === 'high' ? `${HIGH_PRIORITY_MARK}${text}` : text;
       try {
         const ids = await queue.push(priority, () => postParts(transport, to, marked, threadId ?? null));

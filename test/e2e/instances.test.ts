@@ -378,6 +378,13 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
     // Still one session: the instance that did not take over stayed off the gateway.
     for (const server of [a, b]) expect(await channelStatus(server, id)).toBe('connected');
     expect(identifies() - before).toBe(2);
+    // A message sent through either instance is posted (REST needs no gateway session), and still no second session.
+    for (const [i, server] of [a, b].entries()) {
+      const sent = await call(server, 'POST', `/business/channels/${id}/send`, adminKey, { to: GENERAL_ID, message: `Notice ${i}` });
+      expect(sent.status).toBe(202);
+      expect(discord.posted.filter((p) => p.content === `Notice ${i}`)).toHaveLength(1);
+    }
+    expect(identifies() - before).toBe(2);
   }, 60_000);
 
   it('killing one of two instances under load loses no acknowledged write, and clients that retry reach the other', async () => {

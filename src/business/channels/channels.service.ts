@@ -20,7 +20,7 @@ import { createWebhookBridge, SIGNATURE_HEADER, verifySignature, type WebhookCre
 import type { ChangeSignals } from '../../db/change-signals.js';
 import type { LeaseStore } from '../../db/leases.js';
 import type { ChannelRow } from '../../db/schema.js';
-import { ConflictError, NotFoundError, UnauthorizedError, UnavailableError, UpstreamError, ValidationError, validationErrorOf, zodFieldErrors } from '../../errors.js';
+import { ConflictError, NotFoundError, UnauthorizedError, UpstreamError, ValidationError, validationErrorOf, zodFieldErrors } from '../../errors.js';
 import { type AddressGuardOptions, assertPublicUrl } from '../../lib/address-guard.js';
 import type { Cipher } from '../../lib/cipher.js';
 import type { Clock } from '../../lib/clock.js';
@@ -435,7 +435,8 @@ export function createChannelService(deps: ChannelServiceDeps) {
     async send(workspaceId: string, id: string, input: SendInput): Promise<SendResult> {
       const state = await stateOf(workspaceId, id);
       if (!state.settings.enabled) throw new ConflictError(`Channel ${id} is disabled.`);
-      if (!state.held) throw new UnavailableError(`Channel ${id} is connected through another instance; send again (another instance may take it).`);
+      // The connection runs on another instance: the platform's REST API needs only the credentials (a bridge built, not started).
+      if (!state.held) state.bridge ??= buildBridge(state);
       let sent;
       try {
         sent = await bridgeOf(state).send({ to: input.to, text: input.message, threadId: input.threadId, priority: input.priority });
