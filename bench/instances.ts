@@ -162,7 +162,12 @@ async function rows(db: BackendDatabase, options: BenchOptions): Promise<MetricR
       metric: 'answers/s',
       value: round(oneRate, 0),
       operations: one1.result.answers + one2.result.answers,
-      window: { ...one1.window, elapsedMs: one1.window.elapsedMs + one2.window.elapsedMs },
+      window: {
+        elapsedMs: one1.window.elapsedMs + one2.window.elapsedMs,
+        cpuUs: one1.window.cpuUs + one2.window.cpuUs,
+        cpuPercent: round(((one1.window.cpuUs + one2.window.cpuUs) / ((one1.window.elapsedMs + one2.window.elapsedMs) * 1000)) * 100, 0),
+        otherCpuPercent: Math.max(one1.window.otherCpuPercent, one2.window.otherCpuPercent),
+      },
       latenciesMs: [...one1.result.latencies, ...one2.result.latencies],
       databaseCpuUs: one1.databaseCpuUs + one2.databaseCpuUs,
       notes: [`two windows around the two-instance one: ${fmt(rate(one1))} and ${fmt(rate(one2))} answers/s; load generator ${one1.loadCpuPercent} and ${one2.loadCpuPercent} % of a core`, ...checks(one1), ...checks(one2)],

@@ -329,7 +329,8 @@ export async function createContext(config: Config, overrides: ContextOverrides 
         for (const t of timers) clearInterval(t);
         try {
           // Every bridge and MCP client closes, and every stdio child is ended (then killed), before the database goes.
-          await channels.stopAll();
+          // Channel answers under way get up to 5 s (within SIGTERM's last resort, 10 s after the drain bound).
+          await channels.stopAll(Math.min(5_000, config.drainSeconds * 1000));
           await hub.close();
           // An interrupted job stays `processing` and is resumed at the next start.
           await queue.close();

@@ -518,7 +518,7 @@ export function createChannelService(deps: ChannelServiceDeps) {
      * Shutdown: every bridge stops, the answers under way finish (within `answerWaitMs`), then the
      * leases go, so another instance takes the connections over at once.
      */
-    async stopAll(answerWaitMs = 10_000): Promise<void> {
+    async stopAll(answerWaitMs = 5_000): Promise<void> {
       closed = true;
       clearInterval(ticker);
       // With other instances to take over, what is being answered is finished first (one process: a restart answers it).
