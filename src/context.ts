@@ -258,7 +258,8 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     allowStdio: config.mcpStdio,
   });
   const tools: ToolHub = hub;
-  const toolsService = createToolsService({ store: toolsStore, hub, vault, clock, ids, guard: fetchOptions, allowStdio: config.mcpStdio });
+  const toolsService = createToolsService({ store: toolsStore, hub, vault, clock, ids, guard: fetchOptions, allowStdio: config.mcpStdio, signals: backend.signals });
+  backend.signals.onChange('tool-servers', () => void hub.refresh().catch((err: unknown) => logger.warn({ err }, 'tool servers could not be read again')));
   const agent = createAgent({ llm, knowledge, tools, logger, limits: overrides.agent });
   const { hot } = backend;
   const chatStore = createChatStore(db, hot.chat);

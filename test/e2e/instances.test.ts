@@ -3,6 +3,7 @@
 // nothing sticky (their public URL). What one instance changes, the other's caches learn of through
 // the database's change signals (change-signals.ts); MCP sessions and OAuth consent live in the
 // database, so a client goes on through whichever instance the proxy picks.
+import { execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -19,6 +20,7 @@ import { eventCallback, messageEvent, nextTs, signSlackRequest } from '../fakes/
 import { tempDir } from '../helpers/app.js';
 import { type BuiltServer, builtServers } from '../helpers/built-server.js';
 import { callOk } from '../helpers/mcp.js';
+import { FAKE_MCP_SERVER, stdioServer } from '../helpers/mcp-tools.js';
 import { authorize, errorOf, mcpStatus, postForm } from '../helpers/oauth.js';
 import { createTestDatabase, postgresUrl, type TestDatabase, withClient } from '../helpers/postgres.js';
 import { type RoundRobinProxy, roundRobinProxy } from '../helpers/round-robin-proxy.js';
@@ -26,7 +28,7 @@ import { type RoundRobinProxy, roundRobinProxy } from '../helpers/round-robin-pr
 /** API.md §13 allows 1 s; the signals are read every 250 ms. The test waits longer so a loaded machine cannot fail it, and prints what it saw. */
 const PROPAGATION_WAIT_MS = 5_000;
 /** Leases of 3 s (30 by default), so a takeover is seen quickly; URL sources on 127.0.0.1 allowed (the fake document server). */
-const INSTANCE_ENV = { SWITCHBOARD_LEASE_SECONDS: '3', SWITCHBOARD_ALLOW_PRIVATE_URLS: '1' };
+const INSTANCE_ENV = { SWITCHBOARD_LEASE_SECONDS: '3', SWITCHBOARD_ALLOW_PRIVATE_URLS: '1', SWITCHBOARD_MCP_STDIO: '1' };
 /** Requests per minute and key on both instances: high enough for the other tests' polling, each on a key of its own. */
 const RATE_LIMIT = 1_000;
 const SLACK_BOT_TOKEN = 'xoxb-instances-bot';
@@ -187,6 +189,17 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
     }
   });
 
+  it('a persona changed on one answers with its change on the other at once (nothing caches personas)', async () => {
+    const created = await call(a, 'POST', '/personas', adminKey, { name: 'Before', instructions: 'Answer.' });
+    const { id } = (await created.json()) as { id: string };
+    expect(((await (await call(b, 'GET', `/personas/${id}`, adminKey)).json()) as { name: string }).name).toBe('Before');
+    expect((await call(b, 'PUT', `/personas/${id}`, adminKey, { name: 'After' })).status).toBe(200);
+    expect(((await (await call(a, 'GET', `/personas/${id}`, adminKey)).json()) as { name: string }).name).toBe('After');
+    expect((await call(a, 'DELETE', `/personas/${id}`, adminKey)).status).toBe(204);
+    expect((await call(b, 'GET', `/personas/${id}`, adminKey)).status).toBe(404);
+    expect((await call(b, 'POST', '/query', adminKey, { personaId: id, message: 'Still there?' })).status).toBe(404);
+  });
+
   it('a rotation on one ends the old secret on the other', async () => {
     const created = await newKey(b);
     expect((await call(a, 'GET', '/personas', created.key)).status).toBe(200);
@@ -289,6 +302,33 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
     expect(await errorOf(replay)).toBe('invalid_grant');
     // The replay ended the token family: what the first refresh issued is refused on both.
     for (const server of [a, b]) expect((await mcpStatus(server.url, next.access_token)).status).toBe(401);
+  });
+
+  /** The fake stdio tool servers `server` runs now (its children started from FAKE_MCP_SERVER). */
+  const toolChildren = (server: BuiltServer) => {
+    let out = '';
+    try {
+      out = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(server.child.pid)], { encoding: 'utf8' });
+    } catch {
+      return 0; // ps exits 1 when there is no child at all
+    }
+    return out.split('\n').filter((line) => line.includes(FAKE_MCP_SERVER)).length;
+  };
+
+  it('a tool server registered on one is used through the other, and removed there, the other closes its connection too', async () => {
+    const registered = await call(a, 'POST', '/api/mcp/servers', adminKey, stdioServer('shared-tools'));
+    expect(registered.status).toBe(201);
+    const { id } = (await registered.json()) as { id: string };
+    const run = await call(b, 'POST', '/api/mcp/tools/execute', adminKey, { toolName: 'shared-tools', action: 'whoami', parameters: {} });
+    expect(run.status).toBe(200);
+    expect(toolChildren(a)).toBe(1);
+    expect(toolChildren(b)).toBe(1);
+
+    expect((await call(a, 'DELETE', `/api/mcp/servers/${id}`, adminKey)).status).toBe(204);
+    expect(toolChildren(a)).toBe(0);
+    // B hears of it through the change signals and ends its stdio child too.
+    await expect.poll(() => toolChildren(b), { timeout: PROPAGATION_WAIT_MS }).toBe(0);
+    expect((await call(b, 'POST', '/api/mcp/tools/execute', adminKey, { toolName: 'shared-tools', action: 'whoami', parameters: {} })).status).toBe(404);
   });
 
   /** The inbox status of a channel message, read from the shared database. */

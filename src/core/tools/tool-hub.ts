@@ -62,6 +62,11 @@ export interface ServerState {
 
 /** The hub with what the tools service manages: server lifecycles and the values to redact. */
 export interface McpToolHub extends ToolHub {
+  /**
+   * Reads every server it holds a connection to again: one another instance removed is closed here
+   * (a stdio child ends), one it changed reconnects with the new row (API.md §13).
+   */
+  refresh(): Promise<void>;
   /** The server's live state; starts its connection when it has none yet (without waiting). */
   state(row: McpServerRow): ServerState;
   /**
@@ -117,7 +122,7 @@ export function createToolHub(deps: ToolHubDeps): McpToolHub {
    * By server id: the connection new calls use, built from the row of `version` (which changes with
    * every update, the sealed secrets too), and the connections it replaced that still finish calls.
    */
-  const entries = new Map<string, { version: string; connection: ServerConnection; retiring: Set<ServerConnection> }>();
+  const entries = new Map<string, { workspaceId: string; version: string; connection: ServerConnection; retiring: Set<ServerConnection> }>();
   /** By server id: the registry's last change under way; the next one starts after it. */
   const queues = new Map<string, Promise<unknown>>();
   let closed = false;
@@ -179,7 +184,7 @@ export function createToolHub(deps: ToolHubDeps): McpToolHub {
     if (current?.version === version) return current.connection;
     const retiring = current?.retiring ?? new Set<ServerConnection>();
     const connection = build(row);
-    entries.set(serverId, { version, connection, retiring });
+    entries.set(serverId, { workspaceId, version, connection, retiring });
     if (current) {
       const old = current.connection;
       retiring.add(old);
@@ -279,6 +284,10 @@ export function createToolHub(deps: ToolHubDeps): McpToolHub {
 
     async drop(serverId) {
       await serially(serverId, () => forget(serverId));
+    },
+
+    async refresh() {
+      await Promise.all([...entries].map(([id, entry]) => serially(id, () => reload(entry.workspaceId, id))));
     },
 
     async secretsFor(workspaceId, toolName) {

@@ -11,6 +11,7 @@ import type { McpToolHub, ToolDescriptor } from './tool-hub.js';
 import { type CreateServerInput, type Execution, type ExecuteToolInput, type McpServer, missingReferences } from './tools.schemas.js';
 import type { ToolsStore } from './tools.store.js';
 import { redactParameters, scrub, scrubText, type ServerSecrets, type Vault } from './vault.js';
+import type { ChangeSignals } from '../../db/change-signals.js';
 
 export interface ToolsServiceDeps {
   store: ToolsStore;
@@ -21,6 +22,8 @@ export interface ToolsServiceDeps {
   guard: AddressGuardOptions;
   /** SWITCHBOARD_MCP_STDIO. */
   allowStdio: boolean;
+  /** Tells the other instances on the database that a server changed (change-signals.ts). */
+  signals?: ChangeSignals;
 }
 
 /** A server as the config file or the API declares it, before it is stored. */
@@ -56,7 +59,9 @@ function toExecution(row: ToolExecutionRow): Execution {
   return execution;
 }
 
-export function createToolsService({ store, hub, vault, clock, ids, guard, allowStdio }: ToolsServiceDeps) {
+export function createToolsService({ store, hub, vault, clock, ids, guard, allowStdio, signals }: ToolsServiceDeps) {
+  /** The other instances reconnect or close what they hold of a changed server. */
+  const changed = () => signals?.changed('tool-servers');
   function toServer(row: McpServerRow, state = hub.state(row)): McpServer {
     return {
       id: row.id,
@@ -117,7 +122,9 @@ export function createToolsService({ store, hub, vault, clock, ids, guard, allow
         if (/UNIQUE/.test(String(err))) throw new ConflictError(`An MCP server named "${input.name}" already exists.`);
         throw err;
       }
-      return toServer(row, await hub.restart(row));
+      const state = await hub.restart(row);
+      await changed();
+      return toServer(row, state);
     },
 
     async listServers(workspaceId: string, page: PageRequest): Promise<Page<McpServer>> {
@@ -141,12 +148,15 @@ export function createToolsService({ store, hub, vault, clock, ids, guard, allow
         updated_at: clock.now().toISOString(),
       };
       await store.updateServer(workspaceId, id, { secrets: updated.secrets, credential_names: updated.credential_names, updated_at: updated.updated_at });
-      return toServer(updated, await hub.restart(updated));
+      const state = await hub.restart(updated);
+      await changed();
+      return toServer(updated, state);
     },
 
     async deleteServer(workspaceId: string, id: string): Promise<void> {
       if (!(await store.deleteServer(workspaceId, id))) throw new NotFoundError('MCP server', id);
       await hub.drop(id);
+      await changed();
     },
 
     /**
@@ -172,6 +182,7 @@ export function createToolsService({ store, hub, vault, clock, ids, guard, allow
           await store.insertServer({ id, workspace_id: workspaceId, ...columns(id, def), origin: 'config', created_at: now, updated_at: now });
         }
       }
+      await changed();
     },
 
     /** Start-up: the servers of SWITCHBOARD_MCP_CONFIG join the `default` workspace. Returns how many. */
