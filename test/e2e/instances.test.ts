@@ -37,7 +37,7 @@ const SLACK_SIGNING_SECRET = 'instances-signing-secret';
 describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database', () => {
   const adminKey = generateKeySecret();
   const secret = crypto.randomBytes(32).toString('base64');
-  const dirs = ['a', 'b', 'c', 'd', 'e', 'f'].map((name) => tempDir(`switchboard-instance-${name}-`));
+  const dirs = ['a', 'b', 'c', 'd', 'e', 'f', 'g'].map((name) => tempDir(`switchboard-instance-${name}-`));
   const killers: Array<() => void> = [];
   let database: TestDatabase;
   let a: BuiltServer;
@@ -425,6 +425,32 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
       expect(discord.posted.filter((p) => p.content === `Notice ${i}`)).toHaveLength(1);
     }
     expect(identifies() - before).toBe(2);
+    // Switched off (through either instance): its holder disconnects and lets the lease go.
+    const off = await call(a, 'PUT', `/business/channels/${id}/settings`, adminKey, { enabled: false });
+    expect(off.status).toBe(200);
+    for (const server of [a, b]) await expect.poll(() => channelStatus(server, id), { timeout: PROPAGATION_WAIT_MS }).toBe('disabled');
+  }, 60_000);
+
+  it('an instance holding a Discord gateway session hands it over at SIGTERM, long before its lease would lapse', async () => {
+    const identifies = () => discord.gateway.received(2).length;
+    const personaId = await newPersona(a);
+    // Its leases hold two minutes: only the hand-over at SIGTERM lets another connect within the wait below.
+    const g = await start(dirs[6]!, { SWITCHBOARD_LEASE_SECONDS: '120' });
+    const before = identifies();
+    const created = await call(g, 'POST', '/business/channels', adminKey, { type: 'discord', name: 'Handed over', personaId, credentials: { botToken: FAKE_DISCORD_TOKEN } });
+    expect(created.status).toBe(201);
+    const { id } = (await created.json()) as { id: string };
+    for (const server of [a, b]) await expect.poll(() => channelStatus(server, id), { timeout: PROPAGATION_WAIT_MS }).toBe('connected');
+    expect(identifies() - before).toBe(1);
+    const stopped = performance.now();
+    g.child.kill('SIGTERM');
+    await g.exited;
+    expect(g.child.exitCode).toBe(0);
+    await expect.poll(() => identifies() - before, { timeout: 20_000, interval: 100 }).toBe(2);
+    console.log(`Discord gateway handed over ${((performance.now() - stopped) / 1000).toFixed(1)} s after SIGTERM (lease 120 s)`);
+    const asked = discord.userMessage({ channelId: GENERAL_ID, author: ALICE, content: `<@${BOT.id}> after the hand-over?` });
+    await expect.poll(() => inboxStatus(String(asked.id)), { timeout: 10_000 }).toBe('answered');
+    expect(await call(a, 'PUT', `/business/channels/${id}/settings`, adminKey, { enabled: false }).then((r) => r.status)).toBe(200);
   }, 60_000);
 
   it('killing one of two instances under load loses no acknowledged write, and clients that retry reach the other', async () => {
