@@ -33,6 +33,7 @@ const INSTANCE_ENV = { SWITCHBOARD_LEASE_SECONDS: '3', SWITCHBOARD_ALLOW_PRIVATE
 const RATE_LIMIT = 1_000;
 const SLACK_BOT_TOKEN = 'xoxb-instances-bot';
 const SLACK_SIGNING_SECRET = 'instances-signing-secret';
+const SLACK_APP_TOKEN = 'xapp-instances-app';
 
 describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database', () => {
   const adminKey = generateKeySecret();
@@ -70,7 +71,7 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
     database = await createTestDatabase();
     proxy = await roundRobinProxy();
     discord = await startFakeDiscord();
-    slack = await startFakeSlack({ botToken: SLACK_BOT_TOKEN });
+    slack = await startFakeSlack({ botToken: SLACK_BOT_TOKEN, appToken: SLACK_APP_TOKEN });
     // Started together: the migrations run once, under their lock, whichever instance takes it.
     const [first, second] = await Promise.all(dirs.slice(0, 2).map((dir) => start(dir)));
     a = first!;
@@ -377,6 +378,33 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
     expect(limited).toHaveLength(1);
     expect(sent).toHaveLength(1);
     expect(sent[0]!.at - limited[0]!.at).toBeGreaterThanOrEqual(950);
+  });
+
+  it('a Slack Socket Mode connection runs on one instance: the others show its status, and a message through it is answered once', async () => {
+    const personaId = await newPersona(a);
+    const before = slack.socket.connections;
+    const created = await call(b, 'POST', '/business/channels', adminKey, {
+      type: 'slack',
+      name: 'Socket Slack',
+      personaId,
+      credentials: { botToken: SLACK_BOT_TOKEN, appToken: SLACK_APP_TOKEN },
+    });
+    expect(created.status).toBe(201);
+    const { id, status } = (await created.json()) as { id: string; status: string };
+    expect(status).toBe('connected');
+    // A has the channel too and shows the status its holder noted: it looked at the lease and left the connection to B.
+    await expect.poll(() => channelStatus(a, id), { timeout: PROPAGATION_WAIT_MS }).toBe('connected');
+    expect(slack.socket.connections - before).toBe(1);
+    expect(slack.socket.open).toBe(1);
+
+    const eventId = `EvSocket${nextTs().replace('.', '')}`;
+    slack.socket.push(eventCallback(messageEvent({ text: `<@${slack.botUserId}> over the socket?`, channel_type: 'im' }), { eventId, botUserId: slack.botUserId }));
+    await expect.poll(() => inboxStatus(eventId), { timeout: 10_000 }).toBe('answered');
+
+    // Switched off through A, which does not hold it: B disconnects.
+    expect((await call(a, 'PUT', `/business/channels/${id}/settings`, adminKey, { enabled: false })).status).toBe(200);
+    await expect.poll(() => slack.socket.open, { timeout: PROPAGATION_WAIT_MS }).toBe(0);
+    expect(slack.socket.connections - before).toBe(1);
   });
 
   it('a Discord gateway session runs on one instance; killed, another takes over within the lease and answers what was left, once', async () => {
