@@ -380,6 +380,41 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
     expect(sent[0]!.at - limited[0]!.at).toBeGreaterThanOrEqual(950);
   });
 
+  it('messages a dead instance was answering are answered by another, once; a live instance\'s are left to it', async () => {
+    const personaId = await newPersona(a);
+    const created = await call(a, 'POST', '/business/channels', adminKey, {
+      type: 'slack',
+      name: 'Left behind',
+      personaId,
+      credentials: { botToken: SLACK_BOT_TOKEN, signingSecret: SLACK_SIGNING_SECRET },
+    });
+    const { id } = (await created.json()) as { id: string };
+    for (const server of [a, b]) await expect.poll(() => channelStatus(server, id), { timeout: PROPAGATION_WAIT_MS }).toBe('connected');
+    const [dead, alive] = [nextTs(), nextTs()];
+    const payload = (externalId: string, ts: string) =>
+      JSON.stringify({ externalId, conversationId: `C9:${ts}`, conversationRef: 'C9', userId: 'U7', text: 'Where does the ferry leave from?', direct: false, mentioned: true, replyTo: { channel: 'C9', thread_ts: ts } });
+    // One transaction: a recovery pass that sees the one sees the other.
+    await withClient(database.url, async (client) => {
+      await client.query('BEGIN');
+      await client.query("INSERT INTO leases (name, owner, until_ms, note) VALUES ('instance:alive-host:/data', 'alive-host:/data', $1, NULL)", [Date.now() + 10 * 60_000]);
+      for (const [externalId, ts, owner] of [[`Ev-dead-${dead}`, dead, 'dead-host:/data'], [`Ev-alive-${alive}`, alive, 'alive-host:/data']] as const) {
+        await client.query("INSERT INTO channel_inbox (channel_id, external_id, conversation_id, payload, status, received_at, claimed_by) VALUES ($1, $2, $3, $4, 'answering', $5, $6)", [
+          id,
+          externalId,
+          `C9:${ts}`,
+          payload(externalId, ts),
+          new Date().toISOString(),
+          owner,
+        ]);
+      }
+      await client.query('COMMIT');
+    });
+    await expect.poll(() => inboxStatus(`Ev-dead-${dead}`), { timeout: 15_000 }).toBe('answered');
+    expect(await inboxStatus(`Ev-alive-${alive}`)).toBe('answering');
+    expect(slack.ok('chat.postMessage').filter((c) => c.body.thread_ts === dead)).toHaveLength(1);
+    expect(slack.ok('chat.postMessage').filter((c) => c.body.thread_ts === alive)).toHaveLength(0);
+  });
+
   it('a Slack Socket Mode connection runs on one instance: the others show its status, and a message through it is answered once', async () => {
     const personaId = await newPersona(a);
     const before = slack.socket.connections;

@@ -157,12 +157,21 @@ export function createInbox(deps: InboxDeps) {
 
     /**
      * Answers what a crash or restart left unanswered, once, if recent; expires the rest. Messages
-     * another instance is answering are left to it unless `takeable` says it died.
+     * another instance is answering are left to it unless `takeable` says it died; with
+     * `pendingForMs`, so are those still pending for less than that.
      */
-    async recover(channel: RoutedChannel, reply: (m: InboundMessage) => ReplyWriter, takeable: Takeable = async (c) => new Set(c)): Promise<number> {
+    async recover(
+      channel: RoutedChannel,
+      reply: (m: InboundMessage) => ReplyWriter,
+      takeable: Takeable = async (c) => new Set(c),
+      options: { pendingForMs?: number } = {},
+    ): Promise<number> {
       let answered = 0;
-      const cutoff = clock.now().getTime() - recoveryWindowMs;
-      const rows = await store.unanswered(channel.id);
+      const nowMs = clock.now().getTime();
+      const cutoff = nowMs - recoveryWindowMs;
+      // A message still pending is normally waiting its turn on the instance that stored it: taken only once it waited this long.
+      const pendingSince = options.pendingForMs === undefined ? Number.POSITIVE_INFINITY : nowMs - options.pendingForMs;
+      const rows = (await store.unanswered(channel.id)).filter((r) => r.status !== 'pending' || Date.parse(r.received_at) <= pendingSince);
       const claimers = [...new Set(rows.filter((r) => r.status === 'answering').map((r) => r.claimed_by))];
       const orphaned = claimers.length > 0 ? await takeable(claimers) : new Set<string | null>();
       for (const row of rows) {

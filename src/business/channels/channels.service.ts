@@ -76,6 +76,8 @@ interface Live {
   held: boolean;
   /** Whether this process started the channel before: a first start also answers what its previous run left. */
   startedBefore: boolean;
+  /** Answering what a dead instance left, in the background of the lease ticks. */
+  recovering: boolean;
 }
 
 const leaseName = (channelId: string) => `channel:${channelId}`;
@@ -266,6 +268,7 @@ export function createChannelService(deps: ChannelServiceDeps) {
       connection: isConnection(row),
       held: true,
       startedBefore: false,
+      recovering: false,
     };
     state.held = !(deps.leases && state.connection);
     live.set(row.id, state);
@@ -340,9 +343,14 @@ export function createChannelService(deps: ChannelServiceDeps) {
           continue;
         }
       }
-      if (state.row.type === 'webhook' || !state.bridge || state.starting) continue;
+      if (state.row.type === 'webhook' || !state.bridge || state.starting || state.recovering) continue;
+      // Off the tick: answers take seconds, and the leases above must be renewed on time.
       const bridge = state.bridge;
-      await inbox.recover(routed(state.row), (m) => bridge.reply(m.replyTo), takeable(false));
+      state.recovering = true;
+      void inbox
+        .recover(routed(state.row), (m) => bridge.reply(m.replyTo), takeable(false), { pendingForMs: shared.ms })
+        .catch((err: unknown) => logger.warn({ err, channelId: state.row.id }, 'channel messages left by another instance could not be answered'))
+        .finally(() => (state.recovering = false));
     }
     await showHolderStatus(others);
   }
