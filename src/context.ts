@@ -175,7 +175,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const heartbeat = leaseStore ? await startHeartbeat(leaseStore, instanceOwner, config.leaseSeconds * 1000, logger) : null;
 
   const auth = createAuthService({ store: createAuthStore(db.kysely), clock, ids, signals: backend.signals });
-  const personas = createPersonaService({ store: createPersonaStore(db), clock, ids });
+  const personas = createPersonaService({ store: createPersonaStore(db), clock, ids, ...(config.database !== undefined ? { signals: backend.signals } : {}) });
   const teams = createTeamService({ store: createTeamStore(db.kysely), clock, ids });
   const abTests = createAbTestService({ store: createAbTestStore(db.kysely), personas, clock, ids });
   personas.guardDeletion((workspaceId, personaId) => abTests.personaInUse(workspaceId, personaId));

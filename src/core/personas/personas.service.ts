@@ -1,3 +1,4 @@
+import type { ChangeSignals } from '../../db/change-signals.js';
 import type { PersonaRow } from '../../db/schema.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
 import type { Clock } from '../../lib/clock.js';
@@ -26,19 +27,52 @@ export interface PersonaServiceDeps {
   store: PersonaStore;
   clock: Clock;
   ids: IdGenerator;
+  /**
+   * With PostgreSQL: personas are kept in memory (every answer reads its persona, a round trip of
+   * about five), and a change anywhere empties every instance's copy within a poll of the change
+   * signals (API.md §13: 1 s). Absent (SQLite): read each time, a prepared statement in-process.
+   */
+  signals?: ChangeSignals;
 }
+
+/** Personas kept in memory at most; past it the cache starts over. */
+const CACHE_MAX = 10_000;
 
 /** Says why a persona may not be deleted now (a running A/B test, a channel uses it), or null. */
 export type PersonaDeletionGuard = (workspaceId: string, personaId: string) => Promise<string | null>;
 
-export function createPersonaService({ store, clock, ids }: PersonaServiceDeps) {
+export function createPersonaService({ store, clock, ids, signals }: PersonaServiceDeps) {
   // Features that route to personas register here; they are built after this service.
   const deletionGuards: PersonaDeletionGuard[] = [];
+  const cache = signals ? new Map<string, Persona>() : null;
+  /** Bumped at every change: a read that began before one does not keep what it read. */
+  let generation = 0;
+  signals?.onChange('personas', () => {
+    generation++;
+    cache?.clear();
+  });
+  const changed = async () => {
+    generation++;
+    cache?.clear();
+    await signals?.changed('personas');
+  };
 
   async function get(workspaceId: string, id: string): Promise<Persona> {
+    const key = `${workspaceId}\u0000${id}`;
+    const held = cache?.get(key);
+    if (held) return held;
+    const began = generation;
     const row = await store.find(workspaceId, id);
     if (!row) throw new NotFoundError('Persona', id);
-    return toPersona(row);
+    const persona = toPersona(row);
+    if (cache && began === generation) {
+      if (cache.size >= CACHE_MAX) cache.clear();
+      // Shared by every later caller: frozen, so none can change another's copy.
+      Object.freeze(persona.traits);
+      Object.freeze(persona.tools);
+      cache.set(key, Object.freeze(persona));
+    }
+    return persona;
   }
 
   return {
@@ -79,6 +113,7 @@ export function createPersonaService({ store, clock, ids }: PersonaServiceDeps) 
       if (input.maxTokens !== undefined) patch.max_tokens = input.maxTokens;
       if (input.tools !== undefined) patch.tools = JSON.stringify([...new Set(input.tools)]);
       await store.update(workspaceId, id, patch);
+      await changed();
       return toPersona({ ...row, ...patch });
     },
 
@@ -94,6 +129,7 @@ export function createPersonaService({ store, clock, ids }: PersonaServiceDeps) 
         if (why) throw new ConflictError(why);
       }
       if (!(await store.delete(workspaceId, id))) throw new NotFoundError('Persona', id);
+      await changed();
     },
   };
 }
