@@ -172,7 +172,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const instanceOwner = `${os.hostname()}:${path.resolve(config.dataDir)}`;
   // Instances sharing a PostgreSQL database say they are alive (src/db/leases.ts): what a dead one claimed is taken over.
   const leaseStore = config.database !== undefined ? createLeaseStore(db.kysely) : null;
-  const heartbeat = leaseStore ? await startHeartbeat(leaseStore, instanceOwner, config.leaseSeconds * 1000, logger) : null;
+  const heartbeat = leaseStore ? await startHeartbeat(leaseStore, instanceOwner, config.leaseSeconds * 1000, logger, () => clock.now().getTime()) : null;
 
   const auth = createAuthService({ store: createAuthStore(db.kysely), clock, ids, signals: backend.signals });
   const personas = createPersonaService({ store: createPersonaStore(db), clock, ids, ...(config.database !== undefined ? { signals: backend.signals } : {}) });
