@@ -38,7 +38,7 @@ const SLACK_APP_TOKEN = 'xapp-instances-app';
 describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database', () => {
   const adminKey = generateKeySecret();
   const secret = crypto.randomBytes(32).toString('base64');
-  const dirs = ['a', 'b', 'c', 'd', 'e', 'f', 'g'].map((name) => tempDir(`switchboard-instance-${name}-`));
+  const dirs = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i'].map((name) => tempDir(`switchboard-instance-${name}-`));
   const killers: Array<() => void> = [];
   let database: TestDatabase;
   let a: BuiltServer;
@@ -204,6 +204,24 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
     expect((await call(a, 'DELETE', `/personas/${id}`, adminKey)).status).toBe(204);
     await expect.poll(async () => (await call(b, 'POST', '/query', adminKey, { personaId: id, message: 'Still there?' })).status, { timeout: PROPAGATION_WAIT_MS, interval: 20 }).toBe(404);
   });
+
+  it('lastUsedAt is the latest use on any instance, whichever instance writes its use last', async () => {
+    const [c, d] = await Promise.all([start(dirs[7]!), start(dirs[8]!)]);
+    const created = await newKey(a);
+    expect((await call(c, 'GET', '/auth/me', created.key)).status).toBe(200);
+    const between = Date.now();
+    expect((await call(d, 'GET', '/auth/me', created.key)).status).toBe(200);
+    // Each keeps the use in memory and writes it at shutdown: D (the later use) first, then C (the earlier).
+    for (const server of [d, c]) {
+      server.child.kill('SIGTERM');
+      await server.exited;
+      expect(server.child.exitCode).toBe(0);
+    }
+    const keys = (await (await call(a, 'GET', '/auth/api-keys?limit=100', adminKey)).json()) as { data: Array<{ id: string; lastUsedAt: string | null }> };
+    const lastUsedAt = keys.data.find((k) => k.id === created.id)?.lastUsedAt;
+    expect(lastUsedAt).not.toBeNull();
+    expect(Date.parse(lastUsedAt!)).toBeGreaterThanOrEqual(between);
+  }, 40_000);
 
   it('a rotation on one ends the old secret on the other', async () => {
     const created = await newKey(b);
