@@ -358,25 +358,29 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
   const inboxStatus = (externalId: string) =>
     withClient(database.url, async (client) => (await client.query<{ status: string }>('SELECT status FROM channel_inbox WHERE external_id = $1', [externalId])).rows[0]?.status);
 
-  async function newPersona(server: BuiltServer | RoundRobinProxy): Promise<string> {
-    const res = await call(server as BuiltServer, 'POST', '/personas', adminKey, { name: 'Channel persona', instructions: 'Answer briefly.' });
+  async function newPersona(server: BuiltServer): Promise<string> {
+    const res = await call(server, 'POST', '/personas', adminKey, { name: 'Channel persona', instructions: 'Answer briefly.' });
     expect(res.status).toBe(201);
     return ((await res.json()) as { id: string }).id;
+  }
+
+  const SLACK_EVENTS = { type: 'slack', credentials: { botToken: SLACK_BOT_TOKEN, signingSecret: SLACK_SIGNING_SECRET } } as const;
+  const SLACK_SOCKET = { type: 'slack', credentials: { botToken: SLACK_BOT_TOKEN, appToken: SLACK_APP_TOKEN } } as const;
+  const DISCORD = { type: 'discord', credentials: { botToken: FAKE_DISCORD_TOKEN } } as const;
+
+  /** A channel created through `server`, routed to a new persona: its id and the status the create answered. */
+  async function newChannel(server: BuiltServer, name: string, kind: typeof SLACK_EVENTS | typeof SLACK_SOCKET | typeof DISCORD): Promise<{ id: string; status: string }> {
+    const personaId = await newPersona(a);
+    const created = await call(server, 'POST', '/business/channels', adminKey, { ...kind, name, personaId });
+    expect(created.status).toBe(201);
+    return (await created.json()) as { id: string; status: string };
   }
 
   const channelStatus = async (server: BuiltServer, id: string) => ((await (await call(server, 'GET', `/business/channels/${id}`, adminKey)).json()) as { status: string }).status;
 
   it('a Slack Events API delivery and its retry on the other instance are answered once, after the platform\'s Retry-After', async () => {
-    const personaId = await newPersona(a);
     // Created through A; B learns of the channel through the change signals.
-    const created = await call(a, 'POST', '/business/channels', adminKey, {
-      type: 'slack',
-      name: 'Balanced Slack',
-      personaId,
-      credentials: { botToken: SLACK_BOT_TOKEN, signingSecret: SLACK_SIGNING_SECRET },
-    });
-    expect(created.status).toBe(201);
-    const { id } = (await created.json()) as { id: string };
+    const { id } = await newChannel(a, 'Balanced Slack', SLACK_EVENTS);
     await expect.poll(() => channelStatus(b, id), { timeout: PROPAGATION_WAIT_MS }).toBe('connected');
 
     const eventId = `EvBalanced${nextTs().replace('.', '')}`;
@@ -403,14 +407,7 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
   });
 
   it('messages a dead instance was answering are answered by another, once; a live instance\'s are left to it', async () => {
-    const personaId = await newPersona(a);
-    const created = await call(a, 'POST', '/business/channels', adminKey, {
-      type: 'slack',
-      name: 'Left behind',
-      personaId,
-      credentials: { botToken: SLACK_BOT_TOKEN, signingSecret: SLACK_SIGNING_SECRET },
-    });
-    const { id } = (await created.json()) as { id: string };
+    const { id } = await newChannel(a, 'Left behind', SLACK_EVENTS);
     for (const server of [a, b]) await expect.poll(() => channelStatus(server, id), { timeout: PROPAGATION_WAIT_MS }).toBe('connected');
     const [dead, alive] = [nextTs(), nextTs()];
     const payload = (externalId: string, ts: string) =>
@@ -438,16 +435,8 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
   });
 
   it('a Slack Socket Mode connection runs on one instance: the others show its status, and a message through it is answered once', async () => {
-    const personaId = await newPersona(a);
     const before = slack.socket.connections;
-    const created = await call(b, 'POST', '/business/channels', adminKey, {
-      type: 'slack',
-      name: 'Socket Slack',
-      personaId,
-      credentials: { botToken: SLACK_BOT_TOKEN, appToken: SLACK_APP_TOKEN },
-    });
-    expect(created.status).toBe(201);
-    const { id, status } = (await created.json()) as { id: string; status: string };
+    const { id, status } = await newChannel(b, 'Socket Slack', SLACK_SOCKET);
     expect(status).toBe('connected');
     // A has the channel too and shows the status its holder noted: it looked at the lease and left the connection to B.
     await expect.poll(() => channelStatus(a, id), { timeout: PROPAGATION_WAIT_MS }).toBe('connected');
@@ -467,11 +456,8 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
   it('a Discord gateway session runs on one instance; killed, another takes over within the lease and answers what was left, once', async () => {
     const identifies = () => discord.gateway.received(2).length;
     const before = identifies();
-    const personaId = await newPersona(a);
     const c = await start(dirs[4]!);
-    const created = await call(c, 'POST', '/business/channels', adminKey, { type: 'discord', name: 'Balanced Discord', personaId, credentials: { botToken: FAKE_DISCORD_TOKEN } });
-    expect(created.status).toBe(201);
-    const { id, status } = (await created.json()) as { id: string; status: string };
+    const { id, status } = await newChannel(c, 'Balanced Discord', DISCORD);
     expect(status).toBe('connected');
     // A and B have the channel too, and show the status its holder noted: they looked at the lease and left it.
     for (const server of [a, b]) await expect.poll(() => channelStatus(server, id), { timeout: PROPAGATION_WAIT_MS }).toBe('connected');
@@ -518,13 +504,10 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
 
   it('an instance holding a Discord gateway session hands it over at SIGTERM, long before its lease would lapse', async () => {
     const identifies = () => discord.gateway.received(2).length;
-    const personaId = await newPersona(a);
     // Its leases hold two minutes: only the hand-over at SIGTERM lets another connect within the wait below.
     const g = await start(dirs[6]!, { SWITCHBOARD_LEASE_SECONDS: '120' });
     const before = identifies();
-    const created = await call(g, 'POST', '/business/channels', adminKey, { type: 'discord', name: 'Handed over', personaId, credentials: { botToken: FAKE_DISCORD_TOKEN } });
-    expect(created.status).toBe(201);
-    const { id } = (await created.json()) as { id: string };
+    const { id } = await newChannel(g, 'Handed over', DISCORD);
     for (const server of [a, b]) await expect.poll(() => channelStatus(server, id), { timeout: PROPAGATION_WAIT_MS }).toBe('connected');
     expect(identifies() - before).toBe(1);
     const stopped = performance.now();
