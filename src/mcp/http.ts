@@ -35,6 +35,7 @@ export interface McpHttpOptions {
 
 /** A session this instance holds: its server and transport. */
 interface Held {
+  id: string;
   /** The key that opened it, or `key/grant` for an OAuth client: a session is never shared between them. */
   owner: string;
   transport: WebStandardStreamableHTTPServerTransport;
@@ -183,7 +184,7 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
       if (held.get(id)?.transport === transport) held.delete(id);
     };
     await server.createMcpServer(ctx, principal).connect(transport);
-    const session: Held = { owner: ownerOf(principal), transport, lastSeen: now(), recorded: !opened };
+    const session: Held = { id, owner: ownerOf(principal), transport, lastSeen: now(), recorded: !opened };
     held.set(id, session);
     return session;
   }
@@ -279,7 +280,7 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
       } else reply.raw.end();
     } finally {
       // An initialize the transport refused (a batch of two, say) opened nothing: let its server go.
-      if (session.transport.sessionId === undefined) for (const [id, s] of held) if (s === session) await release(id);
+      if (session.transport.sessionId === undefined) await release(session.id);
     }
   }
 

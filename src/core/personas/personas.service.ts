@@ -51,6 +51,7 @@ export function createPersonaService({ store, clock, ids, signals }: PersonaServ
     generation++;
     cache?.clear();
   });
+  // Emptied here before the signal is written too: should writing it fail, this instance still reads the change.
   const changed = async () => {
     generation++;
     cache?.clear();
