@@ -26,14 +26,17 @@ export interface SearchRunDeps {
 export async function runSearch(deps: SearchRunDeps, filter: SearchFilter, input: ResolvedSearch): Promise<SearchResult> {
   const { index, embedder, fusion } = deps;
   const depth = Math.max(input.limit, fusion.depth);
-  let keywordHits: Hit[] = [];
-  let vectorHits: Hit[] = [];
-  if (input.mode !== 'vector' && index) keywordHits = await index.keyword(filter, input.q, input.mode === 'keyword' ? input.limit : depth);
-  if (input.mode !== 'keyword' && index) {
-    const [queryVector] = await embedder.embed([input.q]);
-    // A query of stop words only embeds to zero: every chunk would tie at 0, so none is a hit; nor is one pointing away.
-    vectorHits = (await index.vector(filter, queryVector!, input.mode === 'vector' ? input.limit : depth)).filter((h) => h.score > 0);
-  }
+  // Both halves at once: on PostgreSQL the keyword statement runs in the database while this
+  // process embeds the query and scans the codes (SQLite answers the keyword half synchronously).
+  const [keywordHits, vectorHits] = await Promise.all([
+    input.mode !== 'vector' && index ? index.keyword(filter, input.q, input.mode === 'keyword' ? input.limit : depth) : ([] as Hit[]),
+    (async (): Promise<Hit[]> => {
+      if (input.mode === 'keyword' || !index) return [];
+      const [queryVector] = await embedder.embed([input.q]);
+      // A query of stop words only embeds to zero: every chunk would tie at 0, so none is a hit; nor is one pointing away.
+      return (await index.vector(filter, queryVector!, input.mode === 'vector' ? input.limit : depth)).filter((h) => h.score > 0);
+    })(),
+  ]);
   const ranked = input.mode === 'keyword' ? keywordHits : input.mode === 'vector' ? vectorHits : fuse(keywordHits, vectorHits, fusion).slice(0, input.limit);
   const rows = new Map((await deps.hits(filter.workspaceId, ranked.map((h) => h.rowid))).map((r) => [r.rowid, r]));
   const data = ranked.flatMap((hit) => {
