@@ -5,7 +5,7 @@ import fc from '../helpers/property.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createBinaryCoder } from '../../src/core/knowledge/binary-code.js';
 import { DEFAULT_FUSION, fuse } from '../../src/core/knowledge/fusion.js';
-import { createVectorCache } from '../../src/core/knowledge/vector-cache.js';
+import { createVectorCache, mayRankAmong, reduceVector } from '../../src/core/knowledge/vector-cache.js';
 import {
   blobFromVector,
   type Hit,
@@ -510,6 +510,49 @@ describe('the in-memory codes', () => {
     const read = openSqliteSearchIndex(f.sqlite, DIM, { cacheBytes: 40 * perRow }).vector({ workspaceId: 'A' }, q, 10);
     expect(held).toHaveLength(10);
     expect(held).toEqual(read);
+
+    // Codes and 16-bit vectors fit half the budget, codes and float32 vectors do not: held reduced,
+    // each value within half its scale of the stored one; the same hits with their exact scores.
+    const middleBudget = 2 * 30 * (perRow + DIM * 2 + 4);
+    expect(30 * (perRow + DIM * 4)).toBeGreaterThan(middleBudget / 2);
+    const middle = createVectorCache(f.sqlite, coder.bits, middleBudget, DIM).nearest({ workspaceId: 'A' }, coder.encode(q), 10)!;
+    expect(middle.vectors).toBeNull();
+    expect(middle.reduced).toHaveLength(10);
+    expect(middle.rowids).toEqual(near.rowids);
+    middle.rowids.forEach((rowid, i) => {
+      const exact = vectorFromBlob(stored.get(rowid) as Buffer);
+      const { values, scale } = middle.reduced![i]!;
+      exact.forEach((x, d) => expect(Math.abs(x - values[d]! * scale)).toBeLessThanOrEqual(scale / 2 + 1e-12));
+    });
+    expect(openSqliteSearchIndex(f.sqlite, DIM, { cacheBytes: middleBudget }).vector({ workspaceId: 'A' }, q, 10)).toEqual(held);
+  });
+
+  it('rescore from the table only the candidates whose reduced vectors can still rank among the best k, always every one that does', () => {
+    // Random unit vectors, clusters of near-duplicates and exact ties: the exact best k (ties by
+    // position) are always among those kept, and with spread-out scores few others are.
+    const unit = fc.integer({ min: 1, max: 2 ** 31 - 1 }).map((s) => randomUnit(prng(s), 96));
+    fc.assert(
+      fc.property(
+        unit,
+        fc.array(fc.tuple(unit, fc.nat({ max: 6 }), fc.integer({ min: 2, max: 12 }).map((e) => 10 ** -e)), { minLength: 1, maxLength: 60 }),
+        fc.integer({ min: 1, max: 30 }),
+        (query, spec, k) => {
+          // Each vector, then `copies` near-duplicates of it (moved by up to `jitter` per value: from 1e-2, to
+          // below what 16 bits resolve).
+          const vectors = spec.flatMap(([v, copies, jitter]) => [v, ...Array.from({ length: copies }, (_, c) => v.map((x, i) => x + jitter * Math.sin(7 * c + i)))]);
+          const exact = vectors.map((v, i) => ({ i, score: dot(query, v) })).sort((a, b) => b.score - a.score || a.i - b.i);
+          const kept = new Set(mayRankAmong(query, vectors.map(reduceVector), k));
+          for (const { i } of exact.slice(0, k)) expect(kept.has(i)).toBe(true);
+          expect(kept.size).toBeGreaterThanOrEqual(Math.min(k, vectors.length));
+        },
+      ),
+      { numRuns: 200 },
+    );
+    // 400 spread-out candidates, best 10: a handful read, not 400.
+    const random = prng(3);
+    const query = randomUnit(random, 384);
+    const candidates = Array.from({ length: 400 }, () => reduceVector(randomUnit(random, 384)));
+    expect(mayRankAmong(query, candidates, 10).length).toBeLessThan(20);
   });
 });
 

@@ -1,7 +1,7 @@
 import type SqliteDatabase from 'better-sqlite3';
 import { isStopword, wordsOf } from '../../lib/text.js';
 import { type BinaryCoder, createBinaryCoder } from './binary-code.js';
-import { createVectorCache } from './vector-cache.js';
+import { createVectorCache, mayRankAmong } from './vector-cache.js';
 
 /** The scope value of a source every persona of the workspace retrieves (sqlite-vec filters cannot test IS NULL). */
 export const SHARED_SCOPE = 'shared';
@@ -352,11 +352,13 @@ export function openSqliteSearchIndex(
       const near = cache?.nearest(filter, code, wanted);
       const candidates = near?.rowids ?? (vectorStatement(filter).pluck().all({ ...params(filter), code, k: Math.min(MAX_KNN, wanted) }) as number[]);
       if (candidates.length === 0) return [];
-      // The candidates' vectors from memory when the cache holds them (same snapshot as their codes), else from their rows.
+      // The candidates' vectors from memory when the cache holds them (same snapshot as their codes), else from their rows:
+      // those that can still rank among the best k when it holds them reduced, else every one.
       const held = near?.vectors;
+      const read = near?.reduced ? mayRankAmong(vector, near.reduced, k).map((i) => candidates[i]!) : candidates;
       const scored = held
         ? candidates.map((rowid, i) => ({ rowid, score: dot(vector, held[i]!) }))
-        : (rescoreRows.all(JSON.stringify(candidates)) as { rowid: number; embedding: Buffer }[]).map((r) => ({ rowid: r.rowid, score: dot(vector, floatsOf(r.embedding)) }));
+        : (rescoreRows.all(JSON.stringify(read)) as { rowid: number; embedding: Buffer }[]).map((r) => ({ rowid: r.rowid, score: dot(vector, floatsOf(r.embedding)) }));
       return scored.sort((a, b) => b.score - a.score || a.rowid - b.rowid).slice(0, k);
     },
   };

@@ -22,8 +22,10 @@ import { type SearchFilter, SHARED_SCOPE } from './search-index.js';
  * Given the dimension, the float32 vectors of a workspace are held too (read with the codes, in the
  * same snapshot), so the exact rescoring of the candidates needs no read of their rows: measured at
  * ~470 µs of ~3.7 ms of server CPU per chat answer on a 200-chunk workspace (issue 18). They are
- * held only while codes and vectors together take at most half the budget; a larger workspace keeps
- * its codes only and the caller reads the candidates' vectors from the table, as before.
+ * held only while codes and vectors together take at most half the budget. A larger workspace keeps
+ * them as 16-bit integers with a scale per row (half the bytes), from which the caller picks the few
+ * candidates that can still be among the best and reads only their float32 vectors from the table
+ * (`mayRankAmong`); larger still, its codes only, and the caller reads every candidate's vector.
  */
 export interface VectorCache {
   /**
@@ -39,6 +41,36 @@ export interface Candidates {
   rowids: number[];
   /** The float32 vector of each candidate, when the workspace's are held in memory; else null (read them from the table). */
   vectors: Float32Array[] | null;
+  /** Without those, each candidate's vector as 16-bit integers (`ReducedVector`) when held; else null. */
+  reduced: ReducedVector[] | null;
+}
+
+/**
+ * A float32 vector `x` as `values[i] · scale`, each within `scale / 2` of `x[i]`: the scale is the
+ * largest magnitude over 32,000 (under 32,767, so the rounding of the scale to float32 cannot push a
+ * value out of range).
+ */
+export interface ReducedVector {
+  values: Int16Array;
+  scale: number;
+}
+const REDUCED_STEPS = 32_000;
+
+/** Writes `v` reduced (ReducedVector) at row `row` of `into`: values at [row·length, (row+1)·length), the scale at `row`. */
+function reduceInto(into: { values: Int16Array; scales: Float32Array }, row: number, v: Float32Array): void {
+  let largest = 0;
+  for (let i = 0; i < v.length; i++) largest = Math.max(largest, Math.abs(v[i]!));
+  const scale = Math.fround(largest / REDUCED_STEPS);
+  into.scales[row] = scale;
+  const at = row * v.length;
+  for (let i = 0; i < v.length; i++) into.values[at + i] = scale === 0 ? 0 : Math.round(v[i]! / scale);
+}
+
+/** One vector reduced, as the holder reduces those it holds. */
+export function reduceVector(v: Float32Array): ReducedVector {
+  const into = { values: new Int16Array(v.length), scales: new Float32Array(1) };
+  reduceInto(into, 0, v);
+  return { values: into.values, scale: into.scales[0]! };
 }
 
 interface WorkspaceCodes {
@@ -53,6 +85,8 @@ interface WorkspaceCodes {
   sources: Map<string, number>;
   /** Row i's float32 vector at [i·dimension, (i+1)·dimension); capacity grows by doubling. Null when not held. */
   vectors: Float32Array | null;
+  /** When the float32 ones no longer fit: row i's vector reduced to 16 bits, at the same place, and its scale. Null when not held. */
+  reduced: { values: Int16Array; scales: Float32Array } | null;
   /** Rough bytes held (codes + per-row arrays), for the budget. */
   bytes: number;
 }
@@ -84,7 +118,7 @@ export function createCodeHolder(bits: number, maxBytes: number, dimension?: num
   const withVectors = dimension !== undefined && dimension > 0;
   const bytesPerRow = bits / 8 + ROW_OVERHEAD_BYTES;
   const dim = withVectors ? dimension : 0;
-  /** Codes and vectors of a workspace beyond this: its vectors are dropped. */
+  /** Codes and vectors of a workspace beyond this: its float32 vectors are reduced to 16 bits, then dropped. */
   const maxWithVectors = maxBytes / 2;
   let total = 0;
   const fresh = (epoch: number): WorkspaceCodes => ({
@@ -97,6 +131,7 @@ export function createCodeHolder(bits: number, maxBytes: number, dimension?: num
     scopes: new Map(),
     sources: new Map(),
     vectors: withVectors ? new Float32Array(0) : null,
+    reduced: null,
     bytes: 0,
   });
 
@@ -106,37 +141,73 @@ export function createCodeHolder(bits: number, maxBytes: number, dimension?: num
     return i;
   };
 
-  /** Room for `rows` vectors, or null (dropped) when the workspace would take too much with them. */
-  function vectorRoom(ws: WorkspaceCodes, rows: number): Float32Array | null {
-    const held = ws.vectors;
-    if (held === null) return null;
-    if (rows * (bytesPerRow + dim * 4) > maxWithVectors) return null;
-    if (held.length >= rows * dim) return held;
-    const grown = new Float32Array(Math.max(rows, Math.ceil(held.length / dim) * 2, 64) * dim);
-    grown.set(held);
-    return grown;
+  /** Capacity for `rows` rows when `held` has less: doubling, as arrays do. */
+  const capacity = (rows: number, heldRows: number) => Math.max(rows, heldRows * 2, 64);
+
+  /**
+   * Room for `rows` vectors, as float32 while codes and vectors fit half the budget, then as 16-bit
+   * integers (the float32 ones held so far reduced) while those fit, then none (the caller reads the
+   * table). Once dropped, a workspace's vectors stay dropped until it is read again.
+   */
+  function makeRoom(ws: WorkspaceCodes, held: number, rows: number): void {
+    if (ws.vectors !== null) {
+      if (rows * (bytesPerRow + dim * 4) <= maxWithVectors) {
+        if (ws.vectors.length < rows * dim) {
+          const grown = new Float32Array(capacity(rows, ws.vectors.length / dim) * dim);
+          grown.set(ws.vectors);
+          ws.vectors = grown;
+        }
+        return;
+      }
+      const floats = ws.vectors;
+      ws.vectors = null;
+      ws.reduced = { values: new Int16Array(0), scales: new Float32Array(0) };
+      makeRoom(ws, 0, rows);
+      for (let i = 0; i < held && ws.reduced !== null; i++) reduceInto(ws.reduced, i, floats.subarray(i * dim, (i + 1) * dim));
+      return;
+    }
+    const reduced = ws.reduced;
+    if (reduced === null) return;
+    if (rows * (bytesPerRow + dim * 2 + 4) > maxWithVectors) {
+      ws.reduced = null;
+      return;
+    }
+    if (reduced.scales.length < rows) {
+      const n = capacity(rows, reduced.scales.length);
+      const values = new Int16Array(n * dim);
+      values.set(reduced.values);
+      const scales = new Float32Array(n);
+      scales.set(reduced.scales);
+      ws.reduced = { values, scales };
+    }
   }
+
 
   function append(ws: WorkspaceCodes, rows: CodeRow[]) {
     const first = ws.rowids.length;
-    ws.vectors = rows.length > 0 ? vectorRoom(ws, first + rows.length) : ws.vectors;
+    if (rows.length > 0) makeRoom(ws, first, first + rows.length);
     for (let j = 0; j < rows.length; j++) {
       const r = rows[j]!;
       ws.codes.push(r.code);
       ws.rowids.push(r.rowid);
       ws.scopeOf.push(indexIn(ws.scopes, r.scope));
       ws.sourceOf.push(indexIn(ws.sources, r.source_id));
-      if (ws.vectors !== null) {
-        const blob = r.embedding;
+      if (ws.vectors === null && ws.reduced === null) continue;
+      const blob = r.embedding;
+      if (!blob || blob.byteLength !== dim * 4) {
         // A vector of another length (a reindex to a new dimension under way): rescoring reads the table.
-        if (!blob || blob.byteLength !== dim * 4) ws.vectors = null;
-        // A view when the blob is 4-byte aligned, else a copy (blobs need not be).
-        else ws.vectors.set(blob.byteOffset % 4 === 0 ? new Float32Array(blob.buffer, blob.byteOffset, dim) : new Float32Array(Uint8Array.from(blob).buffer), (first + j) * dim);
+        ws.vectors = null;
+        ws.reduced = null;
+        continue;
       }
+      // A view when the blob is 4-byte aligned, else a copy (blobs need not be).
+      const v = blob.byteOffset % 4 === 0 ? new Float32Array(blob.buffer, blob.byteOffset, dim) : new Float32Array(Uint8Array.from(blob).buffer);
+      if (ws.vectors !== null) ws.vectors.set(v, (first + j) * dim);
+      else reduceInto(ws.reduced!, first + j, v);
     }
     if (rows.length > 0) ws.lastRowid = rows[rows.length - 1]!.rowid;
     total -= ws.bytes;
-    ws.bytes = ws.rowids.length * bytesPerRow + (ws.vectors?.byteLength ?? 0);
+    ws.bytes = ws.rowids.length * bytesPerRow + (ws.vectors?.byteLength ?? 0) + (ws.reduced ? ws.reduced.values.byteLength + ws.reduced.scales.byteLength : 0);
     total += ws.bytes;
   }
 
@@ -211,7 +282,7 @@ export function createCodeHolder(bits: number, maxBytes: number, dimension?: num
 /** Up to `count` rowids of the workspace the filter may see, nearest to `query` by Hamming distance (ties in insertion order). */
 function nearestIn(ws: WorkspaceCodes, dim: number, filter: SearchFilter, query: Uint8Array, count: number): Candidates {
   const n = ws.rowids.length;
-  if (n === 0 || count <= 0) return { rowids: [], vectors: ws.vectors && [] };
+  if (n === 0 || count <= 0) return { rowids: [], vectors: ws.vectors && [], reduced: ws.reduced && [] };
 
   // Which rows the filter may see: the shared scope and the persona's; the listed sources.
   let allowedScope: ((s: number) => boolean) | null = null;
@@ -231,17 +302,20 @@ function nearestIn(ws: WorkspaceCodes, dim: number, filter: SearchFilter, query:
   const allowed = (i: number) => (allowedScope === null || allowedScope(ws.scopeOf[i]!)) && (allowedSource === null || allowedSource[ws.sourceOf[i]!] === 1);
   const held = ws.vectors;
   const vectors: Float32Array[] | null = held && [];
+  const heldReduced = ws.reduced;
+  const reduced: ReducedVector[] | null = heldReduced && [];
   const out: number[] = [];
   const take = (i: number) => {
     out.push(ws.rowids[i]!);
     if (held !== null) vectors!.push(held.subarray(i * dim, (i + 1) * dim));
+    if (heldReduced !== null) reduced!.push({ values: heldReduced.values.subarray(i * dim, (i + 1) * dim), scale: heldReduced.scales[i]! });
   };
 
   // Asked for at least every row (a workspace smaller than the candidates): every visible row is
   // a candidate, whatever its distance, so the Hamming pass would only pick them all (same order).
   if (count >= n) {
     for (let i = 0; i < n; i++) if (allowed(i)) take(i);
-    return { rowids: out, vectors };
+    return { rowids: out, vectors, reduced };
   }
   const distance = ws.codes.distances(query);
 
@@ -267,7 +341,33 @@ function nearestIn(ws: WorkspaceCodes, dim: number, filter: SearchFilter, query:
     }
     take(i);
   }
-  return { rowids: out, vectors };
+  return { rowids: out, vectors, reduced };
+}
+
+/**
+ * The candidates (indexes into `reduced`) whose exact score with `query` could be among the best
+ * `k`, ties included: the exact rescoring of these alone ranks the best `k` as that of every
+ * candidate would. A reduced vector's score is within `scale / 2 · ‖query‖₁` of the exact one (each
+ * value within `scale / 2`), plus a margin for the rounding of the sums; a candidate is kept unless
+ * even its highest possible score is below the k-th best of the lowest possible ones.
+ */
+export function mayRankAmong(query: Float32Array, reduced: ReducedVector[], k: number): number[] {
+  const all = reduced.map((_, i) => i);
+  if (reduced.length <= k) return all;
+  let norm1 = 0;
+  for (let i = 0; i < query.length; i++) norm1 += Math.abs(query[i]!);
+  const approx = new Float64Array(reduced.length);
+  const slack = new Float64Array(reduced.length);
+  for (let c = 0; c < reduced.length; c++) {
+    const { values, scale } = reduced[c]!;
+    let s = 0;
+    for (let i = 0; i < query.length; i++) s += query[i]! * values[i]!;
+    approx[c] = s * scale;
+    slack[c] = (scale / 2) * norm1 + 1e-9 * (1 + Math.abs(approx[c]!));
+  }
+  const lowest = Float64Array.from(approx, (a, c) => a - slack[c]!).sort();
+  const floor = lowest[lowest.length - k]!;
+  return all.filter((c) => approx[c]! + slack[c]! >= floor);
 }
 
 /** `dimension`: also hold the float32 vectors (see above); without it, codes only. */

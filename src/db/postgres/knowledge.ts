@@ -40,7 +40,7 @@ import {
   TERM_COUNT_TTL_MS,
   vectorFromBlob,
 } from '../../core/knowledge/search-index.js';
-import { type CodeRow, createCodeHolder } from '../../core/knowledge/vector-cache.js';
+import { type CodeRow, createCodeHolder, mayRankAmong } from '../../core/knowledge/vector-cache.js';
 import type { Database, KnowledgeSourceRow } from '../schema.js';
 import type { PreparedRead } from '../backend.js';
 import type { PostgresDb } from './connection.js';
@@ -291,7 +291,9 @@ export function createPostgresKnowledge(db: PostgresDb, options: SqliteSearchInd
         let scored: Hit[];
         if (held) scored = near.rowids.map((rowid, i) => ({ rowid, score: dot(vector, held[i]!) }));
         else {
-          const rows = await sql<{ rowid: number; embedding: Buffer }>`SELECT rowid, embedding FROM knowledge_chunks WHERE rowid = ANY(${near.rowids}::bigint[])`.execute(k);
+          // Held reduced: only the candidates that can still rank among the best `limit` are read.
+          const read = near.reduced ? mayRankAmong(vector, near.reduced, limit).map((i) => near.rowids[i]!) : near.rowids;
+          const rows = await sql<{ rowid: number; embedding: Buffer }>`SELECT rowid, embedding FROM knowledge_chunks WHERE rowid = ANY(${read}::bigint[])`.execute(k);
           scored = rows.rows.map((r) => ({ rowid: r.rowid, score: dot(vector, vectorFromBlob(r.embedding)) }));
         }
         return scored.sort((a, b) => b.score - a.score || a.rowid - b.rowid).slice(0, limit);
