@@ -278,8 +278,10 @@ export function createPostgresKnowledge(db: PostgresDb, options: SqliteSearchInd
       async keyword(filter, text, limit) {
         const terms = queryTerms(text);
         if (terms.length === 0 || limit <= 0 || filter.sourceIds?.length === 0) return [];
-        const phrases = (await budgeted(terms)).map((quoted) => ftsTokens(quoted.slice(1, -1)));
-        return keywordSearch(filter, phrases, limit);
+        const kept = await budgeted(terms);
+        // The kept terms' postings over the whole index, as the budget counted them (none counted: many).
+        const postings = kept.reduce((sum, t) => sum + (termCounts.get(t)?.count ?? Number.POSITIVE_INFINITY), 0);
+        return keywordSearch(filter, kept.map((quoted) => ftsTokens(quoted.slice(1, -1))), limit, postings);
       },
       async vector(filter, vector, limit) {
         if (limit <= 0 || filter.sourceIds?.length === 0) return [];
@@ -430,26 +432,25 @@ export function createPostgresKnowledge(db: PostgresDb, options: SqliteSearchInd
   }
 
   /**
-   * The keyword statement per filter shape, prepared by name (planning it anew for every search cost
-   * the server more than running it). The postings carry their chunk's workspace, scope and length
-   * (migration 016), so a query's postings are an index-only read per term within the workspace,
-   * joined to nothing but the query's terms: a SciFact claim over 8,000 postings at 10k chunks took
-   * 65 ms when each posting was joined to its chunk's keys and length, 28 ms this way. Ranking the
-   * rows first and aggregating the arrays of the best only (18 ms there) cost more than it saved on
-   * a small index, where nearly every row is among the best (4.9 ms a chat answer's search, 1.2 here).
+   * The keyword statements per filter shape, prepared by name (planning them anew for every search
+   * cost the server more than running them). The postings carry their chunk's workspace, scope and
+   * length (migration 016), so a query's postings are an index-only read per term within the
+   * workspace, joined to nothing but the query's terms: a SciFact claim over 8,000 postings at 10k
+   * chunks took 65 ms when each posting was joined to its chunk's keys and length, 28 ms this way.
+   *
+   * Two shapes, as the postings compare with the rows asked for (`RANK_FIRST_FROM`):
+   *  - `all`: every matching row aggregated with its postings' arrays, then ranked. Where nearly
+   *    every row is among the best (a chat answer's search of a small index) this is cheapest;
+   *  - `best`: the rows ranked on a sum alone, then the arrays of the best ones only, a probe of
+   *    the postings index per row. Building four arrays for each of thousands of rows was most of
+   *    the cost of a large query: a SciFact claim's 7,400 postings at 100k chunks, 30 → 12 ms.
    */
   const keywordStatements = new Map<string, PreparedRead<KeywordRow>>();
-  function keywordStatement(filter: SearchFilter): PreparedRead<KeywordRow> {
-    const shape = `${filter.personaId !== undefined ? 'p' : ''}${filter.sourceIds !== undefined ? 's' : ''}`;
-    let stmt = keywordStatements.get(shape);
-    if (!stmt) {
-      stmt = db.prepare<KeywordRow>(`
-        WITH q AS (SELECT t AS term, count(*) AS times FROM unnest(?::text[]) AS t GROUP BY t),
-        tot AS (SELECT rows::float8 AS n, tokens::float8 AS total FROM knowledge_keyword_totals WHERE id = 1),
-        hit AS (SELECT term, count(*)::float8 AS hits FROM knowledge_postings WHERE term = ANY(?::text[]) GROUP BY term),
-        idf AS (SELECT hit.term, hit.hits, q.times, ln((tot.n - hit.hits + 0.5) / (hit.hits + 0.5)) AS raw FROM hit JOIN q ON q.term = hit.term, tot)
-        SELECT p.rowid AS rowid, min(p.tokens) AS tokens, array_agg(p.term) AS terms, array_agg(p.title_freq) AS tf_title,
-          array_agg(p.body_freq) AS tf_body, array_agg(idf.hits) AS hits, min(tot.n) AS n, min(tot.total) AS total
+  function keywordStatement(filter: SearchFilter, shape: 'all' | 'best'): PreparedRead<KeywordRow> {
+    const key = `${shape}${filter.personaId !== undefined ? 'p' : ''}${filter.sourceIds !== undefined ? 's' : ''}`;
+    let stmt = keywordStatements.get(key);
+    if (stmt) return stmt;
+    const matching = `
         FROM knowledge_postings p
         JOIN idf ON idf.term = p.term
         CROSS JOIN tot
@@ -458,14 +459,38 @@ export function createPostgresKnowledge(db: PostgresDb, options: SqliteSearchInd
         WHERE p.term = ANY(?::text[]) AND p.workspace_id = ?
           ${filter.personaId !== undefined ? `AND p.scope IN ('${SHARED_SCOPE}', ?)` : ''}
           ${filter.sourceIds !== undefined ? 'AND c.source_id = ANY(?::text[])' : ''}
-        GROUP BY p.rowid
-        ORDER BY sum(idf.times * CASE WHEN idf.raw <= 0 THEN 1e-6 ELSE idf.raw END
+        GROUP BY p.rowid`;
+    const ranking = `ORDER BY sum(idf.times * CASE WHEN idf.raw <= 0 THEN 1e-6 ELSE idf.raw END
           * ((f.freq * (${BM25_K1} + 1.0)) / (f.freq + ${BM25_K1} * (1 - ${BM25_B} + (${BM25_B} * p.tokens) / (tot.total / tot.n))))) DESC, p.rowid
-        LIMIT ?`);
-      keywordStatements.set(shape, stmt);
-    }
+        LIMIT ?`;
+    const common = `
+        WITH q AS (SELECT t AS term, count(*) AS times FROM unnest(?::text[]) AS t GROUP BY t),
+        tot AS (SELECT rows::float8 AS n, tokens::float8 AS total FROM knowledge_keyword_totals WHERE id = 1),
+        hit AS (SELECT term, count(*)::float8 AS hits FROM knowledge_postings WHERE term = ANY(?::text[]) GROUP BY term),
+        idf AS (SELECT hit.term, hit.hits, q.times, ln((tot.n - hit.hits + 0.5) / (hit.hits + 0.5)) AS raw FROM hit JOIN q ON q.term = hit.term, tot)`;
+    // Parameters, both shapes: terms, distinct terms, title weight, body weight, distinct terms,
+    // workspace, [persona], [sources], limit; `best` then the distinct terms and the workspace again.
+    stmt =
+      shape === 'all'
+        ? db.prepare<KeywordRow>(`${common}
+        SELECT p.rowid AS rowid, min(p.tokens) AS tokens, array_agg(p.term) AS terms, array_agg(p.title_freq) AS tf_title,
+          array_agg(p.body_freq) AS tf_body, array_agg(idf.hits) AS hits, min(tot.n) AS n, min(tot.total) AS total
+        ${matching}
+        ${ranking}`)
+        : db.prepare<KeywordRow>(`${common},
+        best AS (SELECT p.rowid AS rowid ${matching} ${ranking})
+        SELECT b.rowid AS rowid, x.tokens, x.terms, x.tf_title, x.tf_body, x.hits, tot.n AS n, tot.total AS total
+        FROM best b CROSS JOIN tot CROSS JOIN LATERAL (
+          SELECT min(p.tokens) AS tokens, array_agg(p.term) AS terms, array_agg(p.title_freq) AS tf_title, array_agg(p.body_freq) AS tf_body,
+            array_agg(idf.hits) AS hits
+          FROM knowledge_postings p JOIN idf ON idf.term = p.term
+          WHERE p.term = ANY(?::text[]) AND p.workspace_id = ? AND p.rowid = b.rowid) x`);
+    keywordStatements.set(key, stmt);
     return stmt;
   }
+
+  /** Postings per row asked for from which ranking first (the `best` shape) is cheaper. */
+  const RANK_FIRST_FROM = 8;
 
   /**
    * BM25 of one-term phrases (the usual query), ranked by the server: only the best rows come back,
@@ -473,13 +498,16 @@ export function createPostgresKnowledge(db: PostgresDb, options: SqliteSearchInd
    * candidates (twice the limit and more) are scored again here in FTS5's order (bm25.ts) and cut
    * to the limit. One statement, so hits, totals and postings are of one snapshot.
    */
-  async function keywordInSql(filter: SearchFilter, phrases: string[][], terms: string[], distinct: string[], limit: number): Promise<Hit[]> {
+  async function keywordInSql(filter: SearchFilter, phrases: string[][], terms: string[], distinct: string[], limit: number, postings: number): Promise<Hit[]> {
     if (terms.length === 0) return [];
     const params: unknown[] = [terms, distinct, opts.titleWeight, opts.bodyWeight, distinct, filter.workspaceId];
     if (filter.personaId !== undefined) params.push(filter.personaId);
     if (filter.sourceIds !== undefined) params.push(filter.sourceIds);
-    params.push(limit * 2 + 20);
-    const rows = { rows: await keywordStatement(filter).all(...params) };
+    const wanted = limit * 2 + 20;
+    params.push(wanted);
+    const shape = postings >= wanted * RANK_FIRST_FROM ? 'best' : 'all';
+    if (shape === 'best') params.push(distinct, filter.workspaceId);
+    const rows = { rows: await keywordStatement(filter, shape).all(...params) };
     const weights = [opts.titleWeight, opts.bodyWeight] as const;
     const scored = rows.rows.map((r) => {
       const freq = new Map<string, readonly [number, number]>(r.terms.map((t, i) => [t, [r.tf_title[i]!, r.tf_body[i]!]]));
@@ -497,10 +525,10 @@ export function createPostgresKnowledge(db: PostgresDb, options: SqliteSearchInd
   }
 
   /** BM25 over the phrases (in the order FTS5 would sum them), best first; ties by rowid. Phrases of several terms re-read their rows. */
-  async function keywordSearch(filter: SearchFilter, phrases: string[][], limit: number): Promise<Hit[]> {
+  async function keywordSearch(filter: SearchFilter, phrases: string[][], limit: number, postings: number): Promise<Hit[]> {
     const single = [...new Set(phrases.filter((p) => p.length === 1).map((p) => p[0]!))];
     const multi = phrases.filter((p) => p.length > 1);
-    if (multi.length === 0) return keywordInSql(filter, phrases, phrases.filter((p) => p.length === 1).map((p) => p[0]!), single, limit);
+    if (multi.length === 0) return keywordInSql(filter, phrases, phrases.filter((p) => p.length === 1).map((p) => p[0]!), single, limit, postings);
     // One statement: the postings the search may see, every term's hits and the totals, one snapshot.
     const rows = await sql<{ kind: 'p' | 'h' | 't'; term: string | null; rowid: number | null; a: number; b: number; c: number | null }>`
       SELECT 'p' AS kind, p.term, p.rowid, p.title_freq AS a, p.body_freq AS b, d.tokens AS c
