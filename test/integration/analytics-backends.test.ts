@@ -493,24 +493,27 @@ describe.each(testBackends())('analytics stores on $kind', (which) => {
     expect(sum((await store.ratingTotals({ workspaceId: WS }, W7.buckets)).map((r) => r.count))).toBeGreaterThan(10);
   });
 
-  it('reads a window’s counts, tokens, latencies and first-token times in one scan (performance)', async () => {
+  it('reads a window’s counts, tokens and the nearest-rank percentiles of its latencies and first-token times in one scan (performance)', async () => {
+    // Every rank from the first to the last, and fractions whose rank q·n is whole or just past it.
+    const fractions = { latency: [0.01, 0.1, 0.25, 1 / 3, 0.5, 0.9, 0.95, 0.99, 1], firstToken: [0.001, 0.5, 0.75, 0.95, 1] };
     for (const [w, window] of WINDOWS) {
       for (const [name, f] of FILTERS) {
-        const t = await store.performanceTotals(f, window);
-        const expected = expectedPerformance(f, window);
-        const { latencies, firstTokens, ...counts } = t;
-        const { latencies: wantLatencies, firstTokens: wantFirst, ...wantCounts } = expected;
+        const t = await store.performanceTotals(f, window, fractions);
+        const { latencies, firstTokens, ...wantCounts } = expectedPerformance(f, window);
+        const { latency, firstToken, ...counts } = t;
         expect(counts, `${w} ${name}`).toEqual(wantCounts);
-        expect(ascending(latencies)).toEqual(wantLatencies);
-        expect(ascending(firstTokens)).toEqual(wantFirst);
-        const percentiles = [...nearestRankPercentiles(latencies, [0.5, 0.95, 0.99]), ...nearestRankPercentiles(firstTokens, [0.5, 0.95])];
-        expect(percentiles).toEqual([...nearestRank(wantLatencies, [0.5, 0.95, 0.99]), ...nearestRank(wantFirst, [0.5, 0.95])]);
-        got[`performance ${w} ${name}`] = { ...counts, latencies: ascending(latencies), firstTokens: ascending(firstTokens), percentiles };
+        expect(latency, `${w} ${name}`).toEqual(nearestRank(latencies, fractions.latency));
+        expect(firstToken, `${w} ${name}`).toEqual(nearestRank(firstTokens, fractions.firstToken));
+        got[`performance ${w} ${name}`] = t;
       }
     }
-    const week = await store.performanceTotals({ workspaceId: WS }, W7);
+    const week = await store.performanceTotals({ workspaceId: WS }, W7, fractions);
     expect(week.errors).toBeGreaterThan(0);
-    expect(ascending(week.firstTokens)[0]).toBe(-3);
+    expect(week.firstToken[0]).toBe(-3);
+    expect(new Set(week.latency).size).toBeGreaterThan(3);
+    // A window with nothing in it: every percentile null.
+    const empty = await store.performanceTotals({ workspaceId: WS }, { lo: '2000-01-01T00:00:00.000Z', hi: '2000-01-02T00:00:00.000Z' }, fractions);
+    expect(empty).toEqual({ all: 0, errors: 0, promptTokens: 0, completionTokens: 0, latency: fractions.latency.map(() => null), firstToken: fractions.firstToken.map(() => null) });
   });
 
   it('breaks conversations down by persona and channel, and tool calls by tool, most first', async () => {

@@ -122,10 +122,11 @@ export function createAnalyticsService({ store, personas, channelExists, clock }
     async performance(workspaceId: string, query: ReportQuery): Promise<PerformanceReport> {
       const filter = await filterOf(workspaceId, query);
       const w = windowFor(query.timeframe);
-      const t = await store.performanceTotals(filter, w);
-      const [p50, p95, p99] = nearestRankPercentiles(t.latencies, [0.5, 0.95, 0.99]);
-      const [t50, t95] = nearestRankPercentiles(t.firstTokens, [0.5, 0.95]);
-      const byTool = (await store.toolCalls(filter, w)).map(([name, calls, failures]) => ({ name, calls, failures }));
+      // Two scans of the window, at once: on PostgreSQL each runs on its own connection.
+      const [t, tools] = await Promise.all([store.performanceTotals(filter, w, { latency: [0.5, 0.95, 0.99], firstToken: [0.5, 0.95] }), store.toolCalls(filter, w)]);
+      const [p50, p95, p99] = t.latency;
+      const [t50, t95] = t.firstToken;
+      const byTool = tools.map(([name, calls, failures]) => ({ name, calls, failures }));
       return {
         timeframe: w.timeframe,
         latency: { p50Ms: p50 ?? null, p95Ms: p95 ?? null, p99Ms: p99 ?? null },

@@ -13,7 +13,9 @@
  * replace did (EXPLAIN QUERY PLAN compared on the bench data) and take as long.
  *
  * Each report reads its window once: the sums and the times the percentiles need come from the
- * same range scan, the times as a list of integers parsed here into a Float64Array. Measured on
+ * same range scan. On SQLite the times come as a list of integers parsed into a Float64Array (here
+ * for the overview, in the dialect module for the performance report); PostgreSQL ranks them itself
+ * (`percentile_disc`, the same nearest rank), so the performance report's times never leave it. Measured on
  * SQLite over a 30-day window of 490k answers (bench/analytics.ts data, in process): the performance
  * report's totals and both times in one scan 98 ms, where a separate totals scan and a plucked
  * column of the times took 46 + 113 ms; the overview's 31 daily sums and latencies 65 ms instead of
@@ -43,9 +45,19 @@ export interface PerformanceTotals {
   errors: number;
   promptTokens: number;
   completionTokens: number;
-  /** Latencies of the successful answers, and the times to first text of those that streamed some (ms, no order). */
-  latencies: Float64Array;
-  firstTokens: Float64Array;
+  /**
+   * Nearest-rank percentiles (analytics.buckets.ts) of the latencies of the successful answers and
+   * of the times to first text of those that streamed some (ms), one per fraction asked for; null
+   * when there are none.
+   */
+  latency: Array<number | null>;
+  firstToken: Array<number | null>;
+}
+
+/** The fractions of a performance scan's two percentile lists. */
+export interface PerformanceFractions {
+  latency: readonly number[];
+  firstToken: readonly number[];
 }
 
 export interface AnswerTotals {
@@ -61,20 +73,6 @@ export interface AnswerScan extends AnswerTotals {
   latencyList: string | null;
 }
 
-/** A window's interactions in one scan, the times as lists of integers (null for none). */
-export interface PerformanceScan {
-  all: number;
-  errors: number;
-  promptTokens: number;
-  completionTokens: number;
-  /** Successful answers: as many latencies as `latencyList` holds. */
-  answers: number;
-  latencyList: string | null;
-  /** Successful answers that streamed text: as many times as `ttftList` holds. */
-  streamed: number;
-  ttftList: string | null;
-}
-
 /**
  * The analytics statements whose SQL differs by dialect (ANCHORS-storage.md, rule 1). Every number
  * comes back as a JavaScript number; ranges are answered in the order given.
@@ -86,8 +84,8 @@ export interface AnalyticsReads {
   conversationCounts(f: Filter, ranges: Range[]): Promise<number[]>;
   /** Count and sum of the feedback ratings given in each range. */
   ratingTotals(f: Filter, ranges: Range[]): Promise<Array<{ count: number; sum: number }>>;
-  /** Counts, token sums and both answer times of one range, in one scan. */
-  performanceScan(f: Filter, r: Range): Promise<PerformanceScan>;
+  /** Counts, token sums and the percentiles of both answer times of one range, in one scan. */
+  performanceScan(f: Filter, r: Range, fractions: PerformanceFractions): Promise<PerformanceTotals>;
   /**
    * Up to EXPORT_BATCH sessions of the workspace created in [at…hi) after (at, id), in (created_at,
    * id) order, each with the numbers of its interactions and feedback.
@@ -173,15 +171,8 @@ export function createAnalyticsStore(backend: SqlBackend, reads: AnalyticsReads)
     /** Count and sum of the feedback ratings given in each range. */
     ratingTotals: (f: Filter, ranges: Range[]): Promise<Array<{ count: number; sum: number }>> => reads.ratingTotals(f, ranges),
 
-    /** Interaction counts, token sums and the answer times of the range, in one scan. */
-    async performanceTotals(f: Filter, r: Range): Promise<PerformanceTotals> {
-      const row = await reads.performanceScan(f, r);
-      const latencies = new Float64Array(row.answers);
-      const firstTokens = new Float64Array(row.streamed);
-      integersInto(row.latencyList, latencies, 0);
-      integersInto(row.ttftList, firstTokens, 0);
-      return { all: row.all, errors: row.errors, promptTokens: row.promptTokens, completionTokens: row.completionTokens, latencies, firstTokens };
-    },
+    /** Interaction counts, token sums and the percentiles of the answer times of the range, in one scan. */
+    performanceTotals: (f: Filter, r: Range, fractions: PerformanceFractions): Promise<PerformanceTotals> => reads.performanceScan(f, r, fractions),
 
     /** Conversations opened in the range per persona or per channel, most first (ties by id). */
     async conversationsBy(f: Filter, r: Range, key: 'persona' | 'channel'): Promise<Array<[string, number]>> {

@@ -9,7 +9,8 @@
  */
 import { sql } from 'kysely';
 import { type ConversationExportRow, EXPORT_BATCH, type MessageBatchRow } from '../../business/analytics/analytics.export-store.js';
-import type { AnalyticsReads, AnswerScan, Filter, PerformanceScan, Range } from '../../business/analytics/analytics.store.js';
+import { nearestRankPercentiles } from '../../business/analytics/analytics.buckets.js';
+import { type AnalyticsReads, type AnswerScan, type Filter, integersInto, type Range } from '../../business/analytics/analytics.store.js';
 import type { Db } from '../database.js';
 
 const FILTER = '(@personaId IS NULL OR persona_id = @personaId) AND (@channelId IS NULL OR channel_id = @channelId)';
@@ -17,6 +18,20 @@ const inRange = (col: string) => `workspace_id = @ws AND ${col} >= @lo AND ${col
 const params = (f: Filter, r: Range) => ({ ws: f.workspaceId, personaId: f.personaId ?? null, channelId: f.channelId ?? null, lo: r.lo, hi: r.hi });
 
 type NumberColumn = 'answers' | 'errors' | 'avgLatencyMs' | 'promptTokens' | 'completionTokens';
+
+/** A window's interactions in one scan, the times as lists of integers (null for none). */
+interface PerformanceRow {
+  all: number;
+  errors: number;
+  promptTokens: number;
+  completionTokens: number;
+  /** Successful answers: as many latencies as `latencyList` holds. */
+  answers: number;
+  latencyList: string | null;
+  /** Successful answers that streamed text: as many times as `ttftList` holds. */
+  streamed: number;
+  ttftList: string | null;
+}
 
 export function createSqliteAnalyticsReads({ sqlite, kysely: k }: Db): AnalyticsReads {
   const performanceScan = sqlite.prepare(
@@ -114,7 +129,21 @@ export function createSqliteAnalyticsReads({ sqlite, kysely: k }: Db): Analytics
     answerScans: async (f, ranges) => ranges.map((r) => answerScan.get(params(f, r)) as AnswerScan),
     conversationCounts: async (f, ranges) => ranges.map((r) => conversationsOnly.get(params(f, r)) as number),
     ratingTotals: async (f, ranges) => ranges.map((r) => ratings.get(params(f, r)) as { count: number; sum: number }),
-    performanceScan: async (f, r) => performanceScan.get(params(f, r)) as PerformanceScan,
+    async performanceScan(f, r, fractions) {
+      const row = performanceScan.get(params(f, r)) as PerformanceRow;
+      const latencies = new Float64Array(row.answers);
+      const firstTokens = new Float64Array(row.streamed);
+      integersInto(row.latencyList, latencies, 0);
+      integersInto(row.ttftList, firstTokens, 0);
+      return {
+        all: row.all,
+        errors: row.errors,
+        promptTokens: row.promptTokens,
+        completionTokens: row.completionTokens,
+        latency: nearestRankPercentiles(latencies, fractions.latency),
+        firstToken: nearestRankPercentiles(firstTokens, fractions.firstToken),
+      };
+    },
 
     async conversationBatch(workspaceId, at, id, hi) {
       const raw = conversationBatch.all({ ws: workspaceId, at, id, hi }) as Array<Omit<ConversationExportRow, NumberColumn> & { numbers: string }>;
