@@ -8,7 +8,8 @@
  * qrels file), and on the train queries, whose relevant documents come from their `metadata`
  * (SciFact's evidence). `--tune` grid-searches BM25 column weights and fusion weights on the train
  * queries only, so the test figures stay honest. `--database` runs it all on PostgreSQL (an empty
- * database; SWITCHBOARD_SECRET is generated for the run) instead of SQLite; `--tune` and the
+ * database; SWITCHBOARD_SECRET is generated for the run) instead of SQLite, and writes
+ * bench/results/retrieval-scifact-postgres.json unless `--json` says otherwise; `--tune` and the
  * budget rows read SQLite's index directly and are SQLite only.
  */
 import crypto from 'node:crypto';
@@ -190,7 +191,9 @@ async function budgetEffect(ctx: AppContext, workspaceId: string, test: Query[],
 async function main() {
   const args = process.argv.slice(2);
   const dataDir = args.find((a) => a.startsWith('--data='))?.slice('--data='.length) ?? DEFAULT_DATA;
-  const jsonOut = args.find((a) => a.startsWith('--json='))?.slice('--json='.length) ?? path.join(REPO, 'bench/results/retrieval-scifact.json');
+  const database = args.find((a) => a.startsWith('--database='))?.slice('--database='.length);
+  // A run on PostgreSQL writes its own file by default, beside (not over) the SQLite one.
+  const jsonOut = args.find((a) => a.startsWith('--json='))?.slice('--json='.length) ?? path.join(REPO, `bench/results/retrieval-scifact${database ? '-postgres' : ''}.json`);
   if (!fs.existsSync(path.join(dataDir, 'corpus.jsonl'))) {
     console.log(`eval:retrieval skipped: no SciFact dataset at ${dataDir} (corpus.jsonl, queries.jsonl, qrels.test.tsv).`);
     return;
@@ -198,7 +201,6 @@ async function main() {
   const { corpus, test, train } = loadDataset(dataDir);
   console.log(`SciFact: ${corpus.length} documents, ${test.length} test queries, ${train.length} train queries with evidence.`);
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'switchboard-eval-'));
-  const database = args.find((a) => a.startsWith('--database='))?.slice('--database='.length);
   const onPostgres = database ? { SWITCHBOARD_DATABASE_URL: database, SWITCHBOARD_SECRET: crypto.randomBytes(32).toString('base64') } : {};
   const ctx = await createContext(loadConfig({ SWITCHBOARD_DATA_DIR: tmp, LOG_LEVEL: 'silent', ...onPostgres }));
   const onSqlite = ctx.db.kind === 'sqlite';
