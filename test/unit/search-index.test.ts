@@ -4,7 +4,7 @@ import path from 'node:path';
 import fc from '../helpers/property.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createBinaryCoder } from '../../src/core/knowledge/binary-code.js';
-import { DEFAULT_FUSION, fuse } from '../../src/core/knowledge/fusion.js';
+import { DEFAULT_FUSION, fuse, HASHED_FUSION, keywordDepth } from '../../src/core/knowledge/fusion.js';
 import { createVectorCache, mayRankAmong, reduceVector } from '../../src/core/knowledge/vector-cache.js';
 import {
   blobFromVector,
@@ -714,6 +714,36 @@ describe('fuse', () => {
       { rowid: 1, score: 1 / 61 },
       { rowid: 2, score: 1 / 62 },
     ]);
+  });
+
+  it('needs only keywordDepth keyword hits for the same best `limit`, scores and order included', () => {
+    // Lists drawn from few rowids, so they overlap, with any weights: the best `limit` of fusing the
+    // keyword list cut at keywordDepth equal those of fusing it whole.
+    const list = fc.uniqueArray(fc.integer({ min: 1, max: 40 }), { maxLength: 40 }).map((ids) => hits(...ids));
+    const options = fc.record({
+      k: fc.integer({ min: 0, max: 80 }),
+      keywordWeight: fc.oneof(fc.constant(0), fc.double({ min: 0.01, max: 5, noNaN: true })),
+      vectorWeight: fc.oneof(fc.constant(0), fc.double({ min: 0.001, max: 5, noNaN: true })),
+      depth: fc.integer({ min: 1, max: 60 }),
+    });
+    fc.assert(
+      fc.property(list, list, options, fc.integer({ min: 1, max: 30 }), (keyword, vector, o, limit) => {
+        const d = keywordDepth(o, limit);
+        expect(d).toBeGreaterThanOrEqual(Math.min(limit, o.depth));
+        expect(fuse(keyword.slice(0, d), vector, o).slice(0, limit)).toEqual(fuse(keyword, vector, o).slice(0, limit));
+      }),
+      { numRuns: 2000 },
+    );
+    // The offline embedder's weights cut it short; equal weights never do.
+    expect(keywordDepth(HASHED_FUSION, 10)).toBe(12);
+    // Keyword rank 11, first in the vector list too: 1/21 + 0.05/11 beats the 10th keyword hit's 1/20.
+    const keyword100 = hits(...Array.from({ length: 100 }, (_, i) => i + 1));
+    const full = fuse(keyword100, hits(11), HASHED_FUSION).slice(0, 10);
+    expect(full.map((h) => h.rowid)).toContain(11);
+    expect(fuse(keyword100.slice(0, 12), hits(11), HASHED_FUSION).slice(0, 10)).toEqual(full);
+    expect(fuse(keyword100.slice(0, 10), hits(11), HASHED_FUSION).slice(0, 10)).not.toEqual(full);
+    expect(keywordDepth(HASHED_FUSION, 5)).toBe(6);
+    expect(keywordDepth(DEFAULT_FUSION, 10)).toBe(DEFAULT_FUSION.depth);
   });
 
   it('takes only the first `depth` hits of each list', () => {

@@ -28,6 +28,25 @@ export function fusionFor(provider: 'hashed' | 'openai'): FusionOptions {
 }
 
 /**
+ * How many keyword hits a hybrid search needs for its best `limit` to be exactly those of fusing
+ * `depth` of them: a hit below keyword rank d scores at most kw/(k + d + 1) + vw/(k + 1) (first in
+ * the vector list too), while the `limit`-th best scores at least kw/(k + limit) (the keyword hits
+ * ranked 1…limit score that much each), so once the first is below the second no hit deeper than d
+ * can reach the best `limit`, and those keep their scores and order. With the offline embedder's
+ * weights and 10 hits: 12 instead of 100. Equal weights (k = 60) never allow it: `depth`.
+ */
+export function keywordDepth(options: FusionOptions, limit: number): number {
+  const { k, keywordWeight: kw, vectorWeight: vw, depth } = options;
+  if (kw <= 0 || limit >= depth) return depth;
+  const floor = kw / (k + limit);
+  for (let d = limit; d < depth; d++) {
+    // A relative margin, so the sums' rounding cannot turn a tie into a win.
+    if (kw / (k + d + 1) + vw / (k + 1) < floor * (1 - 1e-9)) return d;
+  }
+  return depth;
+}
+
+/**
  * Weighted reciprocal rank fusion: each list adds `weight / (k + rank)` for every hit it holds
  * (rank from 1), so the fused order needs no comparable scores, only ranks. Best first; ties by rowid.
  */

@@ -283,7 +283,7 @@ export function openSqliteSearchIndex(
         WHERE knowledge_fts MATCH @match AND c.workspace_id = @workspaceId
         ${f.personaId !== undefined ? `AND c.scope IN ('${SHARED_SCOPE}', @personaId)` : ''}
         ${f.sourceIds !== undefined ? 'AND c.source_id IN (SELECT value FROM json_each(@sourceIds))' : ''}
-        ORDER BY rank LIMIT @k`);
+        ORDER BY rank, f.rowid LIMIT @k`);
       keywordStatements.set(key, stmt);
     }
     return stmt;

@@ -4,7 +4,7 @@
  * (search-worker.ts), which run exactly this against their own connection.
  */
 import type { Embedder } from '../../llm/embedder.js';
-import { fuse, type FusionOptions } from './fusion.js';
+import { fuse, type FusionOptions, keywordDepth } from './fusion.js';
 import type { SearchMode, SearchResult } from './knowledge.schemas.js';
 import type { ChunkHitRow } from './knowledge.store.js';
 import type { Hit, SearchFilter, SearchIndex } from './search-index.js';
@@ -29,7 +29,8 @@ export async function runSearch(deps: SearchRunDeps, filter: SearchFilter, input
   // Both halves at once: on PostgreSQL the keyword statement runs in the database while this
   // process embeds the query and scans the codes (SQLite answers the keyword half synchronously).
   const [keywordHits, vectorHits] = await Promise.all([
-    input.mode !== 'vector' && index ? index.keyword(filter, input.q, input.mode === 'keyword' ? input.limit : depth) : ([] as Hit[]),
+    // Hybrid: only as many keyword hits as can still reach the fused best (keywordDepth).
+    input.mode !== 'vector' && index ? index.keyword(filter, input.q, input.mode === 'keyword' ? input.limit : Math.min(depth, keywordDepth(fusion, input.limit))) : ([] as Hit[]),
     (async (): Promise<Hit[]> => {
       if (input.mode === 'keyword' || !index) return [];
       const [queryVector] = await embedder.embed([input.q]);
