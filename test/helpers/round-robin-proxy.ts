@@ -3,6 +3,8 @@
 // sticky), with its Host header kept (as `proxy_set_header Host $host` does), and the answer
 // streamed back as it comes (event streams included). An upstream that cannot be reached answers
 // 502, as a balancer without health checks does; the client retries and reaches the next one.
+// `headers` are set on every request it forwards: with one upstream, a client that cannot send
+// credentials (the MCP conformance suite) reaches an endpoint that needs them.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -17,7 +19,7 @@ export interface RoundRobinProxy {
   close(): Promise<void>;
 }
 
-export async function roundRobinProxy(upstreams: string[] = []): Promise<RoundRobinProxy> {
+export async function roundRobinProxy(upstreams: string[] = [], options: { headers?: Record<string, string> } = {}): Promise<RoundRobinProxy> {
   let next = 0;
   const counts = new Map<string, number>();
   const log: string[] = [];
@@ -28,7 +30,7 @@ export async function roundRobinProxy(upstreams: string[] = []): Promise<RoundRo
     log.push(`${req.method} ${req.url} → ${upstream}`);
     const target = new URL(upstream);
     const forward = http.request(
-      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
+      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: { ...req.headers, ...options.headers } },
       (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(res);
