@@ -141,7 +141,7 @@ export function createCodeHolder(bits: number, maxBytes: number, dimension?: num
     return i;
   };
 
-  /** Capacity for `rows` rows when `held` has less: doubling, as arrays do. */
+  /** Rows to make room for when `rows` are needed and `heldRows` fit: at least double, as arrays grow. */
   const capacity = (rows: number, heldRows: number) => Math.max(rows, heldRows * 2, 64);
 
   /**
@@ -181,7 +181,6 @@ export function createCodeHolder(bits: number, maxBytes: number, dimension?: num
       ws.reduced = { values, scales };
     }
   }
-
 
   function append(ws: WorkspaceCodes, rows: CodeRow[]) {
     const first = ws.rowids.length;

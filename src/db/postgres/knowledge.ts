@@ -440,7 +440,8 @@ export function createPostgresKnowledge(db: PostgresDb, options: SqliteSearchInd
    *
    * Two shapes, as the postings compare with the rows asked for (`RANK_FIRST_FROM`):
    *  - `all`: every matching row aggregated with its postings' arrays, then ranked. Where nearly
-   *    every row is among the best (a chat answer's search of a small index) this is cheapest;
+   *    every row is among the best (a chat answer's search of a small index) this is cheapest: the
+   *    chat bench's 200 articles, 153 postings, 0.6–0.7 ms this way, 0.95 ms ranked first;
    *  - `best`: the rows ranked on a sum alone, then the arrays of the best ones only, a probe of
    *    the postings index per row. Building four arrays for each of thousands of rows was most of
    *    the cost of a large query: a SciFact claim's 7,400 postings at 100k chunks, 30 → 12 ms.
