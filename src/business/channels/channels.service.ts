@@ -143,12 +143,7 @@ export function createChannelService(deps: ChannelServiceDeps) {
       onStatus: (status: 'connecting' | 'connected' | 'error', detail: string | null) => {
         state.status = status;
         state.detail = detail;
-        // The other instances show the holder's status: noted with the lease at once.
-        const shared = deps.leases;
-        if (shared && state.connection && state.held && !closed) {
-          const now = clock.now().getTime();
-          void shared.store.acquire(leaseName(state.row.id), shared.owner, now, now + shared.ms, noteOf(state)).catch(() => undefined);
-        }
+        noteStatus(state);
       },
     };
     const common = { channelId: row.id, settings: () => state.settings, events, logger: logger.child({ channelId: row.id, channel: row.type }) };
@@ -172,7 +167,10 @@ export function createChannelService(deps: ChannelServiceDeps) {
       .start()
       .then(async () => {
         state.failures = 0;
-        if (state.status === 'connecting') state.status = 'connected';
+        if (state.status === 'connecting') {
+          state.status = 'connected';
+          noteStatus(state);
+        }
         // A webhook's caller waited for its answer in the request: there is no one to answer later.
         if (state.row.type === 'webhook') return;
         const first = !state.startedBefore;
@@ -240,6 +238,17 @@ export function createChannelService(deps: ChannelServiceDeps) {
   }
 
   const noteOf = (state: Live) => JSON.stringify({ status: state.status, detail: state.detail });
+
+  /**
+   * The other instances show the holder's status: noted with the lease at once, whether the bridge
+   * reported it or its start completing implied it (else they showed `connecting` until the next renewal).
+   */
+  function noteStatus(state: Live): void {
+    const shared = deps.leases;
+    if (!shared || !state.connection || !state.held || closed) return;
+    const now = clock.now().getTime();
+    void shared.store.acquire(leaseName(state.row.id), shared.owner, now, now + shared.ms, noteOf(state)).catch(() => undefined);
+  }
 
   /** On an instance that does not hold a connection: the status its holder last noted. */
   async function showHolderStatus(states: Live[]): Promise<void> {
