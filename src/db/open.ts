@@ -112,7 +112,7 @@ async function openPostgresBackend(database: NonNullable<Config['database']>, lo
     url: database.url,
     poolSize: database.poolSize,
     startupDeadlineMs: database.waitSeconds * 1000,
-    onIdleError: (err) => logger.warn({ err: err.message, database: where }, 'a PostgreSQL connection was closed; the pool replaces it'),
+    onConnectionError: (err) => logger.warn({ err: err.message, database: where }, 'a PostgreSQL connection was closed; the pool replaces it'),
   });
   let migrated: string[];
   try {

@@ -10,8 +10,11 @@ export interface PostgresOptions {
   poolSize: number;
   /** How long start-up keeps retrying a server that does not answer before it gives up. */
   startupDeadlineMs?: number;
-  /** Reports idle connections the server dropped (a restart, a failover); the pool replaces them. */
-  onIdleError?: (err: Error) => void;
+  /**
+   * Reports connections the server or the network ended (a restart, a failover, a terminated
+   * backend), idle or in use; the query on one fails, and the pool replaces it.
+   */
+  onConnectionError?: (err: Error) => void;
   /**
    * Replaces how the pool connects (tests: PGlite's node-postgres connection, an in-process
    * PostgreSQL with the pgvector extension); the URL is then only named in errors.
@@ -84,8 +87,11 @@ export async function openPostgres(opts: PostgresOptions): Promise<PostgresDb> {
     ...opts.connect,
   };
   const pool: Pool = new pg.Pool(config);
-  // An idle connection the server closes emits here; unhandled, it would end the process.
-  pool.on('error', (err) => opts.onIdleError?.(err));
+  // A connection that ends emits an error event, and an error event nobody listens to ends the
+  // process. The pool listens only while a connection is idle; Kysely holds one checked out for a
+  // statement or a whole transaction, so each connection gets a listener of its own for its life.
+  pool.on('connect', (client) => client.on('error', (err) => opts.onConnectionError?.(err)));
+  pool.on('error', () => {}); // an idle connection's error: its own listener above reports it
 
   const deadline = Date.now() + (opts.startupDeadlineMs ?? DEFAULT_STARTUP_DEADLINE_MS);
   for (let wait = FIRST_RETRY_MS; ; wait = Math.min(wait * 2, MAX_RETRY_MS)) {
