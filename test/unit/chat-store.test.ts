@@ -64,9 +64,13 @@ describe.each(testBackends())('chat store on $kind: grouped exchange writes', (w
 
   it('answers false, writing nothing, for an existing session deleted meanwhile', async () => {
     const store = createChatStore(opened.backend, opened.hotWrites().chat);
+    const toolsBefore = Number(await count('interaction_tools'));
     const results = await Promise.all([store.saveExchange(exchange('ses_gone', 'msg_g', false)), store.saveExchange(exchange('ses_a', 'msg_h', false))]);
     expect(results).toEqual([false, true]);
     expect(await scalar(sql<{ n: number }>`SELECT count(*) AS n FROM messages WHERE id = 'msg_g'`)).toBe(0);
+    expect(await scalar(sql<{ n: number }>`SELECT count(*) AS n FROM interactions WHERE message_id = 'msg_g'`)).toBe(0);
+    expect(await scalar(sql<{ n: number }>`SELECT count(*) AS n FROM sessions WHERE id = 'ses_gone'`)).toBe(0);
+    expect(await count('interaction_tools')).toBe(toolsBefore + 1); // ses_a's call only
     expect(await scalar(sql<{ n: number }>`SELECT message_count AS n FROM sessions WHERE id = 'ses_a'`)).toBe(4);
     expect(await store.history('ses_a', 3)).toEqual([
       { role: 'assistant', content: 'answer' },
