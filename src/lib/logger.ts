@@ -4,6 +4,7 @@
  * tests that prove nothing secret is logged all build it here.
  */
 import pino, { type DestinationStream, type Logger } from 'pino';
+import { logContext } from './log-context.js';
 
 /** Paths pino must never print: bearer keys, secrets, credentials. */
 export const REDACT_PATHS = [
@@ -34,5 +35,7 @@ export const REDACT_PATHS = [
 
 /** A logger at `level` (pino's names), redacting REDACT_PATHS, writing to `destination` (stdout by default). */
 export function createLogger(level: string, destination?: DestinationStream): Logger {
-  return pino({ level, redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, destination);
+  // The fields of the work under way (log-context.ts: an MCP call's trace context) join every line
+  // it writes. A copy each time: pino merges the line's own fields into the object the mixin returns.
+  return pino({ level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, mixin: () => ({ ...logContext() }) }, destination);
 }

@@ -20,6 +20,7 @@ import { VERSION } from '../context.js';
 import { hasScope } from '../core/auth/keys.js';
 import { AppError, ForbiddenError, InternalError, NotFoundError, toToolErrorResult, validationErrorOf, zodFieldErrors } from '../errors.js';
 import { jsonDepthIssue } from '../lib/json-depth.js';
+import { traceFields, withLogContext } from '../lib/log-context.js';
 import { MCP_FEATURES } from './catalog.js';
 import type { McpCaller, McpFeature, McpToolDefinition, ToolInvocation } from './tool-definition.js';
 
@@ -128,7 +129,10 @@ export function createMcpServer(ctx: AppContext, caller: McpCaller, features: Mc
       token === undefined
         ? async () => {}
         : (message: string) => extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: ++step, message } });
-    return callTool(ctx, caller, tool, request.params.arguments, { signal: extra.signal, progress });
+    const call = () => callTool(ctx, caller, tool, request.params.arguments, { signal: extra.signal, progress });
+    // A W3C trace context the client sent with the call joins every log line the call writes.
+    const trace = traceFields(request.params._meta?.traceparent);
+    return trace ? withLogContext(trace, call) : call();
   });
 
   for (const resource of features.flatMap((f) => f.resources ?? [])) {
