@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeySecret } from '../../src/core/auth/keys.js';
 import { tempDir } from '../helpers/app.js';
 import { sha256 } from '../fakes/mcp-test-server.mjs';
-import { callError, callOk } from '../helpers/mcp.js';
+import { callError, callOk, expectHandbookAnswer } from '../helpers/mcp.js';
 import { FAKE_MCP_SERVER } from '../helpers/mcp-tools.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -80,12 +80,7 @@ describe('switchboard mcp (stdio)', { timeout: 30_000 }, () => {
 
   it('manages personas and knowledge and answers questions over stdio', async () => {
     expect(client.getServerVersion()).toMatchObject({ name: 'switchboard' });
-    const persona = await callOk(client, 'create_persona', { name: 'Desk', instructions: 'Answer from the handbook.' });
-    const source = await callOk(client, 'add_knowledge', { name: 'Handbook', content: 'The office opens at nine and closes at five.' });
-    expect(source.status).toBe('ready');
-    const answer = await callOk(client, 'ask_persona', { personaId: persona.id, message: 'When does the office open?' });
-    expect(answer.response).toContain('The office opens at nine');
-    expect(answer.sources[0].sourceName).toBe('Handbook');
+    await expectHandbookAnswer(client);
     expect(await callError(client, 'get_persona', { id: 'per_nope' })).toBe('Not found: Persona per_nope not found.');
     expect(fs.existsSync(path.join(home, 'data', 'switchboard.db'))).toBe(true);
   });

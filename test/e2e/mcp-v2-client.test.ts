@@ -12,17 +12,11 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeySecret } from '../../src/core/auth/keys.js';
 import { createTestApp, type TestApp, tempDir } from '../helpers/app.js';
+import { callOk, expectHandbookAnswer } from '../helpers/mcp.js';
 import { listen, OFFLINE_ANSWER, seedSupport } from '../integration/chat-helpers.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const MAIN = path.join(ROOT, 'dist/src/main.js');
-
-/** A tool's structured result, failing on an error result. */
-async function callOk(client: Client, name: string, args: Record<string, unknown>): Promise<Record<string, any>> {
-  const result = await client.callTool({ name, arguments: args });
-  expect(result.isError ?? false, JSON.stringify(result.content)).toBe(false);
-  return result.structuredContent as Record<string, any>;
-}
 
 describe('an MCP client of the 2026-07-28 era (SDK v2) over Streamable HTTP', { timeout: 30_000 }, () => {
   let t: TestApp;
@@ -82,11 +76,6 @@ describe('an MCP client of the 2026-07-28 era (SDK v2) over stdio (`switchboard 
 
   it('falls back to 2025-11-25 and manages personas and knowledge and answers from them', async () => {
     expect(client.getNegotiatedProtocolVersion()).toBe('2025-11-25');
-    const persona = await callOk(client, 'create_persona', { name: 'Desk', instructions: 'Answer from the handbook.' });
-    const source = await callOk(client, 'add_knowledge', { name: 'Handbook', content: 'The office opens at nine and closes at five.' });
-    expect(source.status).toBe('ready');
-    const answer = await callOk(client, 'ask_persona', { personaId: persona.id, message: 'When does the office open?' });
-    expect(answer.response).toContain('The office opens at nine');
-    expect(answer.sources[0].sourceName).toBe('Handbook');
+    await expectHandbookAnswer(client);
   });
 });

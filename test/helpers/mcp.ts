@@ -18,8 +18,13 @@ export async function connectInMemory(t: TestApp, secret = t.adminKey): Promise<
   return client;
 }
 
+/** What a tool call needs of a client: the SDK's 1.x `Client` and its v2 one (`@modelcontextprotocol/client`) both fit. */
+export interface ToolClient {
+  callTool(params: { name: string; arguments?: Record<string, unknown> }): Promise<unknown>;
+}
+
 /** Calls a tool expecting success; returns its structured content (and checks the text says the same). */
-export async function callOk<T = Record<string, any>>(client: Client, name: string, args: Record<string, unknown> = {}): Promise<T> {
+export async function callOk<T = Record<string, any>>(client: ToolClient, name: string, args: Record<string, unknown> = {}): Promise<T> {
   const result = (await client.callTool({ name, arguments: args })) as CallToolResult;
   expect(result.isError ?? false, JSON.stringify(result.content)).toBe(false);
   const text = result.content[0];
@@ -34,4 +39,14 @@ export async function callError(client: Client, name: string, args: Record<strin
   expect(result.isError, JSON.stringify(result)).toBe(true);
   expect(result.structuredContent).toBeUndefined();
   return (result.content[0] as { text: string }).text;
+}
+
+/** What every client does over every transport: a persona answering from a knowledge source, both made through the tools. */
+export async function expectHandbookAnswer(client: ToolClient): Promise<void> {
+  const persona = await callOk(client, 'create_persona', { name: 'Desk', instructions: 'Answer from the handbook.' });
+  const source = await callOk(client, 'add_knowledge', { name: 'Handbook', content: 'The office opens at nine and closes at five.' });
+  expect(source.status).toBe('ready');
+  const answer = await callOk(client, 'ask_persona', { personaId: persona.id, message: 'When does the office open?' });
+  expect(answer.response).toContain('The office opens at nine');
+  expect(answer.sources[0].sourceName).toBe('Handbook');
 }
