@@ -3,6 +3,7 @@
  * 503 `draining` once it is stopping (while in-flight answers still finish: test/e2e/drain.test.ts),
  * 503 `unavailable` while its database does not answer. `GET /health` stays the liveness check.
  */
+import net from 'node:net';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openPostgres } from '../../src/db/postgres/connection.js';
@@ -67,7 +68,7 @@ describe.each(testBackends().filter((b) => b.kind === 'postgres'))('GET /health/
     await expect.poll(async () => (await t!.request({ method: 'GET', url: '/health/ready', as: null })).statusCode, { timeout: 10_000 }).toBe(200);
   });
 
-  it('fails only the work on a connection the server ends, idle in a transaction or mid-query, and the process goes on', async () => {
+  it('fails only the work on a connection the server ends, idle in a transaction or mid-query; the process goes on and the pool hands the connection out no more', async () => {
     // A connection that ends emits an error event; unheard, that event ends the process. CI saw it
     // once, as ECONNRESET, when the test above ended connections Kysely held checked out.
     const database = await createTestDatabase();
@@ -95,12 +96,59 @@ describe.each(testBackends().filter((b) => b.kind === 'postgres'))('GET /health/
       await terminate((await sleeper())!);
       expect(await running).toMatchObject({ code: '57P01' }); // admin_shutdown
 
-      // The pool drops the ended connections (the second may first fail one more use) and opens new ones.
-      await expect.poll(() => db.ping(), { timeout: 10_000 }).toBe(true);
+      // Neither ended connection is handed out again: the next statements, at once, run on new ones.
+      expect(await db.ping()).toBe(true);
       expect((await sql<{ n: number }>`SELECT 1 AS n`.execute(db.kysely)).rows).toEqual([{ n: 1 }]);
     } finally {
       await db.close();
       await database.drop();
     }
   });
+
+  it('hands out no more a connection whose server ended it, even before pg sees the socket close', async () => {
+    const database = await createTestDatabase();
+    const relay = await holdingRelay(new URL(database.url));
+    const url = new URL(database.url);
+    url.hostname = '127.0.0.1';
+    url.port = String(relay.port);
+    const db = await openPostgres({ url: url.toString(), poolSize: 1, startupDeadlineMs: 10_000, onConnectionError: () => {} });
+    try {
+      // The statement ends its own backend: it fails with the server's FATAL (57P01), and the relay
+      // keeps the socket open, as it is for a moment after every FATAL.
+      await expect(sql`SELECT pg_terminate_backend(pg_backend_pid())`.execute(db.kysely)).rejects.toMatchObject({ code: '57P01' });
+      // One connection in the pool: the next statement would get the ended one; it gets a new one.
+      expect((await sql<{ n: number }>`SELECT 1 AS n`.execute(db.kysely)).rows).toEqual([{ n: 1 }]);
+    } finally {
+      await db.close();
+      await relay.close();
+      await database.drop();
+    }
+  });
 });
+
+/**
+ * A TCP relay to PostgreSQL that passes every byte but delivers the server's end of a connection a
+ * second late: the client reads the server's last message while its socket stays open. (pg sends
+ * nothing more on a connection after a FATAL; a statement given to it waits for that end and fails.)
+ */
+async function holdingRelay(target: URL): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port || 5432), target.hostname);
+    sockets.add(client).add(upstream);
+    upstream.on('data', (chunk) => client.write(chunk));
+    upstream.on('close', () => setTimeout(() => client.end(), 1_000).unref());
+    upstream.on('error', () => {});
+    client.on('data', (chunk) => upstream.write(chunk));
+    client.on('close', () => upstream.destroy());
+    client.on('error', () => upstream.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    close: () => {
+      for (const s of sockets) s.destroy();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}

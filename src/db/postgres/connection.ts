@@ -1,5 +1,5 @@
-import { Kysely, PostgresDialect } from 'kysely';
-import type { Pool, PoolConfig } from 'pg';
+import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
+import type { Pool, PoolClient, PoolConfig } from 'pg';
 import type { PreparedRead, SqlBackend } from '../backend.js';
 import type { Database } from '../schema.js';
 
@@ -61,6 +61,55 @@ const DEFAULT_STARTUP_DEADLINE_MS = 30_000;
 const FIRST_RETRY_MS = 250;
 const MAX_RETRY_MS = 4_000;
 
+/** A statement failed because its connection is gone: the server ended it (FATAL, class 57P) or the link broke (class 08, no code). */
+function connectionLost(err: unknown): boolean {
+  const { code, severity } = (err ?? {}) as { code?: unknown; severity?: unknown };
+  if (severity === 'FATAL' || severity === 'PANIC') return true;
+  if (typeof code === 'string') return code.startsWith('08') || code.startsWith('57P');
+  return err instanceof Error && /Connection terminated|not queryable/.test(err.message);
+}
+
+/**
+ * The pool as Kysely takes it, with one change: a connection whose statement failed because the
+ * connection is gone goes back destroyed. pg learns that its socket closed a moment after the
+ * statement failed with the server's FATAL (a terminated backend, a shutdown, a failover): Kysely
+ * releases it first, and the next statement to take it would fail too. One wrapper per connection,
+ * so Kysely's per-connection state stays one per connection.
+ */
+function droppingLost(pool: Pool): PostgresPool {
+  const wrappers = new WeakMap<PoolClient, PostgresPoolClient & { lost: boolean }>();
+  return {
+    Client: (pool as unknown as { Client: PostgresPool['Client'] }).Client,
+    options: pool.options,
+    end: () => pool.end(),
+    async connect() {
+      const client = await pool.connect();
+      let wrapper = wrappers.get(client);
+      if (!wrapper) {
+        const created: PostgresPoolClient & { lost: boolean } = {
+          lost: false,
+          get processID() {
+            return (client as unknown as { processID?: number }).processID;
+          },
+          query: ((...args: Parameters<PoolClient['query']>) => {
+            const result = (client.query as (...a: unknown[]) => unknown)(...args);
+            // A cursor (not a promise) is Kysely's streaming, which this service does not use.
+            if (!(result instanceof Promise)) return result;
+            return result.catch((err: unknown) => {
+              if (connectionLost(err)) created.lost = true;
+              throw err;
+            });
+          }) as PostgresPoolClient['query'],
+          release: (destroy?: boolean) => client.release(destroy === true || created.lost),
+        };
+        wrapper = created;
+        wrappers.set(client, wrapper);
+      }
+      return wrapper;
+    },
+  };
+}
+
 /**
  * Opens a pool on a PostgreSQL server, waiting for it with back-off (a database that starts beside
  * the service answers a little later) up to the deadline, then failing with one readable line.
@@ -109,7 +158,7 @@ export async function openPostgres(opts: PostgresOptions): Promise<PostgresDb> {
     }
   }
 
-  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool: droppingLost(pool) }) });
   let closed = false;
   let statements = 0;
   return {
