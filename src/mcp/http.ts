@@ -1,8 +1,11 @@
 /**
  * MCP over Streamable HTTP at `/mcp` (API.md §10). The bearer key and rate limit are the API's own
- * hooks; here: DNS-rebinding checks (Host, Origin), one `McpServer` + transport per session bound
- * to the key that opened it (never shared: CVE-2026-25536), a 403 before a tool that needs a scope
- * the key lacks, and sessions that end on DELETE and when idle.
+ * hooks; here: DNS-rebinding checks (Host, Origin), a 403 before a tool that needs a scope the key
+ * lacks, and the two eras of the protocol, told apart by the SDK's own classification:
+ *  - 2026-07-28 (issue 27): no session; each request is answered by a server of its own for the
+ *    authenticated key (server-modern.ts, the SDK's v2), so any instance answers any request;
+ *  - 2025-11-25 and before: one `McpServer` + transport per session bound to the key that opened it
+ *    (never shared: CVE-2026-25536), and sessions that end on DELETE and when idle.
  *
  * A session is a row of `mcp_sessions` (migration 019), not a process's memory (API.md §13): a
  * request whose session this instance does not hold (it was opened on another instance, or before
@@ -12,6 +15,7 @@
  * per-key cap and the idle expiry count every instance's sessions.
  */
 import { randomUUID } from 'node:crypto';
+import type { McpHttpHandler } from '@modelcontextprotocol/server';
 import type { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
@@ -90,9 +94,10 @@ export function rebindingGuard(config: AppContext['config']) {
 }
 
 /** The JSON-RPC messages of a POST body (one, or a batch from an older client). */
-function messagesOf(body: unknown): Array<{ method?: unknown; params?: { name?: unknown } }> {
+type Message = { method?: unknown; params?: { name?: unknown; _meta?: Record<string, unknown> } };
+function messagesOf(body: unknown): Message[] {
   const list = Array.isArray(body) ? body : [body];
-  return list.filter((m): m is { method?: unknown; params?: { name?: unknown } } => typeof m === 'object' && m !== null);
+  return list.filter((m): m is Message => typeof m === 'object' && m !== null);
 }
 
 /** A tools/call the key may not make: 403 with the scope it needs (RFC 6750 `insufficient_scope`, as MCP's scope challenge). */
@@ -110,6 +115,9 @@ function checkToolScopes(principal: Principal, body: unknown, toolScope: (name: 
 
 interface McpModules {
   server: typeof import('./server.js');
+  /** The 2026-07-28 revision: the SDK's v2 server, one per request, and its era classification. */
+  modern: typeof import('./server-modern.js');
+  v2: typeof import('@modelcontextprotocol/server');
   sdk: typeof import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js');
   types: typeof import('@modelcontextprotocol/sdk/types.js');
   /** Node's request and response as the transport's fetch ones (and back): it loads Node's undici, so only with /mcp. */
@@ -127,7 +135,9 @@ function loadMcp(): Promise<McpModules> {
     import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'),
     import('@modelcontextprotocol/sdk/types.js'),
     import('@hono/node-server'),
-  ]).then(([server, sdk, types, node]) => ({ server, sdk, types, node }));
+    import('./server-modern.js'),
+    import('@modelcontextprotocol/server'),
+  ]).then(([server, sdk, types, node, modern, v2]) => ({ server, sdk, types, node, modern, v2 }));
   return mcpModules;
 }
 
@@ -261,15 +271,31 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
     ]);
   }
 
-  async function handle(request: FastifyRequest, reply: FastifyReply) {
-    const principal = principalOf(request);
-    const { server, node } = await loadMcp();
-    if (request.method === 'POST') checkToolScopes(principal, request.body, server.toolScope);
-    const session = await sessionFor(request, principal);
-    // The response leaves through the SDK: keep the headers the hooks set (request id, rate limit, CORS).
+  /** The 2026-07-28 endpoint: no session, a server per request for the principal the hooks authenticated. */
+  let modernHandler: McpHttpHandler | undefined;
+  const modernFor = ({ v2, modern }: McpModules) =>
+    (modernHandler ??= v2.createMcpHandler((rc) => modern.createModernMcpServer(ctx, (rc.authInfo?.extra as { principal: Principal }).principal), { legacy: 'reject' }));
+
+  /**
+   * Whether a request is of the 2026-07-28 revision, by the SDK's own classification. Asking it costs
+   * ~0.1 ms (a web Request built), so a request with neither of the revision's marks, a `_meta` claim
+   * in a message or a protocol version header of no older revision, is of the older era without it.
+   */
+  async function isModern({ v2, types }: McpModules, request: FastifyRequest): Promise<boolean> {
+    const version = request.headers['mcp-protocol-version'];
+    const claims = request.method === 'POST' && messagesOf(request.body).some((m) => m.params?._meta?.[v2.PROTOCOL_VERSION_META_KEY] !== undefined);
+    if (!claims && (version === undefined || types.SUPPORTED_PROTOCOL_VERSIONS.includes(String(version)))) return false;
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(request.headers)) if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+    const probe = new Request(new URL(request.url, 'http://localhost'), { method: request.method, headers });
+    return !(await v2.isLegacyRequest(probe, request.method === 'POST' ? request.body : undefined));
+  }
+
+  /** Hands the response to `serve` (the SDK's), keeping the headers the hooks set (request id, rate limit, CORS). */
+  async function respond(request: FastifyRequest, reply: FastifyReply, { node }: McpModules, serve: (webRequest: Request) => Promise<Response>, after?: () => Promise<void>) {
     for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value);
     reply.hijack();
-    const listener = node.getRequestListener((webRequest) => session.transport.handleRequest(webRequest, { parsedBody: request.body }), { overrideGlobalObjects: false });
+    const listener = node.getRequestListener(serve, { overrideGlobalObjects: false });
     try {
       await listener(request.raw, reply.raw);
     } catch (err) {
@@ -279,9 +305,29 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
         reply.raw.end(JSON.stringify({ type: 'https://switchboard.dev/errors/internal', title: 'Internal server error', status: 500, code: 'internal', detail: 'The MCP request failed.', requestId: request.id }));
       } else reply.raw.end();
     } finally {
-      // An initialize the transport refused (a batch of two, say) opened nothing: let its server go.
-      if (session.transport.sessionId === undefined) await release(session.id);
+      await after?.();
     }
+  }
+
+  async function handle(request: FastifyRequest, reply: FastifyReply) {
+    const principal = principalOf(request);
+    const modules = await loadMcp();
+    const { server } = modules;
+    if (request.method === 'POST') checkToolScopes(principal, request.body, server.toolScope);
+    if (await isModern(modules, request)) {
+      const handler = modernFor(modules);
+      const authInfo = { token: '', clientId: ownerOf(principal), scopes: [...principal.scopes], extra: { principal } };
+      return respond(request, reply, modules, (webRequest) => handler.fetch(webRequest, { authInfo, parsedBody: request.body }));
+    }
+    const session = await sessionFor(request, principal);
+    await respond(
+      request,
+      reply,
+      modules,
+      (webRequest) => session.transport.handleRequest(webRequest, { parsedBody: request.body }),
+      // An initialize the transport refused (a batch of two, say) opened nothing: let its server go.
+      async () => (session.transport.sessionId === undefined ? release(session.id) : undefined),
+    );
   }
 
   // Idle sessions end: those held here are let go of, and the rows of every instance's are deleted (idempotent, any instance may).
@@ -297,8 +343,8 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
 
   const tags = ['mcp'];
   const description =
-    'The MCP Streamable HTTP endpoint (protocol up to 2025-11-25): POST JSON-RPC messages, GET the server-to-client event stream, DELETE to end the session. ' +
-    'Initialize first; send the `Mcp-Session-Id` it answers with on every later request. Needs a bearer API key or an OAuth access token issued for `<base>/mcp` (`read` to connect; a tool that changes data needs `write`, else 403). ' +
+    'The MCP Streamable HTTP endpoint. Protocol 2026-07-28: each POST stands alone (its `_meta` names the revision and the client; `server/discover` first), no session. ' +
+    'Protocol 2025-11-25 and before: POST JSON-RPC messages, GET the server-to-client event stream, DELETE to end the session; initialize first and send the `Mcp-Session-Id` it answers with on every later request. Needs a bearer API key or an OAuth access token issued for `<base>/mcp` (`read` to connect; a tool that changes data needs `write`, else 403). ' +
     'Without one: 401 with `WWW-Authenticate: Bearer resource_metadata="<base>/.well-known/oauth-protected-resource/mcp"`.';
   // The transport's own refusals are JSON-RPC error objects, as MCP clients expect (API.md §1); the
   // rest (key, scope, session, body) are the API's problem+json.

@@ -24,13 +24,13 @@ import { traceFields, withLogContext } from '../lib/log-context.js';
 import { MCP_FEATURES } from './catalog.js';
 import type { McpCaller, McpFeature, McpToolDefinition, ToolInvocation } from './tool-definition.js';
 
-const INSTRUCTIONS =
+export const INSTRUCTIONS =
   'Switchboard hosts personas: agents with instructions, traits and a knowledge base they answer from. ' +
   'Find one with list_personas, then ask_persona (keep the returned sessionId to continue the conversation). ' +
   'add_knowledge and search_knowledge manage what personas know. Every id has a type prefix (per_, src_, ses_).';
 
 /** Resources listed per template; completion offers the ids among them. */
-const RESOURCE_LIST_LIMIT = 100;
+export const RESOURCE_LIST_LIMIT = 100;
 
 /** Every tool of every feature, by name; a name defined twice is a programming error caught at start. */
 export function toolCatalog(features: McpFeature[] = MCP_FEATURES): Map<string, McpToolDefinition> {
@@ -42,7 +42,7 @@ export function toolCatalog(features: McpFeature[] = MCP_FEATURES): Map<string, 
   return tools;
 }
 
-const CATALOG = toolCatalog();
+export const CATALOG = toolCatalog();
 
 /**
  * A tool's JSON Schema. MCP wants `type: "object"` at the root, so a schema registered under an id
@@ -57,7 +57,7 @@ function objectJsonSchema(schema: z.ZodObject, io: 'input' | 'output'): Record<s
 }
 
 /** The `tools/list` entries: JSON Schemas are derived once per process, not per session. */
-const TOOL_LIST: Tool[] = [...CATALOG.values()].map((t) => ({
+export const TOOL_LIST: Tool[] = [...CATALOG.values()].map((t) => ({
   name: t.name,
   title: t.title,
   description: t.description,
@@ -72,14 +72,14 @@ export function toolScope(name: string) {
 }
 
 /** Anything a handler threw, as an AppError; unexpected ones are logged and become `internal`. */
-function asAppError(ctx: AppContext, err: unknown, what: string): AppError {
+export function asAppError(ctx: AppContext, err: unknown, what: string): AppError {
   if (err instanceof AppError) return err;
   ctx.logger.error({ err, what }, 'MCP request failed');
   return new InternalError();
 }
 
 /** Runs one tool call for a caller: scope, argument validation, the handler, the one error mapping. */
-async function callTool(
+export async function callTool(
   ctx: AppContext,
   caller: McpCaller,
   tool: McpToolDefinition,

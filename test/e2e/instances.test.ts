@@ -8,6 +8,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernHttpTransport } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
@@ -283,6 +284,23 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
       await transport.terminateSession();
       // Ended through one instance, it is over on both, for the client and for the instance that held it.
       for (const server of [a, b]) expect((await mcpRequest(server, adminKey, sessionId)).status).toBe(404);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('an MCP client of the 2026-07-28 revision through the proxy: no session, every request on either instance', async () => {
+    const client = new ModernClient({ name: 'balanced-modern-client', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+    const from = proxy.log.length;
+    await client.connect(new ModernHttpTransport(new URL('/mcp', proxy.url), { requestInit: { headers: { authorization: `Bearer ${adminKey}` } } }));
+    try {
+      expect(client.getNegotiatedProtocolVersion()).toBe('2026-07-28');
+      const persona = await callOk(client, 'create_persona', { name: 'Balanced modern', instructions: 'Answer briefly.' });
+      const read = await client.readResource({ uri: `switchboard://personas/${persona.id}` });
+      expect(JSON.parse((read.contents[0] as { text: string }).text)).toMatchObject({ id: persona.id, name: 'Balanced modern' });
+      const answer = await callOk(client, 'ask_persona', { personaId: persona.id, message: 'Where does the ferry leave from?' });
+      expect(answer.response.length).toBeGreaterThan(0);
+      expect(reached(from, /^POST \/mcp/)).toEqual(new Set([a.url, b.url]));
     } finally {
       await client.close();
     }

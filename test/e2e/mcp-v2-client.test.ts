@@ -1,9 +1,9 @@
-// Issue 27: clients of the 2026-07-28 era against Switchboard, which speaks MCP up to 2025-11-25.
-// The MCP SDK's v2 client (`@modelcontextprotocol/client`, as 2026-era assistants are built), in its
-// `auto` negotiation, first probes with `server/discover`; Switchboard has no answer for it, so the
-// client falls back to the initialize handshake and 2025-11-25. This proves that fallback works over Streamable HTTP and over
-// stdio (the built CLI), with the same tools and answers as the older client, and that the probe
-// leaves nothing behind (no session, over HTTP).
+// Issue 27: clients of the 2026-07-28 era against Switchboard. The MCP SDK's v2 client
+// (`@modelcontextprotocol/client`, as 2026-era assistants are built), in its `auto` negotiation,
+// first probes with `server/discover`. Over Streamable HTTP, /mcp answers it and serves the
+// revision itself: no initialize, no session, a server per request, the same tools as the older
+// lane. Over stdio (still the 2025 lane), the client falls back to the initialize handshake and
+// 2025-11-25; this proves that fallback too, with the built CLI.
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -12,13 +12,14 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeySecret } from '../../src/core/auth/keys.js';
 import { createTestApp, type TestApp, tempDir } from '../helpers/app.js';
+import { createPersona } from '../helpers/factories.js';
 import { callOk, expectHandbookAnswer } from '../helpers/mcp.js';
 import { listen, OFFLINE_ANSWER, seedSupport } from '../integration/chat-helpers.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const MAIN = path.join(ROOT, 'dist/src/main.js');
 
-describe('an MCP client of the 2026-07-28 era (SDK v2) over Streamable HTTP', { timeout: 30_000 }, () => {
+describe('an MCP client of the 2026-07-28 era (SDK v2) over Streamable HTTP: the 2026-07-28 lane', { timeout: 30_000 }, () => {
   let t: TestApp;
   let client: Client;
   /** The JSON-RPC methods the client POSTed, with the status each got. */
@@ -43,12 +44,14 @@ describe('an MCP client of the 2026-07-28 era (SDK v2) over Streamable HTTP', { 
     await t?.close();
   });
 
-  it('falls back to 2025-11-25 after its server/discover probe, which opens no session', async () => {
-    expect(sent.slice(0, 2)).toEqual(['server/discover 400', 'initialize 200']);
-    expect(client.getNegotiatedProtocolVersion()).toBe('2025-11-25');
+  it('speaks 2026-07-28 after its server/discover probe: no initialize, no session', async () => {
+    expect(sent[0]).toBe('server/discover 200');
+    expect(sent.some((m) => m.startsWith('initialize'))).toBe(false);
+    expect(client.getNegotiatedProtocolVersion()).toBe('2026-07-28');
     expect(client.getServerVersion()).toMatchObject({ name: 'switchboard' });
+    await client.listTools();
     const sessions = await sql<{ n: number }>`SELECT count(*) AS n FROM mcp_sessions`.execute(t.ctx.db.kysely);
-    expect(Number(sessions.rows[0]!.n)).toBe(1);
+    expect(Number(sessions.rows[0]!.n)).toBe(0);
   });
 
   it('lists every tool and runs them: a persona made, a question answered with streamed progress', async () => {
@@ -60,6 +63,58 @@ describe('an MCP client of the 2026-07-28 era (SDK v2) over Streamable HTTP', { 
     const result = await client.callTool({ name: 'ask_persona', arguments: { personaId, message: 'How long do refunds take?' } }, { onprogress: (p) => void progress.push(p.message ?? '') });
     expect((result.structuredContent as { response: string }).response).toBe(OFFLINE_ANSWER);
     expect(progress.join('')).toBe(OFFLINE_ANSWER);
+  });
+});
+
+describe('the 2026-07-28 lane of /mcp: scopes, workspaces, resources and prompts', { timeout: 30_000 }, () => {
+  let t: TestApp;
+  let origin: string;
+  const open = async (key: string) => {
+    const c = new Client({ name: 'switchboard-v2-http-test', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+    await c.connect(new StreamableHTTPClientTransport(new URL('/mcp', origin), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
+    expect(c.getNegotiatedProtocolVersion()).toBe('2026-07-28');
+    return c;
+  };
+
+  beforeAll(async () => {
+    t = await createTestApp();
+    origin = await listen(t);
+  });
+  afterAll(async () => t?.close());
+
+  it('refuses a tool a read key may not call, before running it, and lets it read', async () => {
+    const { key } = await t.ctx.services.auth.createKeyInWorkspace('default', 'mcp reader', ['read']);
+    const reader = await open(key.key);
+    expect((await callOk(reader, 'list_personas')).data).toBeInstanceOf(Array);
+    const before = (await t.request({ method: 'GET', url: '/personas?limit=100' })).json().data.length;
+    const refusal = await reader.callTool({ name: 'create_persona', arguments: { name: 'Nope', instructions: 'x' } }).catch((e: unknown) => e);
+    // The 403's WWW-Authenticate names the scope: the client reads it as a scope challenge.
+    expect(String(refusal)).toBe('InsufficientScopeError: Insufficient scope: required "write"');
+    expect((await t.request({ method: 'GET', url: '/personas?limit=100' })).json().data.length).toBe(before);
+    await reader.close();
+  });
+
+  it('never shows one workspace’s objects to another', async () => {
+    const mine = await createPersona(t, { name: 'Mine' });
+    const other = await t.ctx.services.auth.createWorkspace('v2-other');
+    const outsider = await open(other.key.key);
+    const result = await outsider.callTool({ name: 'get_persona', arguments: { id: mine.id } });
+    expect(result.isError).toBe(true);
+    expect((result.content[0] as { text: string }).text).toBe(`Not found: Persona ${mine.id} not found.`);
+    expect((await callOk(outsider, 'list_personas')).data).toEqual([]);
+    await outsider.close();
+  });
+
+  it('serves personas as resources and prompts, as the older lane does', async () => {
+    const persona = await createPersona(t, { name: 'Resource Desk' });
+    const client = await open(t.adminKey);
+    const templates = await client.listResourceTemplates();
+    expect(templates.resourceTemplates.map((r) => r.uriTemplate)).toContain('switchboard://personas/{id}');
+    const read = await client.readResource({ uri: `switchboard://personas/${persona.id}` });
+    expect(JSON.parse((read.contents[0] as { text: string }).text)).toMatchObject({ id: persona.id, name: 'Resource Desk' });
+    const prompts = await client.listPrompts();
+    expect(prompts.prompts.map((p) => p.name)).toContain(persona.id);
+    await client.close();
   });
 });
 

@@ -24,6 +24,8 @@ const LAZY = {
   openai: '/node_modules/openai/',
   mcpServer: '/node_modules/@modelcontextprotocol/sdk/dist/esm/server/mcp.js',
   mcpTransport: '/node_modules/@modelcontextprotocol/sdk/dist/esm/server/webStandardStreamableHttp.js',
+  // The SDK's v2 server: the 2026-07-28 lane of /mcp (src/mcp/server-modern.ts).
+  mcpModernServer: '/node_modules/@modelcontextprotocol/server/',
   // Node's request and response as the transport's fetch ones (src/mcp/http.ts).
   honoNodeServer: '/node_modules/@hono/node-server/',
   mcpClient: '/node_modules/@modelcontextprotocol/sdk/dist/esm/client/index.js',
@@ -117,6 +119,7 @@ describe('modules a server start loads (built server)', () => {
     });
     expect(loads(modules, LAZY.mcpServer)).toBe(true);
     expect(loads(modules, LAZY.mcpTransport)).toBe(true);
+    expect(loads(modules, LAZY.mcpModernServer)).toBe(true);
     expect(loads(modules, LAZY.honoNodeServer)).toBe(true);
   });
 
