@@ -3,8 +3,11 @@
  * over REST on the same server (20 personas): calls/s and latency, the ratio reported (no target).
  * REST is measured twice, answered from the response cache and read from SQLite (`no-cache`), since
  * the MCP tool always reads through the service. Every MCP call carries a new JSON-RPC id (ids must
- * not repeat within a session). (2) The tool hub's overhead per external tool call: see hub rows.
+ * not repeat within a session). The same call in the 2026-07-28 revision: no session, the revision
+ * and the client named in each request's `_meta`, a server per request. (2) The tool hub's overhead
+ * per external tool call: see hub rows.
  */
+import { CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY } from '@modelcontextprotocol/server';
 import { type BenchOptions, type BenchRow, expectResponse, measure, round } from './lib/harness.js';
 import { measureHubOverhead } from './lib/mcp-hub-overhead.js';
 import { type ServerProcess, startServerProcess } from './lib/server-process.js';
@@ -14,6 +17,7 @@ export const name = 'mcp';
 export const description = `tools/call list_personas over /mcp vs GET /personas (${PERSONA_COUNT}) over REST; the tool hub's added latency per external call`;
 
 const PROTOCOL_VERSION = '2025-11-25';
+const MODERN_VERSION = '2026-07-28';
 const MCP_ACCEPT = 'application/json, text/event-stream';
 
 /** Opens an MCP session the way a client does (initialize, then initialized); answers its id. */
@@ -70,10 +74,24 @@ export async function run(options: BenchOptions): Promise<BenchRow[]> {
       { name: `MCP tools/call list_personas (${PERSONA_COUNT})`, target: { url: `${server.origin}/mcp`, method: 'POST', headers: mcpHeaders, nextBody: call, serverCpu: server.cpuUsage } },
       options,
     );
+
+    // 2026-07-28: each request stands alone.
+    const modernHeaders = { ...auth, 'content-type': 'application/json', accept: MCP_ACCEPT, 'mcp-protocol-version': MODERN_VERSION, 'mcp-method': 'tools/call', 'mcp-name': 'list_personas' };
+    const envelope = { [PROTOCOL_VERSION_META_KEY]: MODERN_VERSION, [CLIENT_INFO_META_KEY]: { name: 'bench', version: '1' }, [CLIENT_CAPABILITIES_META_KEY]: {} };
+    const modernCall = () =>
+      JSON.stringify({ jsonrpc: '2.0', id: ++id, method: 'tools/call', params: { name: 'list_personas', arguments: { limit: PERSONA_COUNT }, _meta: envelope } });
+    const modernCheck = await fetch(`${server.origin}/mcp`, { method: 'POST', headers: modernHeaders, body: modernCall() });
+    const modernAnswer = sseData(await modernCheck.text()) as { result?: { structuredContent?: { data?: unknown[] } } };
+    if (modernAnswer.result?.structuredContent?.data?.length !== PERSONA_COUNT) throw new Error(`2026-07-28 tools/call list_personas: ${JSON.stringify(modernAnswer).slice(0, 300)}`);
+    const modern = await measure(
+      { name: `MCP 2026-07-28 tools/call list_personas (${PERSONA_COUNT})`, target: { url: `${server.origin}/mcp`, method: 'POST', headers: modernHeaders, nextBody: modernCall, serverCpu: server.cpuUsage } },
+      options,
+    );
+
     for (const row of [rest, restDb]) row.ratioToCeiling = null;
     // The ratio column reads "MCP as a share of REST": against the uncached REST read, the same work.
-    mcp.ratioToCeiling = restDb.requestsPerSecond > 0 ? round(mcp.requestsPerSecond / restDb.requestsPerSecond, 3) : null;
-    rows.push(rest, restDb, mcp);
+    for (const row of [mcp, modern]) row.ratioToCeiling = restDb.requestsPerSecond > 0 ? round(row.requestsPerSecond / restDb.requestsPerSecond, 3) : null;
+    rows.push(rest, restDb, mcp, modern);
   } finally {
     await server.stop();
   }
