@@ -1,15 +1,16 @@
 /**
- * `switchboard mcp`: the MCP server on stdin/stdout for desktop assistants (API.md §10). It acts as
- * the key in SWITCHBOARD_API_KEY; stdout carries only MCP messages, so logs go to stderr.
+ * `switchboard mcp`: the MCP server on stdin/stdout for desktop assistants (API.md §10), in both eras
+ * of the protocol (2026-07-28, and 2025-11-25 and before). It acts as the key in
+ * SWITCHBOARD_API_KEY; stdout carries only MCP messages, so logs go to stderr.
  */
 import type { Readable, Writable } from 'node:stream';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { serveStdio, StdioServerTransport } from '@modelcontextprotocol/server/stdio';
 import pino from 'pino';
 import type { Config } from '../config.js';
 import { createContext } from '../context.js';
 import { createLogger } from '../lib/logger.js';
 import { loadDeclaredToolServers } from '../server.js';
-import { createMcpServer } from './server.js';
+import { createModernMcpServer } from './server-modern.js';
 
 export interface StdioIo {
   stdin: Readable;
@@ -38,14 +39,14 @@ export async function runMcpStdio(config: Config, io: StdioIo): Promise<number> 
     }
     // ask_persona with enableMCPTools reaches the operator's declared tool servers here too.
     await loadDeclaredToolServers(ctx);
-    const server = createMcpServer(ctx, principal);
-    const closed = new Promise<void>((resolve) => {
-      server.server.onclose = resolve;
-    });
-    const transport = new StdioServerTransport(io.stdin, io.stdout);
-    await server.connect(transport);
-    // The SDK transport does not watch for the end of input; a client that closes stdin is done.
-    const stop = () => server.close();
+    // Both eras from one factory (the SDK's v2): a connection that opens with `initialize` is
+    // served 2025-11-25 and before by one server for its life; a 2026-07-28 one, request by request.
+    let done!: () => void;
+    const closed = new Promise<void>((resolve) => (done = resolve));
+    const handle = serveStdio(() => createModernMcpServer(ctx, principal), { transport: new StdioServerTransport(io.stdin, io.stdout) });
+    // A client that closes stdin is done.
+    let stopping: Promise<void> | undefined;
+    const stop = () => (stopping ??= handle.close().finally(done));
     io.stdin.once('end', () => void stop());
     io.stdin.once('close', () => void stop());
     logger.info({ workspaceId: principal.workspaceId, keyId: principal.keyId }, 'Switchboard MCP server on stdio');

@@ -1,9 +1,8 @@
 // Issue 27: clients of the 2026-07-28 era against Switchboard. The MCP SDK's v2 client
 // (`@modelcontextprotocol/client`, as 2026-era assistants are built), in its `auto` negotiation,
-// first probes with `server/discover`. Over Streamable HTTP, /mcp answers it and serves the
-// revision itself: no initialize, no session, a server per request, the same tools as the older
-// lane. Over stdio (still the 2025 lane), the client falls back to the initialize handshake and
-// 2025-11-25; this proves that fallback too, with the built CLI.
+// first probes with `server/discover`; Switchboard answers it and serves the revision itself, over
+// Streamable HTTP (no initialize, no session, a server per request) and over stdio (the built CLI),
+// with the same tools as the older era, which the SDK's 1.x client keeps using (mcp-http, mcp-stdio).
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -140,8 +139,8 @@ describe('an MCP client of the 2026-07-28 era (SDK v2) over stdio (`switchboard 
     fs.rmSync(home, { recursive: true, force: true });
   });
 
-  it('falls back to 2025-11-25 and manages personas and knowledge and answers from them', async () => {
-    expect(client.getNegotiatedProtocolVersion()).toBe('2025-11-25');
+  it('speaks 2026-07-28 and manages personas and knowledge and answers from them', async () => {
+    expect(client.getNegotiatedProtocolVersion()).toBe('2026-07-28');
     await expectHandbookAnswer(client);
   });
 });
