@@ -5,13 +5,14 @@
 // with the same tools as the older era, which the SDK's 1.x client keeps using (mcp-http, mcp-stdio).
 import fs from 'node:fs';
 import path from 'node:path';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { Client, PROTOCOL_VERSION_META_KEY, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeySecret } from '../../src/core/auth/keys.js';
 import { createTestApp, type TestApp, tempDir } from '../helpers/app.js';
 import { createPersona } from '../helpers/factories.js';
+import { expectProblem } from '../helpers/problem.js';
 import { callOk, expectHandbookAnswer } from '../helpers/mcp.js';
 import { listen, OFFLINE_ANSWER, seedSupport } from '../integration/chat-helpers.js';
 
@@ -113,7 +114,19 @@ describe('the 2026-07-28 lane of /mcp: scopes, workspaces, resources and prompts
     expect(JSON.parse((read.contents[0] as { text: string }).text)).toMatchObject({ id: persona.id, name: 'Resource Desk' });
     const prompts = await client.listPrompts();
     expect(prompts.prompts.map((p) => p.name)).toContain(persona.id);
+    const completion = await client.complete({ ref: { type: 'ref/resource', uri: 'switchboard://personas/{id}' }, argument: { name: 'id', value: persona.id.slice(0, 6) } });
+    expect(completion.completion.values).toContain(persona.id);
     await client.close();
+  });
+
+  it('refuses a request of the revision addressed to another host (DNS rebinding), as the older lane does', async () => {
+    const res = await t.request({
+      method: 'POST',
+      url: '/mcp',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', host: 'evil.example:3000', 'mcp-protocol-version': '2026-07-28' },
+      body: { jsonrpc: '2.0', id: 1, method: 'server/discover', params: { _meta: { [PROTOCOL_VERSION_META_KEY]: '2026-07-28' } } },
+    });
+    expectProblem(res, 403, 'forbidden');
   });
 });
 
