@@ -14,6 +14,15 @@ import { MCP_FEATURES } from './catalog.js';
 import { asAppError, CATALOG, callTool, INSTRUCTIONS, RESOURCE_LIST_LIMIT, TOOL_LIST } from './server.js';
 import type { McpCaller } from './tool-definition.js';
 
+/**
+ * How long a client (or a shared cache) may keep the lists that change only with a new version of
+ * Switchboard: the tools, the resource templates and the server's description (the same for every
+ * key). The lists drawn from a workspace's data (prompts, resources) and reads keep the revision's
+ * default: not cached, private.
+ */
+const STATIC_LIST = { ttlMs: 10 * 60_000, cacheScope: 'public' } as const;
+const CACHE_HINTS = { 'tools/list': STATIC_LIST, 'resources/templates/list': STATIC_LIST, 'server/discover': STATIC_LIST };
+
 /** A NotFoundError as the revision's "resource not found"; other failures as their detail. */
 function resourceError(ctx: AppContext, err: unknown): Error {
   const appError = asAppError(ctx, err, 'resource');
@@ -24,7 +33,7 @@ function resourceError(ctx: AppContext, err: unknown): Error {
 export function createModernMcpServer(ctx: AppContext, caller: McpCaller): McpServer {
   const mcp = new McpServer(
     { name: 'switchboard', title: 'Switchboard', version: VERSION },
-    { instructions: INSTRUCTIONS, capabilities: { tools: { listChanged: false }, prompts: { listChanged: false } } },
+    { instructions: INSTRUCTIONS, capabilities: { tools: { listChanged: false }, prompts: { listChanged: false } }, cacheHints: CACHE_HINTS },
   );
   const base = { ctx, caller };
 

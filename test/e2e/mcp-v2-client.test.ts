@@ -5,7 +5,7 @@
 // with the same tools as the older era, which the SDK's 1.x client keeps using (mcp-http, mcp-stdio).
 import fs from 'node:fs';
 import path from 'node:path';
-import { Client, PROTOCOL_VERSION_META_KEY, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, Client, PROTOCOL_VERSION_META_KEY, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -117,6 +117,25 @@ describe('the 2026-07-28 lane of /mcp: scopes, workspaces, resources and prompts
     const completion = await client.complete({ ref: { type: 'ref/resource', uri: 'switchboard://personas/{id}' }, argument: { name: 'id', value: persona.id.slice(0, 6) } });
     expect(completion.completion.values).toContain(persona.id);
     await client.close();
+  });
+
+  it('lets clients keep the lists that change only with a new version (ttlMs, cacheScope public), and nothing drawn from data', async () => {
+    const post = async (method: string, params: Record<string, unknown> = {}) => {
+      const res = await t.request({
+        method: 'POST',
+        url: '/mcp',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': method },
+        body: { jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: { [PROTOCOL_VERSION_META_KEY]: '2026-07-28', [CLIENT_INFO_META_KEY]: { name: 'raw', version: '1' }, [CLIENT_CAPABILITIES_META_KEY]: {} } } },
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      return (res.json() as { result: { ttlMs?: number; cacheScope?: string } }).result;
+    };
+    for (const method of ['tools/list', 'resources/templates/list', 'server/discover']) {
+      expect(await post(method), method).toMatchObject({ ttlMs: 600_000, cacheScope: 'public' });
+    }
+    for (const method of ['prompts/list', 'resources/list']) {
+      expect(await post(method), method).toMatchObject({ ttlMs: 0, cacheScope: 'private' });
+    }
   });
 
   it('refuses a request of the revision addressed to another host (DNS rebinding), as the older lane does', async () => {
