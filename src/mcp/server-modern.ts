@@ -5,7 +5,8 @@
  * client's capabilities). Only the SDK's surface differs; the tool calls, their scope checks, argument
  * validation and error mapping are server.ts's own.
  */
-import { McpServer, ProtocolError, ProtocolErrorCode, ResourceNotFoundError, ResourceTemplate } from '@modelcontextprotocol/server';
+import { CLIENT_CAPABILITIES_META_KEY, inputRequired, inputResponse, McpServer, ProtocolError, ProtocolErrorCode, ResourceNotFoundError, ResourceTemplate } from '@modelcontextprotocol/server';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { AppContext } from '../context.js';
 import { VERSION } from '../context.js';
 import { NotFoundError } from '../errors.js';
@@ -22,6 +23,26 @@ import type { McpCaller } from './tool-definition.js';
  */
 const STATIC_LIST = { ttlMs: 10 * 60_000, cacheScope: 'public' } as const;
 const CACHE_HINTS = { 'tools/list': STATIC_LIST, 'resources/templates/list': STATIC_LIST, 'server/discover': STATIC_LIST };
+
+/** The key of the confirmation a tool that cannot be undone asks for, and its form: one box to tick. */
+const CONFIRM = 'confirm';
+const CONFIRM_SCHEMA = {
+  type: 'object' as const,
+  properties: { confirm: { type: 'boolean' as const, title: 'Yes, do it', description: 'It cannot be undone.', default: false } },
+  required: ['confirm'],
+};
+
+/** The client can ask its user through a form (an empty elicitation capability means forms, MCP 2025-11-25). */
+type Capabilities = { elicitation?: { form?: unknown; url?: unknown } } | undefined;
+function canAsk(capabilities: Capabilities): boolean {
+  const elicitation = capabilities?.elicitation;
+  return elicitation !== undefined && (elicitation.form !== undefined || elicitation.url === undefined);
+}
+
+/** The user declined or dismissed the question: nothing was done, said as a tool error the model reads. */
+function notConfirmed(name: string): CallToolResult {
+  return { content: [{ type: 'text', text: `Not done: the user did not confirm ${name}.` }], isError: true };
+}
 
 /** A NotFoundError as the revision's "resource not found"; other failures as their detail. */
 function resourceError(ctx: AppContext, err: unknown): Error {
@@ -47,7 +68,21 @@ export function createModernMcpServer(ctx: AppContext, caller: McpCaller): McpSe
       token === undefined
         ? async () => {}
         : (message: string) => c.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: token, progress: ++step, message } });
-    const call = () => callTool(ctx, caller, tool, request.params.arguments, { signal: c.mcpReq.signal, progress });
+    const invocation = { signal: c.mcpReq.signal, progress };
+    // A tool that cannot be undone asks first, when the client can put the question to its user: on
+    // 2026-07-28 as an `input_required` result the client answers by calling again (nothing is kept
+    // here between the two), before it through the SDK's own elicitation/create request.
+    const ask =
+      tool.confirm && canAsk(((c.mcpReq.envelope as Record<string, unknown> | undefined)?.[CLIENT_CAPABILITIES_META_KEY] as Capabilities) ?? mcp.server.getClientCapabilities())
+        ? async (args: unknown) => {
+            const answer = inputResponse(c.mcpReq.inputResponses, CONFIRM);
+            // (Untrusted like any client input; a client may answer without asking, as it may call without asking.)
+            if (answer.kind === 'elicit') return answer.action === 'accept' && answer.content?.confirm === true ? undefined : notConfirmed(tool.name);
+            const message = await tool.confirm!({ ctx, caller, ...invocation }, args as never);
+            return inputRequired({ inputRequests: { [CONFIRM]: inputRequired.elicit({ message, requestedSchema: CONFIRM_SCHEMA }) } }) as never;
+          }
+        : undefined;
+    const call = () => callTool(ctx, caller, tool, request.params.arguments, invocation, ask);
     const trace = traceFields(request.params._meta?.traceparent);
     return (await (trace ? withLogContext(trace, call) : call())) as never;
   });

@@ -85,6 +85,8 @@ export async function callTool(
   tool: McpToolDefinition,
   args: unknown,
   invocation: Omit<ToolInvocation, 'ctx' | 'caller'>,
+  /** Runs once the call is allowed and its arguments valid; a result it answers is the call's, and the tool does not run. */
+  before?: (args: unknown) => Promise<CallToolResult | undefined>,
 ): Promise<CallToolResult> {
   try {
     if (!hasScope(caller.scopes, tool.scope)) throw new ForbiddenError(`${tool.name} needs the "${tool.scope}" scope.`);
@@ -93,6 +95,8 @@ export async function callTool(
     if (tooDeep) throw validationErrorOf('arguments', [tooDeep]);
     const parsed = tool.input.safeParse(args ?? {});
     if (!parsed.success) throw validationErrorOf('arguments', zodFieldErrors(parsed.error.issues));
+    const early = await before?.(parsed.data);
+    if (early) return early;
     const result = tool.output.parse(await tool.run({ ctx, caller, ...invocation }, parsed.data)) as Record<string, unknown>;
     return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
   } catch (err) {

@@ -47,6 +47,11 @@ export interface McpToolDefinition<I extends z.ZodObject = z.ZodObject, O extend
   annotations: ToolAnnotations;
   /** Scope the caller's key needs: `read` for tools that only look, `write` for those that change data. */
   scope: Scope;
+  /**
+   * For a tool that cannot be undone: the question a client that can ask its user puts before the
+   * call runs (an elicitation; a NotFoundError when there is nothing to ask about). See server-modern.ts.
+   */
+  confirm?(invocation: ToolInvocation, args: z.output<I>): Promise<string>;
   run(invocation: ToolInvocation, args: z.output<I>): Promise<z.input<O>>;
 }
 

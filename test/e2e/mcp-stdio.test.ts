@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeySecret } from '../../src/core/auth/keys.js';
 import { tempDir } from '../helpers/app.js';
@@ -98,6 +99,25 @@ describe('switchboard mcp (stdio)', { timeout: 30_000 }, () => {
     expect(logs).toContain('Switchboard MCP server on stdio');
     expect(logs).not.toContain(key);
     expect(logs).not.toContain(TOOL_TOKEN);
+  });
+
+  it('asks a 2025-era client that can ask its user before deleting, through elicitation/create', async () => {
+    const asking = new Client({ name: 'asking-stdio-client', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+    const asked: string[] = [];
+    asking.setRequestHandler(ElicitRequestSchema, async (request) => {
+      asked.push(request.params.message);
+      return asked.length === 1 ? { action: 'decline' as const } : { action: 'accept' as const, content: { confirm: true } };
+    });
+    const entry = mcpJsonEntry({ SWITCHBOARD_HOME: home, SWITCHBOARD_API_KEY: key });
+    await asking.connect(new StdioClientTransport({ command: process.execPath, args: entry.args, env: { PATH: process.env.PATH ?? '', ...entry.env }, stderr: 'pipe' }));
+    try {
+      const persona = await callOk(asking, 'create_persona', { name: 'Short-lived', instructions: 'x' });
+      expect(await callError(asking, 'delete_persona', { id: persona.id })).toBe('Not done: the user did not confirm delete_persona.');
+      expect((await callOk(asking, 'delete_persona', { id: persona.id })).deleted).toBe(true);
+      expect(asked).toEqual([0, 1].map(() => `Delete the persona "Short-lived" (${persona.id}) for good, with its private knowledge sources?`));
+    } finally {
+      await asking.close();
+    }
   });
 
   it('exits when the client closes its input', async () => {

@@ -77,6 +77,8 @@ export const knowledgeFeature: McpFeature = {
       output: deletedOutput,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
       scope: 'write',
+      confirm: async ({ ctx, caller }, { id }) =>
+        `Delete the knowledge source "${(await ctx.services.knowledge.get(caller.workspaceId, id)).name}" (${id})? Its passages will never be retrieved again.`,
       run: async ({ ctx, caller }, { id }) => {
         await ctx.services.knowledge.delete(caller.workspaceId, id);
         return { id, deleted: true as const };

@@ -58,6 +58,8 @@ export const personaFeature: McpFeature = {
       output: deletedOutput,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
       scope: 'write',
+      confirm: async ({ ctx, caller }, { id }) =>
+        `Delete the persona "${(await ctx.services.personas.get(caller.workspaceId, id)).name}" (${id}) for good, with its private knowledge sources?`,
       run: async ({ ctx, caller }, { id }) => {
         await ctx.services.personas.delete(caller.workspaceId, id);
         return { id, deleted: true as const };
