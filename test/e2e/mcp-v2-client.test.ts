@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeySecret } from '../../src/core/auth/keys.js';
 import { createTestApp, type TestApp, tempDir } from '../helpers/app.js';
 import { createPersona } from '../helpers/factories.js';
+import { authorize } from '../helpers/oauth.js';
 import { expectProblem } from '../helpers/problem.js';
 import { callOk, expectHandbookAnswer } from '../helpers/mcp.js';
 import { listen, OFFLINE_ANSWER, seedSupport } from '../integration/chat-helpers.js';
@@ -175,6 +176,15 @@ describe('the 2026-07-28 lane of /mcp: scopes, workspaces, resources and prompts
     const other = await createPersona(t, { name: 'Plain' });
     expect((await callOk(plain, 'delete_persona', { id: other.id })).deleted).toBe(true);
     await plain.close();
+  });
+
+  it('takes an OAuth access token as the older lane does: a read grant reads, and is refused a write tool', async () => {
+    const provider = await authorize(origin, t.adminKey, { scope: 'read' });
+    const oauthClient = await open(provider.saved!.access_token);
+    expect((await callOk(oauthClient, 'list_personas')).data).toBeInstanceOf(Array);
+    const refusal = await oauthClient.callTool({ name: 'create_persona', arguments: { name: 'Nope', instructions: 'x' } }).catch((e: unknown) => e);
+    expect(String(refusal)).toBe('InsufficientScopeError: Insufficient scope: required "write"');
+    await oauthClient.close();
   });
 
   it('refuses a request of the revision addressed to another host (DNS rebinding), as the older lane does', async () => {
