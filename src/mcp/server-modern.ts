@@ -12,7 +12,7 @@ import { VERSION } from '../context.js';
 import { NotFoundError } from '../errors.js';
 import { traceFields, withLogContext } from '../lib/log-context.js';
 import { MCP_FEATURES } from './catalog.js';
-import { asAppError, CATALOG, callTool, INSTRUCTIONS, RESOURCE_LIST_LIMIT, TOOL_LIST } from './server.js';
+import { asAppError, CATALOG, callTool, INSTRUCTIONS, servingFor, TOOL_LIST } from './server.js';
 import type { McpCaller } from './tool-definition.js';
 
 /**
@@ -56,7 +56,6 @@ export function createModernMcpServer(ctx: AppContext, caller: McpCaller): McpSe
     { name: 'switchboard', title: 'Switchboard', version: VERSION },
     { instructions: INSTRUCTIONS, capabilities: { tools: { listChanged: false }, prompts: { listChanged: false } }, cacheHints: CACHE_HINTS },
   );
-  const base = { ctx, caller };
 
   mcp.server.setRequestHandler('tools/list', () => ({ tools: TOOL_LIST }) as never);
   mcp.server.setRequestHandler('tools/call', async (request, c) => {
@@ -87,55 +86,16 @@ export function createModernMcpServer(ctx: AppContext, caller: McpCaller): McpSe
     return (await (trace ? withLogContext(trace, call) : call())) as never;
   });
 
-  for (const resource of MCP_FEATURES.flatMap((f) => f.resources ?? [])) {
-    const uriOf = (id: string) => resource.uriTemplate.replace('{id}', encodeURIComponent(id));
-    const template = new ResourceTemplate(resource.uriTemplate, {
-      list: async (c) => {
-        try {
-          const items = await resource.list({ ...base, signal: c.mcpReq.signal }, RESOURCE_LIST_LIMIT);
-          return { resources: items.map((i) => ({ uri: uriOf(i.id), name: i.name, title: i.name, mimeType: 'application/json' })) };
-        } catch (err) {
-          throw resourceError(ctx, err);
-        }
-      },
-      complete: {
-        id: async (value) => {
-          const items = await resource.list({ ...base, signal: AbortSignal.timeout(10_000) }, RESOURCE_LIST_LIMIT);
-          return items.map((i) => i.id).filter((id) => id.startsWith(value));
-        },
-      },
-    });
-    mcp.registerResource(resource.name, template, { title: resource.title, description: resource.description, mimeType: 'application/json' }, async (uri, variables, c) => {
-      const id = decodeURIComponent(String(variables.id ?? ''));
-      try {
-        const value = await resource.read({ ...base, signal: c.mcpReq.signal }, id);
-        return { contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(value, null, 2) }] };
-      } catch (err) {
-        throw resourceError(ctx, err);
-      }
-    });
+  const serving = servingFor(ctx, caller, MCP_FEATURES, (err) => resourceError(ctx, err));
+  for (const r of serving.resources) {
+    const template = new ResourceTemplate(r.uriTemplate, { list: (c) => r.list(c.mcpReq.signal), complete: { id: r.complete } });
+    mcp.registerResource(r.name, template, r.metadata, (uri, variables, c) => r.read(uri.href, variables.id, c.mcpReq.signal));
   }
-
-  const prompts = MCP_FEATURES.flatMap((f) => (f.prompts ? [f.prompts] : []));
-  mcp.server.setRequestHandler('prompts/list', async (_request, c) => {
-    const lists = await Promise.all(prompts.map((p) => p.list({ ...base, signal: c.mcpReq.signal })));
-    return {
-      prompts: lists.flatMap((list, i) => list.map((p) => ({ ...p, arguments: prompts[i]!.arguments.map((a) => ({ ...a, required: false })) }))),
-    };
-  });
+  mcp.server.setRequestHandler('prompts/list', (_request, c) => serving.listPrompts(c.mcpReq.signal));
   mcp.server.setRequestHandler('prompts/get', async (request, c) => {
-    for (const provider of prompts) {
-      try {
-        const prompt = await provider.get({ ...base, signal: c.mcpReq.signal }, request.params.name, request.params.arguments ?? {});
-        return {
-          description: prompt.description,
-          messages: prompt.messages.map((m) => ({ role: m.role, content: { type: 'text' as const, text: m.text } })),
-        };
-      } catch (err) {
-        if (!(err instanceof NotFoundError)) throw resourceError(ctx, err);
-      }
-    }
-    throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown prompt: ${request.params.name}`);
+    const prompt = await serving.getPrompt(request.params.name, request.params.arguments ?? {}, c.mcpReq.signal);
+    if (!prompt) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown prompt: ${request.params.name}`);
+    return prompt;
   });
   return mcp;
 }

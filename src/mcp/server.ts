@@ -30,7 +30,7 @@ export const INSTRUCTIONS =
   'add_knowledge and search_knowledge manage what personas know. Every id has a type prefix (per_, src_, ses_).';
 
 /** Resources listed per template; completion offers the ids among them. */
-export const RESOURCE_LIST_LIMIT = 100;
+const RESOURCE_LIST_LIMIT = 100;
 
 /** Every tool of every feature, by name; a name defined twice is a programming error caught at start. */
 export function toolCatalog(features: McpFeature[] = MCP_FEATURES): Map<string, McpToolDefinition> {
@@ -111,13 +111,73 @@ function resourceError(ctx: AppContext, err: unknown): McpError {
   return new McpError(appError instanceof NotFoundError ? -32002 : ErrorCode.InternalError, appError.message);
 }
 
+/**
+ * The resources and prompts a server serves for `caller`, free of either SDK: this file's server
+ * (the older era) and server-modern.ts's (2026-07-28) wrap them in their own classes; `fail` turns a
+ * failure into the SDK's error.
+ */
+export function servingFor(ctx: AppContext, caller: McpCaller, features: McpFeature[], fail: (err: unknown) => Error) {
+  const base = { ctx, caller };
+  const prompts = features.flatMap((f) => (f.prompts ? [f.prompts] : []));
+  return {
+    resources: features
+      .flatMap((f) => f.resources ?? [])
+      .map((resource) => {
+        const uriOf = (id: string) => resource.uriTemplate.replace('{id}', encodeURIComponent(id));
+        return {
+          name: resource.name,
+          uriTemplate: resource.uriTemplate,
+          metadata: { title: resource.title, description: resource.description, mimeType: 'application/json' },
+          async list(signal: AbortSignal) {
+            try {
+              const items = await resource.list({ ...base, signal }, RESOURCE_LIST_LIMIT);
+              return { resources: items.map((i) => ({ uri: uriOf(i.id), name: i.name, title: i.name, mimeType: 'application/json' })) };
+            } catch (err) {
+              throw fail(err);
+            }
+          },
+          async complete(value: string) {
+            const items = await resource.list({ ...base, signal: AbortSignal.timeout(10_000) }, RESOURCE_LIST_LIMIT);
+            return items.map((i) => i.id).filter((id) => id.startsWith(value));
+          },
+          async read(href: string, id: unknown, signal: AbortSignal) {
+            try {
+              const value = await resource.read({ ...base, signal }, decodeURIComponent(String(id ?? '')));
+              return { contents: [{ uri: href, mimeType: 'application/json', text: JSON.stringify(value, null, 2) }] };
+            } catch (err) {
+              throw fail(err);
+            }
+          },
+        };
+      }),
+    async listPrompts(signal: AbortSignal) {
+      const lists = await Promise.all(prompts.map((p) => p.list({ ...base, signal })));
+      return { prompts: lists.flatMap((list, i) => list.map((p) => ({ ...p, arguments: prompts[i]!.arguments.map((a) => ({ ...a, required: false })) }))) };
+    },
+    /** The prompt `name` of the first provider that has it; undefined when none has. */
+    async getPrompt(name: string, args: Record<string, string>, signal: AbortSignal) {
+      for (const provider of prompts) {
+        try {
+          const prompt = await provider.get({ ...base, signal }, name, args);
+          return {
+            description: prompt.description,
+            messages: prompt.messages.map((m) => ({ role: m.role, content: { type: 'text' as const, text: m.text } })),
+          };
+        } catch (err) {
+          if (!(err instanceof NotFoundError)) throw fail(err);
+        }
+      }
+      return undefined;
+    },
+  };
+}
+
 /** A new MCP server for one connection, acting as `caller`. Never share one across sessions. */
 export function createMcpServer(ctx: AppContext, caller: McpCaller, features: McpFeature[] = MCP_FEATURES): McpServer {
   const mcp = new McpServer(
     { name: 'switchboard', title: 'Switchboard', version: VERSION },
     { instructions: INSTRUCTIONS, capabilities: { tools: { listChanged: false }, prompts: { listChanged: false } } },
   );
-  const base = { ctx, caller };
   const tools = features === MCP_FEATURES ? CATALOG : toolCatalog(features);
   const listed = features === MCP_FEATURES ? TOOL_LIST : TOOL_LIST.filter((t) => tools.has(t.name));
 
@@ -139,57 +199,16 @@ export function createMcpServer(ctx: AppContext, caller: McpCaller, features: Mc
     return trace ? withLogContext(trace, call) : call();
   });
 
-  for (const resource of features.flatMap((f) => f.resources ?? [])) {
-    const uriOf = (id: string) => resource.uriTemplate.replace('{id}', encodeURIComponent(id));
-    const template = new ResourceTemplate(resource.uriTemplate, {
-      list: async (extra) => {
-        try {
-          const items = await resource.list({ ...base, signal: extra.signal }, RESOURCE_LIST_LIMIT);
-          return { resources: items.map((i) => ({ uri: uriOf(i.id), name: i.name, title: i.name, mimeType: 'application/json' })) };
-        } catch (err) {
-          throw resourceError(ctx, err);
-        }
-      },
-      complete: {
-        id: async (value) => {
-          const items = await resource.list({ ...base, signal: AbortSignal.timeout(10_000) }, RESOURCE_LIST_LIMIT);
-          return items.map((i) => i.id).filter((id) => id.startsWith(value));
-        },
-      },
-    });
-    mcp.registerResource(resource.name, template, { title: resource.title, description: resource.description, mimeType: 'application/json' }, async (uri, variables, extra) => {
-      const id = decodeURIComponent(String(variables.id ?? ''));
-      try {
-        const value = await resource.read({ ...base, signal: extra.signal }, id);
-        return { contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(value, null, 2) }] };
-      } catch (err) {
-        throw resourceError(ctx, err);
-      }
-    });
+  const serving = servingFor(ctx, caller, features, (err) => resourceError(ctx, err));
+  for (const r of serving.resources) {
+    const template = new ResourceTemplate(r.uriTemplate, { list: (extra) => r.list(extra.signal), complete: { id: r.complete } });
+    mcp.registerResource(r.name, template, r.metadata, (uri, variables, extra) => r.read(uri.href, variables.id, extra.signal));
   }
-
-  const prompts = features.flatMap((f) => (f.prompts ? [f.prompts] : []));
-  mcp.server.setRequestHandler(ListPromptsRequestSchema, async (_request, extra) => {
-    const lists = await Promise.all(prompts.map((p) => p.list({ ...base, signal: extra.signal })));
-    return {
-      prompts: lists.flatMap((list, i) =>
-        list.map((p) => ({ ...p, arguments: prompts[i]!.arguments.map((a) => ({ ...a, required: false })) })),
-      ),
-    };
-  });
+  mcp.server.setRequestHandler(ListPromptsRequestSchema, (_request, extra) => serving.listPrompts(extra.signal));
   mcp.server.setRequestHandler(GetPromptRequestSchema, async (request, extra) => {
-    for (const provider of prompts) {
-      try {
-        const prompt = await provider.get({ ...base, signal: extra.signal }, request.params.name, request.params.arguments ?? {});
-        return {
-          description: prompt.description,
-          messages: prompt.messages.map((m) => ({ role: m.role, content: { type: 'text' as const, text: m.text } })),
-        };
-      } catch (err) {
-        if (!(err instanceof NotFoundError)) throw resourceError(ctx, err);
-      }
-    }
-    throw new McpError(ErrorCode.InvalidParams, `Unknown prompt: ${request.params.name}`);
+    const prompt = await serving.getPrompt(request.params.name, request.params.arguments ?? {}, extra.signal);
+    if (!prompt) throw new McpError(ErrorCode.InvalidParams, `Unknown prompt: ${request.params.name}`);
+    return prompt;
   });
   return mcp;
 }
