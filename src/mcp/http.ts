@@ -383,6 +383,8 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
     // At shutdown the sessions held here close their streams but stay open: the client continues on another instance, or here after a restart.
     app.addHook('preClose', async () => {
       clearInterval(sweep);
+      // The 2026-07-28 lane's open streams (subscriptions/listen) end too; its requests hold no session.
+      await modernHandler?.close();
       await Promise.all([...held.keys()].map(release));
     });
     const config = { scope: 'read' as const, oauth: true };
