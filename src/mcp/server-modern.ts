@@ -10,10 +10,9 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { AppContext } from '../context.js';
 import { VERSION } from '../context.js';
 import { NotFoundError } from '../errors.js';
-import { traceFields, withLogContext } from '../lib/log-context.js';
 import { MCP_FEATURES } from './catalog.js';
-import { asAppError, CATALOG, callTool, INSTRUCTIONS, servingFor, TOOL_LIST } from './server.js';
-import type { McpCaller } from './tool-definition.js';
+import { asAppError, CATALOG, INSTRUCTIONS, runToolCall, servingFor, TOOL_LIST } from './server.js';
+import type { McpCaller, ToolInvocation } from './tool-definition.js';
 
 /**
  * How long a client (or a shared cache) may keep the lists that change only with a new version of
@@ -61,19 +60,12 @@ export function createModernMcpServer(ctx: AppContext, caller: McpCaller): McpSe
   mcp.server.setRequestHandler('tools/call', async (request, c) => {
     const tool = CATALOG.get(request.params.name);
     if (!tool) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
-    const token = request.params._meta?.progressToken;
-    let step = 0;
-    const progress =
-      token === undefined
-        ? async () => {}
-        : (message: string) => c.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: token, progress: ++step, message } });
-    const invocation = { signal: c.mcpReq.signal, progress };
     // A tool that cannot be undone asks first, when the client can put the question to its user: on
     // 2026-07-28 as an `input_required` result the client answers by calling again (nothing is kept
     // here between the two), before it through the SDK's own elicitation/create request.
     const ask =
       tool.confirm && canAsk(((c.mcpReq.envelope as Record<string, unknown> | undefined)?.[CLIENT_CAPABILITIES_META_KEY] as Capabilities) ?? mcp.server.getClientCapabilities())
-        ? async (args: unknown) => {
+        ? async (args: unknown, invocation: Omit<ToolInvocation, 'ctx' | 'caller'>) => {
             const answer = inputResponse(c.mcpReq.inputResponses, CONFIRM);
             // (Untrusted like any client input; a client may answer without asking, as it may call without asking.)
             if (answer.kind === 'elicit') return answer.action === 'accept' && answer.content?.confirm === true ? undefined : notConfirmed(tool.name);
@@ -81,9 +73,7 @@ export function createModernMcpServer(ctx: AppContext, caller: McpCaller): McpSe
             return inputRequired({ inputRequests: { [CONFIRM]: inputRequired.elicit({ message, requestedSchema: CONFIRM_SCHEMA }) } }) as never;
           }
         : undefined;
-    const call = () => callTool(ctx, caller, tool, request.params.arguments, invocation, ask);
-    const trace = traceFields(request.params._meta?.traceparent);
-    return (await (trace ? withLogContext(trace, call) : call())) as never;
+    return (await runToolCall(ctx, caller, tool, request.params, c.mcpReq.signal, (n) => c.mcpReq.notify(n), ask)) as never;
   });
 
   const serving = servingFor(ctx, caller, MCP_FEATURES, (err) => resourceError(ctx, err));

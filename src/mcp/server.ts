@@ -79,7 +79,7 @@ export function asAppError(ctx: AppContext, err: unknown, what: string): AppErro
 }
 
 /** Runs one tool call for a caller: scope, argument validation, the handler, the one error mapping. */
-export async function callTool(
+async function callTool(
   ctx: AppContext,
   caller: McpCaller,
   tool: McpToolDefinition,
@@ -103,6 +103,35 @@ export async function callTool(
     if (invocation.signal.aborted) throw err;
     return toToolErrorResult(asAppError(ctx, err, tool.name));
   }
+}
+
+/** What a tools/call carries, whichever SDK parsed it. */
+interface ToolCallParams {
+  arguments?: unknown;
+  _meta?: { progressToken?: string | number; traceparent?: unknown; [key: string]: unknown };
+}
+
+/**
+ * A tools/call of either server (this file's, server-modern.ts's): progress sent through `notify`
+ * when the client gave a progress token, and the call run in the W3C trace context the client sent
+ * (every log line the call writes joins the client's trace).
+ */
+export function runToolCall(
+  ctx: AppContext,
+  caller: McpCaller,
+  tool: McpToolDefinition,
+  params: ToolCallParams,
+  signal: AbortSignal,
+  notify: (notification: { method: 'notifications/progress'; params: { progressToken: string | number; progress: number; message: string } }) => Promise<void>,
+  before?: (args: unknown, invocation: Omit<ToolInvocation, 'ctx' | 'caller'>) => Promise<CallToolResult | undefined>,
+): Promise<CallToolResult> {
+  const token = params._meta?.progressToken;
+  let step = 0;
+  const progress = token === undefined ? async () => {} : (message: string) => notify({ method: 'notifications/progress', params: { progressToken: token, progress: ++step, message } });
+  const invocation = { signal, progress };
+  const call = () => callTool(ctx, caller, tool, params.arguments, invocation, before && ((args) => before(args, invocation)));
+  const trace = traceFields(params._meta?.traceparent);
+  return trace ? withLogContext(trace, call) : call();
 }
 
 /** A NotFoundError as MCP's "resource not found"; other failures as their detail. */
@@ -187,16 +216,7 @@ export function createMcpServer(ctx: AppContext, caller: McpCaller, features: Mc
   mcp.server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const tool = tools.get(request.params.name);
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
-    const token = extra._meta?.progressToken;
-    let step = 0;
-    const progress =
-      token === undefined
-        ? async () => {}
-        : (message: string) => extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: ++step, message } });
-    const call = () => callTool(ctx, caller, tool, request.params.arguments, { signal: extra.signal, progress });
-    // A W3C trace context the client sent with the call joins every log line the call writes.
-    const trace = traceFields(request.params._meta?.traceparent);
-    return trace ? withLogContext(trace, call) : call();
+    return runToolCall(ctx, caller, tool, request.params, extra.signal, (n) => extra.sendNotification(n));
   });
 
   const serving = servingFor(ctx, caller, features, (err) => resourceError(ctx, err));
