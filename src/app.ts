@@ -173,7 +173,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(chatRoutes(ctx));
   await app.register(sessionRoutes(ctx));
   await app.register(openAiRoutes(ctx), { prefix: '/v1' });
-  await app.register(toolRoutes(ctx));
+  await app.register(toolRoutes(ctx, base));
   await app.register(oauthRoutes(ctx, base));
   await app.register(mcpRoutes(ctx));
 

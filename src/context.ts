@@ -43,6 +43,8 @@ import { createToolHub, type ToolHub } from './core/tools/tool-hub.js';
 import { createToolsService } from './core/tools/tools.service.js';
 import { createToolsStore } from './core/tools/tools.store.js';
 import { createVault } from './core/tools/vault.js';
+import { createToolOAuth } from './core/tools/tool-oauth.js';
+import { createToolOAuthStore } from './core/tools/tool-oauth.store.js';
 import type { ChangeSignals } from './db/change-signals.js';
 import type { Db } from './db/database.js';
 import { createLeaseStore, startHeartbeat } from './db/leases.js';
@@ -247,6 +249,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
 
   const toolsStore = createToolsStore(db.kysely);
   const vault = createVault(cipher);
+  const toolOAuth = createToolOAuth({ store: createToolOAuthStore(db.kysely), cipher, clock, logger });
   // The tool hub's http servers pass the same address guard as URL ingestion (and its test overrides).
   const hub = createToolHub({
     knowledge,
@@ -256,9 +259,10 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     guard: fetchOptions,
     limits: { ...DEFAULT_HUB_LIMITS, ...overrides.toolHub },
     allowStdio: config.mcpStdio,
+    oauth: toolOAuth,
   });
   const tools: ToolHub = hub;
-  const toolsService = createToolsService({ store: toolsStore, hub, vault, clock, ids, guard: fetchOptions, allowStdio: config.mcpStdio, signals: backend.signals });
+  const toolsService = createToolsService({ store: toolsStore, hub, vault, clock, ids, guard: fetchOptions, allowStdio: config.mcpStdio, signals: backend.signals, oauth: toolOAuth });
   backend.signals.onChange('tool-servers', () => void hub.refresh().catch((err: unknown) => logger.warn({ err }, 'tool servers could not be read again')));
   const agent = createAgent({ llm, knowledge, tools, logger, limits: overrides.agent });
   const { hot } = backend;

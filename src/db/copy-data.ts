@@ -71,6 +71,7 @@ const TABLES = [
   { name: 'channel_conversations', key: ['channel_id', 'conversation_id'], scope: { via: 'channel_id', parent: 'channels' } },
   { name: 'channel_messages', key: ['channel_id', 'external_id'], scope: { via: 'channel_id', parent: 'channels' } },
   { name: 'mcp_servers', key: ['id'], scope: WS },
+  { name: 'mcp_server_oauth', key: ['server_id'], scope: WS },
   { name: 'tool_executions', key: ['id'], scope: WS },
   { name: 'teams', key: ['id'], scope: WS },
   { name: 'team_members', key: ['seq'], serial: 'seq', scope: WS },
@@ -83,9 +84,9 @@ const TABLES = [
 
 /**
  * Tables that hold no data, only coordination between running instances, or what a client redoes in
- * a minute (an MCP session it reopens, a consent page it asks for again): a new database starts without them.
+ * a minute (an MCP session it reopens, a consent page it asks for again, a tool server's sign-in it starts again): a new database starts without them.
  */
-type NotData = 'change_signals' | 'rate_windows' | 'leases' | 'mcp_sessions' | 'oauth_pending';
+type NotData = 'change_signals' | 'rate_windows' | 'leases' | 'mcp_sessions' | 'oauth_pending' | 'mcp_server_oauth_pending';
 
 // A table added to schema.ts without a line above (or in NotData) fails to compile here, rather than being left behind.
 type Uncopied = Exclude<keyof Database, (typeof TABLES)[number]['name'] | NotData>;

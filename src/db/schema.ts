@@ -33,12 +33,51 @@ export interface Database {
   mcp_sessions: McpSessionsTable;
   oauth_pending: OAuthPendingTable;
   leases: LeasesTable;
+  mcp_server_oauth: McpServerOAuthTable;
+  mcp_server_oauth_pending: McpServerOAuthPendingTable;
 }
 
 /** Migration 015: per topic, a sequence bumped after every change an in-memory cache may hold (change-signals.ts). */
 export interface ChangeSignalsTable {
   topic: string;
   seq: number;
+}
+
+/** Migration 022: how an http tool server that asked for OAuth is signed in to (src/core/tools/tool-oauth.ts). */
+export interface McpServerOAuthTable {
+  server_id: string;
+  workspace_id: string;
+  status: 'needs_consent' | 'connected' | 'error';
+  error: string | null;
+  /** From the server's 401 `WWW-Authenticate` (RFC 9728 §5.1), when it named one. */
+  resource_metadata_url: string | null;
+  /** The scope the server's last challenge asked for (401, or 403 `insufficient_scope`). */
+  challenge_scope: string | null;
+  /** The authorization server the tokens and the client belong to. */
+  issuer: string | null;
+  client_method: 'metadata_document' | 'dynamic' | 'preregistered' | null;
+  /** Sealed JSON `{ clientId, clientSecret? }` (context: the server id). */
+  client: string | null;
+  /** Sealed JSON `{ accessToken, refreshToken? }` (context: the server id and the issuer). */
+  tokens: string | null;
+  scope: string | null;
+  expires_ms: number | null;
+  /** When to refresh: a quarter of the lifetime (at most a minute) before `expires_ms`. */
+  refresh_at_ms: number | null;
+  version: number;
+  refreshing_until_ms: number | null;
+  updated_at: string;
+}
+
+/** Migration 022: an authorization request of a tool server waiting for the admin's consent. */
+export interface McpServerOAuthPendingTable {
+  /** SHA-256 (hex) of the request's `state`. */
+  state_hash: string;
+  workspace_id: string;
+  server_id: string;
+  /** Sealed JSON: the PKCE verifier, the redirect URI, the resource and the endpoints used. */
+  request: string;
+  expires_ms: number;
 }
 
 /** Migration 020: work one instance does at a time (src/db/leases.ts). */
@@ -326,6 +365,7 @@ export interface ToolExecutionsTable {
 }
 
 export type McpServerRow = Selectable<McpServersTable>;
+export type McpServerOAuthRow = Selectable<McpServerOAuthTable>;
 export type ToolExecutionRow = Selectable<ToolExecutionsTable>;
 
 export type TeamStatus = 'available' | 'busy' | 'offline';

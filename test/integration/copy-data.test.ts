@@ -24,7 +24,7 @@ import { prng } from '../helpers/prng.js';
 const TABLES = [
   'workspaces', 'settings', 'api_keys', 'personas', 'idempotency_keys', 'knowledge_sources', 'knowledge_chunks', 'sessions', 'messages',
   'interactions', 'feedback', 'interaction_tools', 'ab_tests', 'channels', 'channel_inbox', 'channel_conversations', 'channel_messages',
-  'mcp_servers', 'tool_executions', 'teams', 'team_members', 'oauth_clients', 'oauth_grants', 'oauth_codes', 'oauth_tokens', 'openai_threads',
+  'mcp_servers', 'mcp_server_oauth', 'tool_executions', 'teams', 'team_members', 'oauth_clients', 'oauth_grants', 'oauth_codes', 'oauth_tokens', 'openai_threads',
 ];
 
 const WEBHOOK_SECRET = 'webhook-secret-0123456789abcdef';
@@ -216,6 +216,8 @@ describe.skipIf(!postgresUrl())('switchboard copy-data', { timeout: 120_000 }, (
       await ok(t.request({ method: 'POST', url: `/business/channels/${channelId}/send`, body: { to: 'conv-1', message: 'Your boat is ready' } }), 202);
 
       serverId = (await ok(t.request({ method: 'POST', url: '/api/mcp/servers', body: { name: 'remote', transport: 'http', url: 'http://127.0.0.1:9/mcp', credentials: { API_TOKEN: MCP_TOKEN } } }), 201)).id;
+      // A tool server with a pre-registered OAuth client: its sign-in row moves too.
+      await ok(t.request({ method: 'POST', url: '/api/mcp/servers', body: { name: 'signed', transport: 'http', url: 'http://127.0.0.1:9/mcp', oauth: { clientId: 'switchboard', clientSecret: 'client-secret' } } }), 201);
       await ok(t.request({ method: 'POST', url: '/api/mcp/tools/execute', body: { toolName: 'knowledge', action: 'search', parameters: { query: 'harbor' } } }), 200);
       await ok(t.request({ method: 'POST', url: '/v1/chat/completions', body: { model: personaA, messages: [{ role: 'user', content: 'hi' }] } }), 200);
 

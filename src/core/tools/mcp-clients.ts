@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import { UnavailableError, UpstreamError, UpstreamTimeoutError } from '../../errors.js';
 import { CallGate } from '../../lib/call-gate.js';
 import type { AddressGuardOptions } from '../../lib/address-guard.js';
+import { type BearerSource, ConsentRequired } from './tool-oauth.js';
 import { scrub, scrubText, secretValues, type ServerSecrets } from './vault.js';
 
 interface ClientSdk {
@@ -33,7 +34,7 @@ function loadClientSdk(): Promise<ClientSdk> {
   return clientSdk;
 }
 
-export type ServerStatus = 'connecting' | 'connected' | 'error';
+export type ServerStatus = 'connecting' | 'connected' | 'error' | 'needs_consent';
 
 /** What a connection needs to know about its server; secrets already opened. */
 export interface ServerSpec {
@@ -46,6 +47,8 @@ export interface ServerSpec {
   secrets: ServerSecrets;
   /** Why this server may not be started (a stdio server without the operator's opt-in), or null. */
   refused: string | null;
+  /** An http server that signs in with OAuth: the tokens its requests carry (tool-oauth.ts). */
+  bearer?: BearerSource | undefined;
 }
 
 export interface HubLimits {
@@ -141,6 +144,8 @@ export class ServerConnection {
   private readonly gate: CallGate;
   private readonly logListeners = new Set<(params: { level: string; logger?: string | undefined; data?: unknown }) => void>();
   private stderrTail = '';
+  /** Set while the server waits for an admin's consent: what its calls fail with. */
+  private consent: ConsentRequired | undefined;
   private readonly progressListeners = new Map<string, (params: { progress: number; total?: number | undefined; message?: string | undefined }) => void>();
   private progressTokens = 0;
 
@@ -294,6 +299,10 @@ export class ServerConnection {
   private callError(err: unknown, action: string, callerSignal: AbortSignal | undefined, timeoutSignal: AbortSignal): unknown {
     if (callerSignal?.aborted) return callerSignal.reason;
     if (timeoutSignal.aborted) return timeoutSignal.reason;
+    if (err instanceof ConsentRequired) {
+      if (err.kind === 'sign-in') this.needsConsent(err);
+      return err;
+    }
     if (err instanceof UnavailableError || err instanceof UpstreamError || err instanceof UpstreamTimeoutError) return err;
     const name = this.spec.name;
     // close() ended the transport under a call that was sent: the server was removed, not lost.
@@ -312,6 +321,7 @@ export class ServerConnection {
     const unreachable = () => new UpstreamError(`${this.spec.name} is unreachable: ${this.error ?? 'not connected'}`);
     this.assertOpen();
     if (this.status === 'connected' && this.client) return this.client;
+    if (this.status === 'needs_consent' && this.consent) throw this.consent;
     if (!this.pending && this.status === 'error' && this.begun && Date.now() < this.nextAttemptAt) throw unreachable();
     const attempt = this.connect();
     await new Promise<void>((resolve, reject) => {
@@ -389,10 +399,29 @@ export class ServerConnection {
     } catch (err) {
       await client.close().catch(() => {});
       if (generation !== this.generation || this.closed) return;
-      this.fail(`Could not connect: ${message(err)}`, true);
+      if (err instanceof ConsentRequired && err.kind === 'sign-in') this.needsConsent(err);
+      else this.fail(`Could not connect: ${message(err)}`, true);
     } finally {
       if (this.starting === client) this.starting = undefined;
     }
+  }
+
+  /**
+   * The server wants an admin's consent: no call is sent and no reconnect tried until the sign-in
+   * changes, which replaces this connection (tool-oauth.ts).
+   */
+  private needsConsent(err: ConsentRequired): void {
+    const client = this.client;
+    this.client = undefined;
+    this.generation++;
+    if (client) void client.close().catch(() => {});
+    clearTimeout(this.retryTimer);
+    this.consent = err;
+    this.status = 'needs_consent';
+    this.tools = [];
+    this.error = scrubText(err.message, this.secrets);
+    this.nextAttemptAt = Number.POSITIVE_INFINITY;
+    this.logger.info({ server: this.spec.name }, 'tool server needs consent');
   }
 
   /** The live client went away (crash, closed session): reconnect with back-off. */

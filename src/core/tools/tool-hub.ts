@@ -20,7 +20,8 @@ import { type BuiltinTool, builtinTools } from './builtin-tools.js';
 import { checkParameters } from './json-schema.js';
 import { callDeadline, ConnectionSuperseded, type HubLimits, ServerConnection, type ServerStatus, type ToolEvent } from './mcp-clients.js';
 import type { ToolsStore } from './tools.store.js';
-import type { Vault } from './vault.js';
+import type { ToolOAuth } from './tool-oauth.js';
+import { resolveHeaders, type Vault } from './vault.js';
 
 export interface ToolDescriptor {
   toolName: string;
@@ -93,6 +94,8 @@ export interface ToolHubDeps {
   limits: HubLimits;
   /** SWITCHBOARD_MCP_STDIO: API-registered stdio servers may run. */
   allowStdio: boolean;
+  /** The sign-in of http servers that ask for OAuth (tool-oauth.ts). */
+  oauth?: ToolOAuth;
 }
 
 const STDIO_REFUSED = 'stdio servers registered through the API run only when the operator sets SWITCHBOARD_MCP_STDIO=1.';
@@ -144,6 +147,11 @@ export function createToolHub(deps: ToolHubDeps): McpToolHub {
   }
 
   function build(row: McpServerRow): ServerConnection {
+    const secrets = deps.vault.open(row.id, row.secrets);
+    // The operator's own file may name servers on private addresses; API registrations may not.
+    const guard = row.origin === 'config' ? { ...deps.guard, allowPrivate: true } : deps.guard;
+    // A server given its own Authorization header signs in that way, not with OAuth.
+    const ownAuthorization = Object.keys(resolveHeaders(secrets)).some((h) => h.toLowerCase() === 'authorization');
     return new ServerConnection(
       {
         id: row.id,
@@ -152,12 +160,12 @@ export function createToolHub(deps: ToolHubDeps): McpToolHub {
         command: row.command,
         args: JSON.parse(row.args) as string[],
         url: row.url,
-        secrets: deps.vault.open(row.id, row.secrets),
+        secrets,
         refused: row.transport === 'stdio' && row.origin === 'api' && !deps.allowStdio ? STDIO_REFUSED : null,
+        bearer: row.transport === 'http' && !ownAuthorization && deps.oauth ? deps.oauth.bearerFor(row, guard) : undefined,
       },
       deps.limits,
-      // The operator's own file may name servers on private addresses; API registrations may not.
-      row.origin === 'config' ? { ...deps.guard, allowPrivate: true } : deps.guard,
+      guard,
       deps.logger,
     );
   }

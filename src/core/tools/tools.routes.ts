@@ -1,10 +1,14 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
+import { AppError } from '../../errors.js';
 import { principalOf } from '../../http/auth-hooks.js';
 import { idParams, pageOf, withErrors } from '../../http/openapi.js';
 import { pageQuerySchema } from '../../lib/pagination.js';
+import { errorPage, pageHeaders } from '../oauth/consent-page.js';
+import { CALLBACK_PATH, CLIENT_DOCUMENT_PATH, clientMetadataDocument } from './tool-oauth.js';
 import {
+  authorizationSchema,
   createServerSchema,
   executeToolSchema,
   executionSchema,
@@ -14,8 +18,20 @@ import {
   toolDescriptorSchema,
 } from './tools.schemas.js';
 
-/** API.md §7: MCP tool servers, their tools, and executions. Served only under /api. */
-export function toolRoutes(ctx: AppContext): FastifyPluginAsyncZod {
+const callbackQuerySchema = z.looseObject({
+  state: z.string().max(2048).optional(),
+  code: z.string().max(4096).optional(),
+  iss: z.string().max(2048).optional(),
+  error: z.string().max(256).optional(),
+  error_description: z.string().max(2048).optional(),
+});
+
+/**
+ * API.md §7: MCP tool servers, their tools, and executions, under /api; and, at the public URL, what
+ * tool servers that sign in with OAuth need of Switchboard: its Client ID Metadata Document and the
+ * callback their authorization servers send the admin's browser back to (docs/tools.md#tool-servers-that-sign-in-with-oauth).
+ */
+export function toolRoutes(ctx: AppContext, base: () => string): FastifyPluginAsyncZod {
   const tools = ctx.services.tools;
   const tags = ['tools'];
   return async (app) => {
@@ -76,6 +92,78 @@ export function toolRoutes(ctx: AppContext): FastifyPluginAsyncZod {
       async (request, reply) => {
         await tools.deleteServer(principalOf(request).workspaceId, request.params.id);
         return reply.code(204).send();
+      },
+    );
+
+    app.post(
+      '/api/mcp/servers/:id/oauth/authorize',
+      {
+        config: { scope: 'admin' },
+        schema: {
+          tags,
+          summary: 'Start connecting a tool server that signs in with OAuth',
+          description:
+            'Discovers the server’s authorization server (RFC 9728, RFC 8414), identifies Switchboard (its Client ID Metadata Document, else dynamic registration, or the pre-registered client), and answers the authorization URL (PKCE S256, `state`, `resource`). ' +
+            'Open it in the admin’s browser; after consent the authorization server sends the browser to `/oauth/callback`, which stores the tokens and returns to the console. ' +
+            'Not an http server → 409; discovery or registration failing → 502; an authorization server with neither client metadata documents nor registration → 400 (register the server again with `oauth.clientId`).',
+          params: idParams,
+          response: withErrors({ 200: authorizationSchema }, [404, 409, 502]),
+        },
+      },
+      async (request) => tools.authorize(principalOf(request).workspaceId, request.params.id, base()),
+    );
+
+    app.delete(
+      '/api/mcp/servers/:id/oauth',
+      {
+        config: { scope: 'admin' },
+        schema: {
+          tags,
+          summary: 'Sign a tool server out: revoke its OAuth tokens and forget them',
+          description:
+            'Revokes the refresh and access tokens at the authorization server’s revocation endpoint (RFC 7009) when it has one, drops them here either way, and answers the server, now `needs_consent` (`oauth.error` says when revocation failed). Never signed in → 409.',
+          params: idParams,
+          response: withErrors({ 200: mcpServerSchema }, [404, 409]),
+        },
+      },
+      async (request) => tools.revokeAuthorization(principalOf(request).workspaceId, request.params.id),
+    );
+
+    app.get(
+      CLIENT_DOCUMENT_PATH,
+      {
+        config: { public: true },
+        schema: {
+          tags,
+          security: [],
+          summary: 'Switchboard’s OAuth Client ID Metadata Document, for the authorization servers of tool servers',
+          response: withErrors({ 200: z.looseObject({ client_id: z.string() }) }, [], { public: true }),
+        },
+      },
+      async (_request, reply) => reply.header('cache-control', 'public, max-age=3600').send(clientMetadataDocument(base())),
+    );
+
+    app.get(
+      CALLBACK_PATH,
+      {
+        config: { public: true },
+        schema: {
+          tags,
+          security: [],
+          summary: 'Where a tool server’s authorization server sends the admin’s browser back to',
+          description: 'Checks `state` (once, 10 minutes) and `iss` (RFC 9207), exchanges the code, and redirects to the console’s Tools page; an HTML page says what went wrong otherwise.',
+          querystring: callbackQuerySchema,
+          response: withErrors({ 303: z.undefined().describe('Signed in: back to the console'), 400: z.string().describe('What went wrong (HTML)') }, [], { public: true }),
+        },
+      },
+      async (request, reply) => {
+        try {
+          const server = await tools.completeAuthorization(request.query);
+          return reply.headers(pageHeaders()).redirect(`/console/tools?connected=${encodeURIComponent(server.name)}`, 303);
+        } catch (err) {
+          if (!(err instanceof AppError) || err.status >= 500 || err.status === 404) throw err;
+          return reply.code(400).headers(pageHeaders()).send(errorPage('The tool server was not connected', err.message));
+        }
       },
     );
 

@@ -44,15 +44,25 @@ export const createServerSchema = z
     url: z.string().max(2048).optional().describe('http: the Streamable HTTP endpoint; passes the address guard.'),
     headers: headersSchema.optional(),
     credentials: credentialsSchema.optional(),
+    oauth: z
+      .strictObject({
+        clientId: z.string().min(1).max(1024).regex(NO_CONTROL, 'must not contain line breaks or NUL'),
+        clientSecret: z.string().min(1).max(8192).regex(NO_CONTROL, 'must not contain line breaks or NUL').optional(),
+      })
+      .optional()
+      .describe(
+        'http only: a client registered for Switchboard with the server’s authorization server, for one that accepts neither Client ID Metadata Documents nor dynamic registration. The secret is write-only.',
+      ),
   })
   .superRefine((body, ctx) => {
-    const only = (field: 'command' | 'args' | 'url' | 'headers', transport: string) => {
+    const only = (field: 'command' | 'args' | 'url' | 'headers' | 'oauth', transport: string) => {
       if (body[field] !== undefined) ctx.addIssue({ code: 'custom', path: [field], message: `is only for ${transport} servers` });
     };
     if (body.transport === 'stdio') {
       if (body.command === undefined) ctx.addIssue({ code: 'custom', path: ['command'], message: 'is required for a stdio server' });
       only('url', 'http');
       only('headers', 'http');
+      only('oauth', 'http');
     } else {
       if (body.url === undefined) ctx.addIssue({ code: 'custom', path: ['url'], message: 'is required for an http server' });
       only('command', 'stdio');
@@ -63,6 +73,23 @@ export const createServerSchema = z
 
 export const replaceCredentialsSchema = z.strictObject({ credentials: credentialsSchema });
 
+const toolOAuthSchema = z
+  .object({
+    status: z
+      .enum(['needs_consent', 'connected', 'error'])
+      .describe('`connected` (tokens held), `needs_consent` (no tokens, a refused refresh, or a scope step-up: `requestedScope`), `error` (the last sign-in failed: `error`).'),
+    error: z.string().nullable(),
+    issuer: z.string().nullable().describe('The authorization server the tokens belong to.'),
+    clientRegistration: z
+      .enum(['metadata_document', 'dynamic', 'preregistered'])
+      .nullable()
+      .describe('How Switchboard identified itself: its Client ID Metadata Document, dynamic registration, or a pre-registered client.'),
+    scope: z.string().nullable().describe('Granted scope.'),
+    requestedScope: z.string().nullable().describe('Scope the server asked for and consent has not granted yet.'),
+    expiresAt: z.string().nullable().describe('When the access token expires; it is refreshed before.'),
+  })
+  .meta({ id: 'ToolServerOAuth' });
+
 export const mcpServerSchema = z
   .object({
     id: z.string(),
@@ -72,15 +99,25 @@ export const mcpServerSchema = z
     args: z.array(z.string()),
     url: z.string().nullable(),
     status: z
-      .enum(['connecting', 'connected', 'error'])
-      .describe('`connecting` (first connection or a reconnect under way), `connected`, or `error` (`error` says why; retried with back-off).'),
+      .enum(['connecting', 'connected', 'error', 'needs_consent'])
+      .describe(
+        '`connecting` (first connection or a reconnect under way), `connected`, `error` (`error` says why; retried with back-off), or `needs_consent` (the server asks for OAuth sign-in: an admin connects it; not retried until then).',
+      ),
     error: z.string().nullable(),
     credentialNames: z.array(z.string()),
     headerNames: z.array(z.string()).describe('Names of the configured headers; their values are write-only.'),
     tools: z.array(z.string()).describe('Its tools’ names while connected.'),
+    oauth: toolOAuthSchema.nullable().describe('How the server is signed in to with OAuth; null for a server that never asked.'),
     createdAt: z.string(),
   })
   .meta({ id: 'McpServer' });
+
+export const authorizationSchema = z
+  .object({
+    authorizationUrl: z.string().describe('Open it in the admin’s browser: the authorization server asks for consent, then sends the browser back to Switchboard’s /oauth/callback.'),
+    expiresAt: z.string().describe('The request is answered once, before this time.'),
+  })
+  .meta({ id: 'ToolServerAuthorization' });
 
 export const toolDescriptorSchema = z
   .object({

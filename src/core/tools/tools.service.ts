@@ -12,6 +12,7 @@ import { type CreateServerInput, type Execution, type ExecuteToolInput, type Mcp
 import type { ToolsStore } from './tools.store.js';
 import { redactParameters, scrub, scrubText, type ServerSecrets, type Vault } from './vault.js';
 import type { ChangeSignals } from '../../db/change-signals.js';
+import type { ToolOAuth, ToolOAuthView } from './tool-oauth.js';
 
 export interface ToolsServiceDeps {
   store: ToolsStore;
@@ -24,6 +25,8 @@ export interface ToolsServiceDeps {
   allowStdio: boolean;
   /** Tells the other instances on the database that a server changed (change-signals.ts). */
   signals?: ChangeSignals;
+  /** Tool servers that sign in with OAuth (tool-oauth.ts). */
+  oauth: ToolOAuth;
 }
 
 /** A server as the config file or the API declares it, before it is stored. */
@@ -59,10 +62,15 @@ function toExecution(row: ToolExecutionRow): Execution {
   return execution;
 }
 
-export function createToolsService({ store, hub, vault, clock, ids, guard, allowStdio, signals }: ToolsServiceDeps) {
+export function createToolsService({ store, hub, vault, clock, ids, guard, allowStdio, signals, oauth }: ToolsServiceDeps) {
   /** The other instances reconnect or close what they hold of a changed server. */
   const changed = () => signals?.changed('tool-servers');
-  function toServer(row: McpServerRow, state = hub.state(row)): McpServer {
+  /** The address guard of a server's outbound requests: the operator's config file may name private addresses. */
+  const guardOf = (row: McpServerRow): AddressGuardOptions => (row.origin === 'config' ? { ...guard, allowPrivate: true } : guard);
+
+  function toServer(row: McpServerRow, view: ToolOAuthView | undefined, state = hub.state(row)): McpServer {
+    // Another instance may hold the connection; the stored sign-in speaks for every instance.
+    const status = view?.status === 'needs_consent' && state.status !== 'connected' ? 'needs_consent' : state.status;
     return {
       id: row.id,
       name: row.name,
@@ -70,13 +78,26 @@ export function createToolsService({ store, hub, vault, clock, ids, guard, allow
       command: row.command,
       args: JSON.parse(row.args) as string[],
       url: row.url,
-      status: state.status,
-      error: state.error,
+      status,
+      error: status === 'needs_consent' && view?.error ? view.error : state.error,
       credentialNames: JSON.parse(row.credential_names) as string[],
       headerNames: JSON.parse(row.header_names) as string[],
       tools: state.tools,
+      oauth: view ?? null,
       createdAt: row.created_at,
     };
+  }
+
+  const viewOf = async (row: McpServerRow) => (await oauth.views(row.workspace_id, [row.id])).get(row.id);
+
+  /** A server's sign-in changed: its connections (here and on the other instances) start again with it. */
+  async function signInChanged(row: McpServerRow): Promise<McpServer> {
+    // Later than the row's own time even when the clock is not (the hub reconnects when it changes).
+    const updated = { ...row, updated_at: new Date(Math.max(clock.now().getTime(), Date.parse(row.updated_at) + 1)).toISOString() };
+    await store.updateServer(row.workspace_id, row.id, { updated_at: updated.updated_at });
+    const state = await hub.restart(updated);
+    await changed();
+    return toServer(updated, await viewOf(updated), state);
   }
 
   async function findServer(workspaceId: string, id: string): Promise<McpServerRow> {
@@ -122,17 +143,40 @@ export function createToolsService({ store, hub, vault, clock, ids, guard, allow
         if (/UNIQUE/.test(String(err))) throw new ConflictError(`An MCP server named "${input.name}" already exists.`);
         throw err;
       }
+      if (input.oauth) await oauth.preregister(row, input.oauth.clientId, input.oauth.clientSecret);
       const state = await hub.restart(row);
       await changed();
-      return toServer(row, state);
+      return toServer(row, await viewOf(row), state);
     },
 
     async listServers(workspaceId: string, page: PageRequest): Promise<Page<McpServer>> {
-      return mapPage(await store.listServers(workspaceId, page), (row) => toServer(row));
+      const rows = await store.listServers(workspaceId, page);
+      const views = await oauth.views(workspaceId, rows.data.map((r) => r.id));
+      return mapPage(rows, (row) => toServer(row, views.get(row.id)));
     },
 
     async getServer(workspaceId: string, id: string): Promise<McpServer> {
-      return toServer(await findServer(workspaceId, id));
+      const row = await findServer(workspaceId, id);
+      return toServer(row, await viewOf(row));
+    },
+
+    /** Starts an OAuth sign-in of an http server: the URL to send the admin to (tool-oauth.ts). */
+    async authorize(workspaceId: string, id: string, base: string): Promise<{ authorizationUrl: string; expiresAt: string }> {
+      const row = await findServer(workspaceId, id);
+      return oauth.begin(row, base, guardOf(row));
+    },
+
+    /** The authorization server's answer at the callback: the tokens are stored and the server reconnects. */
+    async completeAuthorization(query: Parameters<ToolOAuth['complete']>[0]): Promise<McpServer> {
+      const row = await oauth.complete(query, (workspaceId, serverId) => store.findServer(workspaceId, serverId), guardOf);
+      return signInChanged(row);
+    },
+
+    /** Signs a server out (revoking its tokens where the authorization server allows); it then waits for consent. */
+    async revokeAuthorization(workspaceId: string, id: string): Promise<McpServer> {
+      const row = await findServer(workspaceId, id);
+      await oauth.revoke(row, guardOf(row));
+      return signInChanged(row);
     },
 
     /** Replaces every credential (headers stay) and reconnects with them. */
@@ -150,7 +194,7 @@ export function createToolsService({ store, hub, vault, clock, ids, guard, allow
       await store.updateServer(workspaceId, id, { secrets: updated.secrets, credential_names: updated.credential_names, updated_at: updated.updated_at });
       const state = await hub.restart(updated);
       await changed();
-      return toServer(updated, state);
+      return toServer(updated, await viewOf(updated), state);
     },
 
     async deleteServer(workspaceId: string, id: string): Promise<void> {

@@ -2,11 +2,12 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { AddressGuardOptions } from '../../lib/address-guard.js';
 import { guardedFetch } from '../../lib/guarded-fetch.js';
 import type { ServerSpec } from './mcp-clients.js';
+import { type BearerSource, isBearerChallenge } from './tool-oauth.js';
 import { resolveHeaders } from './vault.js';
 
 const MAX_TOOL_PAGES = 20;
@@ -23,8 +24,9 @@ export function createTransport(spec: ServerSpec, guard: AddressGuardOptions, on
     transport.stderr?.on('data', (chunk: Buffer) => onStderr(chunk.toString('utf8')));
     return transport;
   }
+  const fetch = guardedFetch(guard);
   return new StreamableHTTPClientTransport(new URL(spec.url ?? ''), {
-    fetch: guardedFetch(guard),
+    fetch: spec.bearer ? withBearer(fetch, spec.bearer) : fetch,
     requestInit: { headers: resolveHeaders(spec.secrets) },
     // Left to our fetch, which never follows: a 3xx fails the connection (a redirect could lead past the guard's vetting).
     redirectPolicy: 'follow',
@@ -42,4 +44,27 @@ export async function listAllTools(client: Client, timeoutMs: number): Promise<T
     if (!cursor) break;
   }
   return tools;
+}
+
+/**
+ * A server that signs in with OAuth: each request carries the current access token; a 401 Bearer
+ * challenge is answered once with a refreshed token (or ends in ConsentRequired), a 403
+ * `insufficient_scope` records the scope the server wants and fails the call (tool-oauth.ts).
+ */
+function withBearer(fetch: FetchLike, bearer: BearerSource): FetchLike {
+  const send = (input: string | URL, init: RequestInit, token: string | null) => {
+    const headers = new Headers(init.headers);
+    if (token) headers.set('authorization', `Bearer ${token}`);
+    return fetch(input, { ...init, headers });
+  };
+  return async (input, init = {}) => {
+    const token = await bearer.token();
+    const response = await send(input, init, token);
+    const header = response.headers.get('www-authenticate');
+    const challenged = (response.status === 401 && isBearerChallenge(header)) || (response.status === 403 && /insufficient_scope/.test(header ?? ''));
+    if (!challenged) return response;
+    await response.body?.cancel();
+    const next = await bearer.challenged(response.status as 401 | 403, header, token);
+    return send(input, init, next);
+  };
 }

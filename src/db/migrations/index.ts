@@ -22,6 +22,7 @@ import * as m018 from './018-source-leases.js';
 import * as m019 from './019-shared-sessions.js';
 import * as m020 from './020-leases.js';
 import * as m021 from './021-idempotency-owner.js';
+import * as m022 from './022-tool-server-oauth.js';
 
 /** A step of the one chain both backends run; it branches on the dialect only through its type helpers. */
 interface DialectMigration {
@@ -51,6 +52,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '019-shared-sessions': m019,
   '020-leases': m020,
   '021-idempotency-owner': m021,
+  '022-tool-server-oauth': m022,
 };
 
 /**

@@ -1,0 +1,74 @@
+import type { Kysely } from 'kysely';
+import type { Database, McpServerOAuthRow } from '../../db/schema.js';
+
+/** How tool servers are signed in to with OAuth (migration 022); every query names the server or the workspace. */
+export function createToolOAuthStore(db: Kysely<Database>) {
+  return {
+    find: (serverId: string) => db.selectFrom('mcp_server_oauth').selectAll().where('server_id', '=', serverId).executeTakeFirst(),
+
+    /** The rows of these servers of the workspace (a page of the server list). */
+    findMany: (workspaceId: string, serverIds: string[]) =>
+      serverIds.length === 0
+        ? Promise.resolve([] as McpServerOAuthRow[])
+        : db.selectFrom('mcp_server_oauth').selectAll().where('workspace_id', '=', workspaceId).where('server_id', 'in', serverIds).execute(),
+
+    /** Creates the row, or changes it; every change takes the next `version`. */
+    async upsert(row: Omit<McpServerOAuthRow, 'version' | 'refreshing_until_ms'>): Promise<void> {
+      await db
+        .insertInto('mcp_server_oauth')
+        .values({ ...row, version: 1, refreshing_until_ms: null })
+        .onConflict((oc) => oc.column('server_id').doUpdateSet((eb) => ({ ...row, version: eb('mcp_server_oauth.version', '+', 1), refreshing_until_ms: null })))
+        .execute();
+    },
+
+    /** Changes some columns of an existing row; the next `version`. */
+    async update(serverId: string, patch: Partial<Omit<McpServerOAuthRow, 'server_id' | 'workspace_id' | 'version'>>): Promise<void> {
+      await db
+        .updateTable('mcp_server_oauth')
+        .set((eb) => ({ ...patch, version: eb('version', '+', 1) }))
+        .where('server_id', '=', serverId)
+        .execute();
+    },
+
+    /**
+     * Claims the refresh of the tokens of `version` until `untilMs`: true for exactly one caller
+     * among the instances, while the tokens are unchanged and no other claim is alive.
+     */
+    async claimRefresh(serverId: string, version: number, nowMs: number, untilMs: number): Promise<boolean> {
+      const r = await db
+        .updateTable('mcp_server_oauth')
+        .set({ refreshing_until_ms: untilMs })
+        .where('server_id', '=', serverId)
+        .where('version', '=', version)
+        .where((eb) => eb.or([eb('refreshing_until_ms', 'is', null), eb('refreshing_until_ms', '<', nowMs)]))
+        .executeTakeFirst();
+      return Number(r.numUpdatedRows) === 1;
+    },
+
+    /** Ends a claim that did not change the tokens (the authorization server could not be reached). */
+    async releaseRefresh(serverId: string, version: number): Promise<void> {
+      await db.updateTable('mcp_server_oauth').set({ refreshing_until_ms: null }).where('server_id', '=', serverId).where('version', '=', version).execute();
+    },
+
+    /** Writes what a refresh returned, only over the tokens it started from; false when they changed meanwhile. */
+    async saveRefreshed(serverId: string, version: number, patch: Partial<McpServerOAuthRow>): Promise<boolean> {
+      const r = await db
+        .updateTable('mcp_server_oauth')
+        .set({ ...patch, version: version + 1, refreshing_until_ms: null })
+        .where('server_id', '=', serverId)
+        .where('version', '=', version)
+        .executeTakeFirst();
+      return Number(r.numUpdatedRows) === 1;
+    },
+
+    insertPending: (row: { state_hash: string; workspace_id: string; server_id: string; request: string; expires_ms: number }) =>
+      db.insertInto('mcp_server_oauth_pending').values(row).execute(),
+
+    /** Takes a pending request out (it answers once), whatever its age; the caller checks expiry. */
+    takePending: (stateHash: string) => db.deleteFrom('mcp_server_oauth_pending').where('state_hash', '=', stateHash).returningAll().executeTakeFirst(),
+
+    deleteExpiredPending: (nowMs: number) => db.deleteFrom('mcp_server_oauth_pending').where('expires_ms', '<', nowMs).execute(),
+  };
+}
+
+export type ToolOAuthStore = ReturnType<typeof createToolOAuthStore>;
