@@ -1,4 +1,4 @@
-import { type FormEvent, useState } from 'react';
+import { type FormEvent, useEffect, useState } from 'react';
 import { api, get, type List } from '../api';
 import { Empty, Field, Loading, ProblemView, ScopedButton, useAction, useLoad, when } from '../ui';
 
@@ -12,6 +12,15 @@ interface Server {
   error: string | null;
   credentialNames: string[];
   tools: string[];
+  oauth: OAuthState | null;
+}
+interface OAuthState {
+  status: 'connected' | 'needs_consent' | 'error';
+  error: string | null;
+  issuer: string | null;
+  scope: string | null;
+  requestedScope: string | null;
+  expiresAt: string | null;
 }
 interface Tool {
   toolName: string;
@@ -53,6 +62,16 @@ export function ToolsPage() {
   const tools = useLoad(() => get<{ data: Tool[] }>('/mcp/tools'), []);
   const execs = useLoad(() => get<List<Execution>>('/mcp/executions?limit=20'), []);
   const [tool, setTool] = useState('');
+  const [connected, setConnected] = useState<string | null>(null);
+  // Back from a tool server's consent (/oauth/callback redirects here with ?connected=<name>).
+  useEffect(() => {
+    const url = new URL(location.href);
+    const name = url.searchParams.get('connected');
+    if (name === null) return;
+    setConnected(name);
+    url.searchParams.delete('connected');
+    history.replaceState(history.state, '', url.pathname + url.search + url.hash);
+  }, []);
   const chosen = tools.data?.data.find((t) => `${t.toolName}.${t.action}` === tool) ?? tools.data?.data[0];
   const act = useAction();
   const remove = (s: Server) =>
@@ -65,10 +84,13 @@ export function ToolsPage() {
     <section>
       <Register onDone={() => (servers.reload(), tools.reload())} />
       <h2>Tool servers</h2>
+      {connected && <p role="status">Connected {connected}: its tools are ready.</p>}
       {servers.loading && !servers.data && <Loading what="tool servers" />}
       <ProblemView error={servers.error} />
       <ProblemView error={act.error} />
-      {servers.data?.data.length === 0 && <Empty>No tool servers registered — the built-in knowledge tool is always there; register an HTTP MCP server above.</Empty>}
+      {servers.data?.data.length === 0 && (
+        <Empty>No tool servers registered — the built-in knowledge tool is always there; register an HTTP MCP server above (one that asks for OAuth shows a Connect button).</Empty>
+      )}
       <ul className="cards">
         {servers.data?.data.map((s) => (
           <li className="card" key={s.id}>
@@ -81,6 +103,7 @@ export function ToolsPage() {
             <p className="muted">
               {s.url ?? s.command} · tools: {s.tools.length ? s.tools.join(', ') : 'none'} · credentials: {s.credentialNames.length ? s.credentialNames.join(', ') : 'none'}
             </p>
+            {(s.oauth || s.status === 'needs_consent') && <SignIn server={s} onDone={() => (servers.reload(), tools.reload())} />}
             <Credentials server={s} onDone={servers.reload} />
             <ScopedButton scope="admin" className="danger" onClick={() => void remove(s)} aria-label={`Remove ${s.name}`}>
               Remove
@@ -153,6 +176,44 @@ function Register({ onDone }: { onDone: () => void }) {
         Register server
       </ScopedButton>
     </form>
+  );
+}
+
+/** A server that signs in with OAuth: its sign-in, Connect (to the authorization server's consent page) and Sign out. */
+function SignIn({ server, onDone }: { server: Server; onDone: () => void }) {
+  const act = useAction();
+  const o = server.oauth;
+  const connect = () =>
+    act.run(async () => {
+      const { authorizationUrl } = await api<{ authorizationUrl: string }>('POST', `/mcp/servers/${server.id}/oauth/authorize`);
+      location.assign(authorizationUrl);
+    });
+  const signOut = () =>
+    act.run(async () => {
+      await api('DELETE', `/mcp/servers/${server.id}/oauth`);
+      onDone();
+    });
+  const signedIn = o?.status === 'connected' || (o?.scope ?? null) !== null;
+  return (
+    <div className="row" aria-label={`Sign-in of ${server.name}`}>
+      <p>
+        OAuth: <span className={`status ${o?.status ?? 'needs_consent'}`}>{o?.status ?? 'needs_consent'}</span>
+        {o?.issuer && <span className="muted"> · {o.issuer}</span>}
+        {o?.scope && <span className="muted"> · scope {o.scope}</span>}
+        {o?.requestedScope && o.status !== 'connected' && <span className="muted"> · asks for {o.requestedScope}</span>}
+        {o?.expiresAt && <span className="muted"> · token until {when(o.expiresAt)}</span>}
+        {o?.error && server.status !== 'needs_consent' && <span className="muted"> — {o.error}</span>}
+      </p>
+      <ScopedButton scope="admin" onClick={() => void connect()} disabled={act.busy} aria-label={`Connect ${server.name}`}>
+        {signedIn ? 'Reconnect' : 'Connect'}
+      </ScopedButton>
+      {signedIn && (
+        <ScopedButton scope="admin" className="secondary" onClick={() => void signOut()} disabled={act.busy} aria-label={`Sign out of ${server.name}`}>
+          Sign out
+        </ScopedButton>
+      )}
+      <ProblemView error={act.error} />
+    </div>
   );
 }
 
