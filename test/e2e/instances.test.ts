@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeySecret } from '../../src/core/auth/keys.js';
 import { type FakeDiscord, startFakeDiscord } from '../fakes/discord-api.js';
 import { ALICE, BOT, FAKE_DISCORD_TOKEN, GENERAL_ID } from '../fakes/discord-fixtures.js';
+import { startOAuthToolServer } from '../fakes/oauth-tool-server.js';
 import { type FakeSlack, startFakeSlack } from '../fakes/slack-api.js';
 import { eventCallback, messageEvent, nextTs, signSlackRequest } from '../fakes/slack-events.js';
 import { tempDir } from '../helpers/app.js';
@@ -370,6 +371,40 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
     // B hears of it through the change signals and ends its stdio child too.
     await expect.poll(() => toolChildren(b), { timeout: PROPAGATION_WAIT_MS }).toBe(0);
     expect((await call(b, 'POST', '/api/mcp/tools/execute', adminKey, { toolName: 'shared-tools', action: 'whoami', parameters: {} })).status).toBe(404);
+  });
+
+  it('a tool server behind OAuth: consent started on one comes back through the other, both call it, and an early expiry is refreshed once', async () => {
+    const fake = await startOAuthToolServer();
+    try {
+      const registered = await call(a, 'POST', '/api/mcp/servers', adminKey, { name: 'oauth-tools', transport: 'http', url: fake.url });
+      expect(registered.status).toBe(201);
+      const server = (await registered.json()) as { id: string; status: string };
+      expect(server.status).toBe('needs_consent');
+      const started = await call(a, 'POST', `/api/mcp/servers/${server.id}/oauth/authorize`, adminKey);
+      expect(started.status).toBe(200);
+      const { authorizationUrl } = (await started.json()) as { authorizationUrl: string };
+      // The client id is the proxy's: the authorization server reads the document through it.
+      expect(new URL(authorizationUrl).searchParams.get('client_id')).toBe(`${proxy.url}/oauth/client.json`);
+      const back = new URL(await fake.consent(authorizationUrl));
+      expect(back.origin).toBe(proxy.url);
+      // The browser's return lands on B, not on A that started it.
+      const landed = await fetch(`${b.url}${back.pathname}${back.search}`, { redirect: 'manual', signal: AbortSignal.timeout(5_000) });
+      expect(landed.status).toBe(303);
+
+      const whoami = (server: BuiltServer) => call(server, 'POST', '/api/mcp/tools/execute', adminKey, { toolName: 'oauth-tools', action: 'whoami', parameters: {} });
+      expect((await whoami(b)).status).toBe(200);
+      // A had found it waiting for consent; the change signal reconnects it.
+      await expect.poll(async () => (await whoami(a)).status, { timeout: PROPAGATION_WAIT_MS, interval: 50 }).toBe(200);
+
+      // Both instances meet a 401 at once: one refresh, both calls succeed.
+      fake.expireAccessTokens();
+      const refreshes = fake.seen.refreshes;
+      const [onA, onB] = await Promise.all([whoami(a), whoami(b)]);
+      expect([onA.status, onB.status]).toEqual([200, 200]);
+      expect(fake.seen.refreshes).toBe(refreshes + 1);
+    } finally {
+      await fake.close();
+    }
   });
 
   /** The inbox status of a channel message, read from the shared database. */
