@@ -5,8 +5,7 @@
  * A connection ends one of two ways: `retire()` when new settings replace it (calls already sent
  * finish on it, the others move on), `close()` when its server is removed (everything fails).
  */
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Client, Tool } from '@modelcontextprotocol/client';
 import type { Logger } from 'pino';
 import { UnavailableError, UpstreamError, UpstreamTimeoutError } from '../../errors.js';
 import { CallGate } from '../../lib/call-gate.js';
@@ -15,8 +14,7 @@ import { type BearerSource, ConsentRequired } from './tool-oauth.js';
 import { scrub, scrubText, secretValues, type ServerSecrets } from './vault.js';
 
 interface ClientSdk {
-  client: typeof import('@modelcontextprotocol/sdk/client/index.js');
-  types: typeof import('@modelcontextprotocol/sdk/types.js');
+  client: typeof import('@modelcontextprotocol/client');
   transports: typeof import('./transports.js');
 }
 let clientSdk: Promise<ClientSdk> | undefined;
@@ -24,13 +22,12 @@ let clientSdk: Promise<ClientSdk> | undefined;
 let loadedSdk: ClientSdk | undefined;
 
 /**
- * The SDK's client side with our transports (with ajv, zod 3 and zod-to-json-schema: several MB and
- * a core's ~0.2 s of imports), imported at the first connection rather than at every start (issue 23).
+ * The SDK's client side (v2: both protocol eras) with our transports (with ajv and its schemas:
+ * several MB and a core's ~0.2 s of imports), imported at the first connection rather than at
+ * every start (issue 23).
  */
 function loadClientSdk(): Promise<ClientSdk> {
-  clientSdk ??= Promise.all([import('@modelcontextprotocol/sdk/client/index.js'), import('@modelcontextprotocol/sdk/types.js'), import('./transports.js')]).then(
-    ([client, types, transports]) => (loadedSdk = { client, types, transports }),
-  );
+  clientSdk ??= Promise.all([import('@modelcontextprotocol/client'), import('./transports.js')]).then(([client, transports]) => (loadedSdk = { client, transports }));
   return clientSdk;
 }
 
@@ -114,6 +111,12 @@ export class ConnectionSuperseded extends UpstreamError {
 
 const STDERR_TAIL = 600;
 
+/**
+ * SDK error codes about an answer the server gave (the connection is fine); every other SDK error
+ * (closed, not sent, an HTTP failure such as a lost session) means a reconnect is due.
+ */
+const ANSWER_REFUSED = new Set<string>(['INVALID_RESULT', 'UNSUPPORTED_RESULT_TYPE', 'INPUT_REQUIRED_ROUNDS_EXCEEDED', 'METHOD_NOT_SUPPORTED_BY_PROTOCOL_VERSION', 'CAPABILITY_NOT_SUPPORTED']);
+
 function message(err: unknown): string {
   if (err instanceof Error) return err.message || err.name;
   return String(err);
@@ -144,6 +147,8 @@ export class ServerConnection {
   private readonly gate: CallGate;
   private readonly logListeners = new Set<(params: { level: string; logger?: string | undefined; data?: unknown }) => void>();
   private stderrTail = '';
+  /** The server answered the era probe as a 2025-era server: reconnects skip the probe. */
+  private legacy = false;
   /** Set while the server waits for an admin's consent: what its calls fail with. */
   private consent: ConsentRequired | undefined;
   private readonly progressListeners = new Map<string, (params: { progress: number; total?: number | undefined; message?: string | undefined }) => void>();
@@ -228,7 +233,6 @@ export class ServerConnection {
         // response may already have removed it, and loses notifications that arrive with the answer.
         const result = await client.callTool(
           { name: action, arguments: args, ...(options.onEvent ? { _meta: { progressToken } } : {}) },
-          undefined,
           // Our own deadline above decides; the SDK's must not fire first.
           { signal, timeout: this.limits.callTimeoutMs + 60_000 },
         );
@@ -308,10 +312,11 @@ export class ServerConnection {
     // close() ended the transport under a call that was sent: the server was removed, not lost.
     if (this.ending === 'removed') return new UpstreamError(`${name} was removed.`);
     const text = scrubText(message(err), this.secrets);
-    // An McpError comes from a client, so the SDK is loaded by then.
-    const types = loadedSdk?.types;
-    if (types && err instanceof types.McpError && err.code === types.ErrorCode.RequestTimeout) return new UpstreamTimeoutError(`${name}.${action} timed out: ${text}`);
-    if (types && err instanceof types.McpError && err.code !== types.ErrorCode.ConnectionClosed) return new UpstreamError(`${name} refused the call to ${action}: ${text}`);
+    // These errors come from a client, so the SDK is loaded by then.
+    const sdk = loadedSdk?.client;
+    if (sdk && err instanceof sdk.SdkError && err.code === sdk.SdkErrorCode.RequestTimeout) return new UpstreamTimeoutError(`${name}.${action} timed out: ${text}`);
+    // The server answered with an error (or an answer this client cannot use): the connection is fine.
+    if (sdk && (err instanceof sdk.ProtocolError || (err instanceof sdk.SdkError && ANSWER_REFUSED.has(err.code)))) return new UpstreamError(`${name} refused the call to ${action}: ${text}`);
     // The transport failed: the child died or the http session is gone. Start over.
     this.dropped(this.client, `lost the connection (${text})`);
     return new UpstreamError(`${name} is unreachable: ${text}`);
@@ -354,11 +359,13 @@ export class ServerConnection {
       return;
     }
     if (generation !== this.generation || this.closed) return;
-    const { LoggingMessageNotificationSchema, ProgressNotificationSchema } = sdk.types;
     const client = new sdk.client.Client(
       { name: 'switchboard', version: '0.1.0' },
       {
         capabilities: {},
+        // Both eras: `server/discover` first, the 2025 `initialize` when the server does not know it.
+        versionNegotiation: { mode: 'auto' },
+        listMaxPages: sdk.transports.MAX_TOOL_PAGES,
         listChanged: {
           tools: {
             debounceMs: 50,
@@ -369,10 +376,10 @@ export class ServerConnection {
         },
       },
     );
-    client.setNotificationHandler(ProgressNotificationSchema, (n) => {
+    client.setNotificationHandler('notifications/progress', (n) => {
       this.progressListeners.get(String(n.params.progressToken))?.(n.params);
     });
-    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+    client.setNotificationHandler('notifications/message', (n) => {
       for (const listener of this.logListeners) listener(n.params);
     });
     client.onclose = () => this.dropped(client, this.spec.transport === 'stdio' ? 'the process exited' : 'the session closed');
@@ -383,8 +390,11 @@ export class ServerConnection {
         sdk.transports.createTransport(this.spec, this.guard, (chunk) => {
           this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL * 2);
         }),
-        { timeout: this.limits.connectTimeoutMs },
+        // A server found to be of the 2025 era is not probed again on a reconnect (a stdio probe
+        // costs a short-lived second process).
+        { timeout: this.limits.connectTimeoutMs, ...(this.legacy ? { prior: { kind: 'legacy' as const } } : {}) },
       );
+      this.legacy = client.getProtocolEra() === 'legacy';
       const tools = await sdk.transports.listAllTools(client, this.limits.connectTimeoutMs);
       if (generation !== this.generation || this.closed) {
         await client.close().catch(() => {});

@@ -9,7 +9,7 @@
  * written. A replaced connection is retired (its calls in flight finish on it, the rest move to the
  * new one); only a removed server's connections are closed under their calls.
  */
-import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { Tool } from '@modelcontextprotocol/client';
 import { z } from 'zod';
 import type { Logger } from 'pino';
 import type { McpServerRow } from '../../db/schema.js';

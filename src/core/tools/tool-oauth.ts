@@ -21,10 +21,10 @@ import type { Clock } from '../../lib/clock.js';
 import { guardedFetch } from '../../lib/guarded-fetch.js';
 import type { ToolOAuthStore } from './tool-oauth.store.js';
 
-type AuthSdk = typeof import('@modelcontextprotocol/sdk/client/auth.js');
+type AuthSdk = typeof import('@modelcontextprotocol/client');
 let authSdk: Promise<AuthSdk> | undefined;
-/** The SDK's OAuth client functions, imported at the first sign-in rather than at every start. */
-const loadAuthSdk = () => (authSdk ??= import('@modelcontextprotocol/sdk/client/auth.js'));
+/** The client SDK's OAuth functions (the hub's own SDK), imported at the first sign-in rather than at every start. */
+const loadAuthSdk = () => (authSdk ??= import('@modelcontextprotocol/client'));
 
 /** The path of the Client ID Metadata Document and of the callback, under the public URL. */
 export const CLIENT_DOCUMENT_PATH = '/oauth/client.json';
@@ -150,16 +150,22 @@ function resourceMatches(resource: string, serverUrl: string): boolean {
   }
 }
 
-function oauthMessage(err: unknown): string {
-  const e = err as { errorCode?: string; message?: string };
-  if (e?.errorCode) return `${e.errorCode}${e.message ? `: ${e.message}` : ''}`;
-  return err instanceof Error ? err.message : String(err);
+/** The OAuth error code of an authorization server's error answer (the SDK's `OAuthError`), if it is one. */
+function oauthCode(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return err instanceof Error && typeof code === 'string' && /^[a-z_]+$/.test(code) ? code : undefined;
 }
 
-/** An OAuth error answer (invalid_grant and its kin), as opposed to the authorization server being unreachable. */
+function oauthMessage(err: unknown): string {
+  const code = oauthCode(err);
+  const text = err instanceof Error ? err.message : String(err);
+  return code ? `${code}${text ? `: ${text}` : ''}` : text;
+}
+
+/** An OAuth error answer (invalid_grant and its kin), as opposed to the authorization server being unreachable or failing. */
 function refusedByServer(err: unknown): boolean {
-  const code = (err as { errorCode?: string })?.errorCode;
-  return typeof code === 'string' && code !== 'server_error' && code !== 'temporarily_unavailable';
+  const code = oauthCode(err);
+  return code !== undefined && code !== 'server_error' && code !== 'temporarily_unavailable';
 }
 
 export function createToolOAuth({ store, cipher, clock, logger }: ToolOAuthDeps) {

@@ -1,16 +1,14 @@
 /** The SDK transport for a server (stdio child or Streamable HTTP through the guard), and its tool list. */
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { type Client, type FetchLike, StreamableHTTPClientTransport, type Tool, type Transport } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import type { AddressGuardOptions } from '../../lib/address-guard.js';
 import { guardedFetch } from '../../lib/guarded-fetch.js';
 import type { ServerSpec } from './mcp-clients.js';
 import { type BearerSource, isBearerChallenge } from './tool-oauth.js';
 import { resolveHeaders } from './vault.js';
 
-const MAX_TOOL_PAGES = 20;
+/** A server's tool list longer than this many pages fails the connection. */
+export const MAX_TOOL_PAGES = 20;
 
 /** `onStderr` receives a stdio child's stderr (kept, scrubbed, for its status error). */
 export function createTransport(spec: ServerSpec, guard: AddressGuardOptions, onStderr: (text: string) => void): Transport {
@@ -34,16 +32,9 @@ export function createTransport(spec: ServerSpec, guard: AddressGuardOptions, on
   });
 }
 
+/** Every page of its tools (at most MAX_TOOL_PAGES; the client is made with that limit), never from the client's cache. */
 export async function listAllTools(client: Client, timeoutMs: number): Promise<Tool[]> {
-  const tools: Tool[] = [];
-  let cursor: string | undefined;
-  for (let page = 0; page < MAX_TOOL_PAGES; page++) {
-    const result = await client.listTools(cursor ? { cursor } : {}, { timeout: timeoutMs });
-    tools.push(...result.tools);
-    cursor = result.nextCursor;
-    if (!cursor) break;
-  }
-  return tools;
+  return (await client.listTools(undefined, { timeout: timeoutMs, cacheMode: 'bypass' })).tools;
 }
 
 /**
