@@ -18,7 +18,7 @@ import {
   toolDescriptorSchema,
 } from './tools.schemas.js';
 
-const callbackQuerySchema = z.looseObject({
+const callbackQuerySchema = z.object({
   state: z.string().max(2048).optional(),
   code: z.string().max(4096).optional(),
   iss: z.string().max(2048).optional(),
