@@ -227,6 +227,10 @@ describe.each(testBackends())('tool servers behind OAuth on $kind', { timeout: 3
     const replay = await callback(location);
     expect(replay.status).toBe(400);
     expect(await replay.text()).toContain('already used');
+    // Parameters an authorization server adds of its own (OpenID's session_state) are no reason to refuse.
+    const extra = await callback(`${location}&session_state=abc`);
+    expect(extra.status).toBe(400);
+    expect(await extra.text()).toContain('already used');
     expect((await get(server.id)).status).toBe('connected');
   });
 
