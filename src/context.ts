@@ -44,6 +44,8 @@ import { createToolsService } from './core/tools/tools.service.js';
 import { createToolsStore } from './core/tools/tools.store.js';
 import { createVault } from './core/tools/vault.js';
 import { createToolOAuth } from './core/tools/tool-oauth.js';
+import { createMcpTasks, type McpTasks } from './mcp/tasks.js';
+import { createMcpTaskStore } from './mcp/tasks.store.js';
 import { createToolOAuthStore } from './core/tools/tool-oauth.store.js';
 import type { ChangeSignals } from './db/change-signals.js';
 import type { Db } from './db/database.js';
@@ -93,6 +95,8 @@ export interface AppContext {
     tools: ReturnType<typeof createToolsService>;
     oauth: ReturnType<typeof createOAuthService>;
     openai: ReturnType<typeof createOpenAiService>;
+    /** Tasks of MCP's tasks extension (src/mcp/tasks.ts). */
+    mcpTasks: McpTasks;
   };
   embedder: Embedder;
   llm: LlmClient;
@@ -302,6 +306,10 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     metadataDocuments: createMetadataDocuments({ guard: fetchOptions, clock }),
   });
 
+  const mcpTasks = createMcpTasks({ store: createMcpTaskStore(db.kysely), clock, ids, logger, instance: instanceOwner, signals: backend.signals });
+  // What this instance was running when it stopped will never finish.
+  await mcpTasks.failOrphans();
+
   // lastUsedAt may lag by up to a minute (API.md §2); expired idempotency records go hourly.
   const timers = [
     setInterval(() => void auth.flushUsage().catch((err) => logger.error({ err }, 'lastUsedAt flush failed')), 60_000),
@@ -325,7 +333,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     clock,
     ids,
     cipher,
-    services: { auth, personas, teams, abTests, idempotency, knowledge, chat, sessions, analytics, channels, tools: toolsService, oauth, openai },
+    services: { auth, personas, teams, abTests, idempotency, knowledge, chat, sessions, analytics, channels, tools: toolsService, oauth, openai, mcpTasks },
     embedder,
     llm,
     tools,
@@ -337,6 +345,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
           // Channel answers under way get up to 5 s (within SIGTERM's last resort, 10 s after the drain bound).
           await channels.stopAll(Math.min(5_000, config.drainSeconds * 1000));
           await hub.close();
+          await mcpTasks.close();
           // An interrupted job stays `processing` and is resumed at the next start.
           await queue.close();
           // ...unless other instances share the database: they take this one's over at once.

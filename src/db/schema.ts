@@ -35,6 +35,7 @@ export interface Database {
   leases: LeasesTable;
   mcp_server_oauth: McpServerOAuthTable;
   mcp_server_oauth_pending: McpServerOAuthPendingTable;
+  mcp_tasks: McpTasksTable;
 }
 
 /** Migration 015: per topic, a sequence bumped after every change an in-memory cache may hold (change-signals.ts). */
@@ -42,6 +43,27 @@ export interface ChangeSignalsTable {
   topic: string;
   seq: number;
 }
+
+/** Migration 023: a task of MCP's tasks extension (src/mcp/tasks.ts). */
+export interface McpTasksTable {
+  id: string;
+  workspace_id: string;
+  /** The key that started it (only that key reads or cancels it). */
+  owner: string;
+  tool: string;
+  status: 'working' | 'completed' | 'failed' | 'cancelled';
+  status_message: string | null;
+  /** JSON: the CallToolResult of a completed task. */
+  result: string | null;
+  /** JSON: the JSON-RPC error of a failed task. */
+  error: string | null;
+  /** The instance running it. */
+  instance: string;
+  created_at: string;
+  updated_at: string;
+  expires_ms: number;
+}
+export type McpTaskRow = Selectable<McpTasksTable>;
 
 /** Migration 022: how an http tool server that asked for OAuth is signed in to (src/core/tools/tool-oauth.ts). */
 export interface McpServerOAuthTable {

@@ -7,11 +7,13 @@
  */
 import { CLIENT_CAPABILITIES_META_KEY, inputRequired, inputResponse, McpServer, ProtocolError, ProtocolErrorCode, ResourceNotFoundError, ResourceTemplate } from '@modelcontextprotocol/server';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { VERSION } from '../context.js';
 import { NotFoundError } from '../errors.js';
 import { MCP_FEATURES } from './catalog.js';
 import { asAppError, CATALOG, INSTRUCTIONS, runToolCall, servingFor, TOOL_LIST } from './server.js';
+import { TASKS_EXTENSION } from './tasks.js';
 import type { McpCaller, ToolInvocation } from './tool-definition.js';
 
 /**
@@ -38,6 +40,12 @@ function canAsk(capabilities: Capabilities): boolean {
   return elicitation !== undefined && (elicitation.form !== undefined || elicitation.url === undefined);
 }
 
+/** The request's client declares the tasks extension (only then may a call be answered with a task). */
+function takesTasks(envelope: unknown): boolean {
+  const capabilities = (envelope as Record<string, unknown> | undefined)?.[CLIENT_CAPABILITIES_META_KEY] as { extensions?: Record<string, unknown> } | undefined;
+  return capabilities?.extensions?.[TASKS_EXTENSION] !== undefined;
+}
+
 /** The user declined or dismissed the question: nothing was done, said as a tool error the model reads. */
 function notConfirmed(name: string): CallToolResult {
   return { content: [{ type: 'text', text: `Not done: the user did not confirm ${name}.` }], isError: true };
@@ -53,7 +61,11 @@ function resourceError(ctx: AppContext, err: unknown): Error {
 export function createModernMcpServer(ctx: AppContext, caller: McpCaller): McpServer {
   const mcp = new McpServer(
     { name: 'switchboard', title: 'Switchboard', version: VERSION },
-    { instructions: INSTRUCTIONS, capabilities: { tools: { listChanged: false }, prompts: { listChanged: false } }, cacheHints: CACHE_HINTS },
+    {
+      instructions: INSTRUCTIONS,
+      capabilities: { tools: { listChanged: false }, prompts: { listChanged: false }, extensions: { [TASKS_EXTENSION]: {} } },
+      cacheHints: CACHE_HINTS,
+    },
   );
 
   mcp.server.setRequestHandler('tools/list', () => ({ tools: TOOL_LIST }) as never);
@@ -73,7 +85,30 @@ export function createModernMcpServer(ctx: AppContext, caller: McpCaller): McpSe
             return inputRequired({ inputRequests: { [CONFIRM]: inputRequired.elicit({ message, requestedSchema: CONFIRM_SCHEMA }) } }) as never;
           }
         : undefined;
+    // Long work for a client that takes tasks: a handle now, the result through tasks/get (tasks.ts).
+    if (tool.task && takesTasks(c.mcpReq.envelope)) {
+      return (await ctx.services.mcpTasks.start(caller, tool.name, async (signal) => ({
+        result: (await runToolCall(ctx, caller, tool, request.params, signal, async () => {}, undefined, true)) as Record<string, unknown>,
+      }))) as never;
+    }
     return (await runToolCall(ctx, caller, tool, request.params, c.mcpReq.signal, (n) => c.mcpReq.notify(n), ask)) as never;
+  });
+
+  const taskParams = { params: z.looseObject({ taskId: z.string().min(1).max(64) }) };
+  const unknownTask = (id: string) => new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown task: ${id}`);
+  mcp.server.setRequestHandler('tasks/get', taskParams, async ({ taskId }) => {
+    const task = await ctx.services.mcpTasks.get(caller, taskId);
+    if (!task) throw unknownTask(taskId);
+    return task as never;
+  });
+  // No task of Switchboard's asks for input, so there is nothing to update: a known task is acknowledged.
+  mcp.server.setRequestHandler('tasks/update', taskParams, async ({ taskId }) => {
+    if (!(await ctx.services.mcpTasks.get(caller, taskId))) throw unknownTask(taskId);
+    return {} as never;
+  });
+  mcp.server.setRequestHandler('tasks/cancel', taskParams, async ({ taskId }) => {
+    if (!(await ctx.services.mcpTasks.cancel(caller, taskId))) throw unknownTask(taskId);
+    return {} as never;
   });
 
   const serving = servingFor(ctx, caller, MCP_FEATURES, (err) => resourceError(ctx, err));

@@ -124,11 +124,13 @@ export function runToolCall(
   signal: AbortSignal,
   notify: (notification: { method: 'notifications/progress'; params: { progressToken: string | number; progress: number; message: string } }) => Promise<void>,
   before?: (args: unknown, invocation: Omit<ToolInvocation, 'ctx' | 'caller'>) => Promise<CallToolResult | undefined>,
+  /** The call runs as a task (tasks.ts): no progress is sent, and the tool may finish its work first. */
+  asTask = false,
 ): Promise<CallToolResult> {
-  const token = params._meta?.progressToken;
+  const token = asTask ? undefined : params._meta?.progressToken;
   let step = 0;
   const progress = token === undefined ? async () => {} : (message: string) => notify({ method: 'notifications/progress', params: { progressToken: token, progress: ++step, message } });
-  const invocation = { signal, progress };
+  const invocation = { signal, progress, asTask };
   const call = () => callTool(ctx, caller, tool, params.arguments, invocation, before && ((args) => before(args, invocation)));
   const trace = traceFields(params._meta?.traceparent);
   return trace ? withLogContext(trace, call) : call();

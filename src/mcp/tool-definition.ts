@@ -25,6 +25,11 @@ export interface ToolInvocation {
    * otherwise. `message` carries a piece of streamed text.
    */
   progress(message: string): Promise<void>;
+  /**
+   * True when the call runs as a task of MCP's tasks extension (tasks.ts): nobody waits on the
+   * request, so the tool may finish its work before answering (a URL source until it is processed).
+   */
+  asTask?: boolean;
 }
 
 export interface ToolAnnotations {
@@ -52,6 +57,11 @@ export interface McpToolDefinition<I extends z.ZodObject = z.ZodObject, O extend
    * call runs (an elicitation; a NotFoundError when there is nothing to ask about). See server-modern.ts.
    */
   confirm?(invocation: ToolInvocation, args: z.output<I>): Promise<string>;
+  /**
+   * Long work (a model's answer, a web page fetched and indexed): a 2026-07-28 client that declares
+   * the tasks extension gets a task handle at once and polls for the result (tasks.ts).
+   */
+  task?: true;
   run(invocation: ToolInvocation, args: z.output<I>): Promise<z.input<O>>;
 }
 

@@ -8,7 +8,13 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Client as ModernClient, StreamableHTTPClientTransport as ModernHttpTransport } from '@modelcontextprotocol/client';
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  CLIENT_INFO_META_KEY,
+  Client as ModernClient,
+  StreamableHTTPClientTransport as ModernHttpTransport,
+  PROTOCOL_VERSION_META_KEY,
+} from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
@@ -305,6 +311,33 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
     } finally {
       await client.close();
     }
+  });
+
+  it('an MCP task started on one instance is read and cancelled through the other', async () => {
+    const rpc = async (server: BuiltServer, method: string, params: Record<string, unknown>) => {
+      const res = await fetch(`${server.url}/mcp`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': method, 'mcp-name': String(params.name ?? params.taskId) },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method,
+          params: { ...params, _meta: { [PROTOCOL_VERSION_META_KEY]: '2026-07-28', [CLIENT_INFO_META_KEY]: { name: 'raw', version: '1' }, [CLIENT_CAPABILITIES_META_KEY]: { extensions: { 'io.modelcontextprotocol/tasks': {} } } } },
+        }),
+        signal: AbortSignal.timeout(5_000),
+      });
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { result: Record<string, any> }).result;
+    };
+    const created = await call(a, 'POST', '/personas', adminKey, { name: 'Task desk', instructions: 'Answer briefly.' });
+    const personaId = ((await created.json()) as { id: string }).id;
+    const task = await rpc(a, 'tools/call', { name: 'ask_persona', arguments: { personaId, message: 'Where does the ferry leave from?' } });
+    expect(task).toMatchObject({ resultType: 'task', status: 'working' });
+    await expect.poll(async () => (await rpc(b, 'tasks/get', { taskId: task.taskId })).status, { timeout: 10_000, interval: 50 }).toBe('completed');
+    expect((await rpc(b, 'tasks/get', { taskId: task.taskId })).result.structuredContent.response.length).toBeGreaterThan(0);
+    // Done already: a cancel through the other instance is acknowledged and changes nothing.
+    expect(await rpc(b, 'tasks/cancel', { taskId: task.taskId })).toMatchObject({ resultType: 'complete' });
+    expect((await rpc(a, 'tasks/get', { taskId: task.taskId })).status).toBe('completed');
   });
 
   it('the MCP per-key session cap (20) counts the sessions open on both instances', async () => {

@@ -21,6 +21,7 @@ export const chatFeature: McpFeature = {
       output: answerSchema,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
       scope: 'write',
+      task: true,
       run: async ({ ctx, caller, signal, progress }, { personaId, message, sessionId, enableMCPTools }) => {
         const exchange = await ctx.services.chat.open(caller.workspaceId, { personaId, message, sessionId, enableMCPTools });
         return exchange.run((event) => (event.type === 'text' ? progress(event.content) : undefined), signal);

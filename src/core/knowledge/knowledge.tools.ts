@@ -18,6 +18,9 @@ const addKnowledgeInput = z.strictObject({
   metadata: z.record(z.string(), z.unknown()).optional().describe('Free-form JSON object returned with search results and matched by `filter`.'),
 });
 
+/** How often a task of add_knowledge looks whether its source is processed. */
+const PROCESSING_POLL_MS = 200;
+
 export const knowledgeFeature: McpFeature = {
   tools: [
     defineTool({
@@ -25,16 +28,25 @@ export const knowledgeFeature: McpFeature = {
       title: 'Add knowledge',
       description:
         'Adds a document (text, Markdown or HTML given as `content`) or a web page (`kind: "url"`) to the knowledge base that personas answer from. ' +
-        'Small documents are searchable at once (`status: "ready"`); larger ones and URLs are processed in the background (`status: "processing"`).',
+        'Small documents are searchable at once (`status: "ready"`); larger ones and URLs are processed in the background (`status: "processing"`). ' +
+        'A client with the tasks extension (MCP 2026-07-28) gets a task whose result is the processed source.',
       input: addKnowledgeInput,
       output: knowledgeSourceSchema,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
       scope: 'write',
-      run: ({ ctx, caller }, args) => {
+      task: true,
+      run: async ({ ctx, caller, signal, asTask }, args) => {
         const body = Object.fromEntries(Object.entries(args).filter(([, v]) => v !== undefined));
         const parsed = createSourceJsonSchema.safeParse(body);
         if (!parsed.success) throw validationErrorOf('arguments', zodFieldErrors(parsed.error.issues));
-        return ctx.services.knowledge.create(caller.workspaceId, parsed.data);
+        let source = await ctx.services.knowledge.create(caller.workspaceId, parsed.data);
+        // As a task, the result is the processed source (ready or failed), not the promise of one.
+        while (asTask && source.status === 'processing') {
+          await new Promise((resolve) => setTimeout(resolve, PROCESSING_POLL_MS));
+          signal.throwIfAborted();
+          source = await ctx.services.knowledge.get(caller.workspaceId, source.id);
+        }
+        return source;
       },
     }),
     defineTool({

@@ -23,6 +23,7 @@ import * as m019 from './019-shared-sessions.js';
 import * as m020 from './020-leases.js';
 import * as m021 from './021-idempotency-owner.js';
 import * as m022 from './022-tool-server-oauth.js';
+import * as m023 from './023-mcp-tasks.js';
 
 /** A step of the one chain both backends run; it branches on the dialect only through its type helpers. */
 interface DialectMigration {
@@ -53,6 +54,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '020-leases': m020,
   '021-idempotency-owner': m021,
   '022-tool-server-oauth': m022,
+  '023-mcp-tasks': m023,
 };
 
 /**
