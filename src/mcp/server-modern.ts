@@ -5,7 +5,7 @@
  * client's capabilities). Only the SDK's surface differs; the tool calls, their scope checks, argument
  * validation and error mapping are server.ts's own.
  */
-import { CLIENT_CAPABILITIES_META_KEY, inputRequired, inputResponse, McpServer, ProtocolError, ProtocolErrorCode, ResourceNotFoundError, ResourceTemplate } from '@modelcontextprotocol/server';
+import { CLIENT_CAPABILITIES_META_KEY, inputRequired, inputResponse, McpServer, MissingRequiredClientCapabilityError, ProtocolError, ProtocolErrorCode, ResourceNotFoundError, ResourceTemplate } from '@modelcontextprotocol/server';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
@@ -94,22 +94,21 @@ export function createModernMcpServer(ctx: AppContext, caller: McpCaller): McpSe
     return (await runToolCall(ctx, caller, tool, request.params, c.mcpReq.signal, (n) => c.mcpReq.notify(n), ask)) as never;
   });
 
+  // tasks/* only for a client that declares the extension on the request (-32021 otherwise, as the extension says).
   const taskParams = { params: z.looseObject({ taskId: z.string().min(1).max(64) }) };
-  const unknownTask = (id: string) => new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown task: ${id}`);
-  mcp.server.setRequestHandler('tasks/get', taskParams, async ({ taskId }) => {
-    const task = await ctx.services.mcpTasks.get(caller, taskId);
-    if (!task) throw unknownTask(taskId);
-    return task as never;
-  });
+  const onTask =
+    (answer: (taskId: string) => Promise<unknown>) =>
+    async ({ taskId }: { taskId: string }, c: { mcpReq: { envelope?: unknown } }) => {
+      if (!takesTasks(c.mcpReq.envelope)) throw new MissingRequiredClientCapabilityError({ requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } });
+      const result = await answer(taskId);
+      if (result === undefined) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown task: ${taskId}`);
+      return result as never;
+    };
+  const tasks = ctx.services.mcpTasks;
+  mcp.server.setRequestHandler('tasks/get', taskParams, onTask((taskId) => tasks.get(caller, taskId)));
   // No task of Switchboard's asks for input, so there is nothing to update: a known task is acknowledged.
-  mcp.server.setRequestHandler('tasks/update', taskParams, async ({ taskId }) => {
-    if (!(await ctx.services.mcpTasks.get(caller, taskId))) throw unknownTask(taskId);
-    return {} as never;
-  });
-  mcp.server.setRequestHandler('tasks/cancel', taskParams, async ({ taskId }) => {
-    if (!(await ctx.services.mcpTasks.cancel(caller, taskId))) throw unknownTask(taskId);
-    return {} as never;
-  });
+  mcp.server.setRequestHandler('tasks/update', taskParams, onTask(async (taskId) => ((await tasks.get(caller, taskId)) ? {} : undefined)));
+  mcp.server.setRequestHandler('tasks/cancel', taskParams, onTask(async (taskId) => ((await tasks.cancel(caller, taskId)) ? {} : undefined)));
 
   const serving = servingFor(ctx, caller, MCP_FEATURES, (err) => resourceError(ctx, err));
   for (const r of serving.resources) {

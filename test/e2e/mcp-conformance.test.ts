@@ -15,6 +15,23 @@ import { type RoundRobinProxy, roundRobinProxy } from '../helpers/round-robin-pr
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const CLI = path.join(ROOT, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
 const BASELINE = path.join(import.meta.dirname, 'mcp-conformance.baseline.yml');
+/** The first release with MCP 2026-07-28's scenarios (an alpha, installed as `conformance-next`). */
+const CLI_2026 = path.join(ROOT, 'node_modules/@modelcontextprotocol/conformance-next/dist/index.js');
+const BASELINE_2026 = path.join(import.meta.dirname, 'mcp-conformance-2026.baseline.yml');
+
+/** 2026-07-28 scenarios that must pass outright: never in its baseline. */
+const MUST_PASS_2026 = [
+  'tools-list',
+  'resources-list',
+  'prompts-list',
+  'caching',
+  'dns-rebinding-protection',
+  'sep-2164-resource-not-found',
+  'server-sse-multiple-streams',
+  'input-required-result-validate-input',
+  'input-required-result-unsupported-methods',
+  'http-header-validation',
+];
 
 /** Scenarios that must pass outright: never in the baseline. */
 const MUST_PASS = [
@@ -33,9 +50,9 @@ interface Check {
   errorMessage?: string;
 }
 
-function run(args: string[], cwd: string): Promise<{ code: number; output: string }> {
+function run(args: string[], cwd: string, cli = CLI): Promise<{ code: number; output: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { cwd, timeout: 60_000, maxBuffer: 16 * 2 ** 20 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [cli, ...args], { cwd, timeout: 60_000, maxBuffer: 16 * 2 ** 20 }, (err, stdout, stderr) => {
       const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
       resolve({ code, output: `${stdout}${stderr}` });
     });
@@ -93,5 +110,26 @@ describe('MCP conformance suite against /mcp', () => {
     }
     const baseline = fs.readFileSync(BASELINE, 'utf8');
     for (const name of MUST_PASS) expect(baseline).not.toMatch(new RegExp(`^\\s*- ${name}\\s*$`, 'm'));
+  }, 90_000);
+
+  it('passes what MCP 2026-07-28 requires but the explained expected failures (the suite’s first release with it)', async () => {
+    const out = path.join(work, 'results-2026');
+    const { code, output } = await run(['server', '--url', `${proxy.url}/mcp`, '--requirements', '2026-07-28', '--expected-failures', BASELINE_2026, '-o', out], work, CLI_2026);
+    expect(code, output.slice(-4_000)).toBe(0);
+    expect(output).toContain('Baseline check passed');
+    const scenarios = results(out);
+    const listed = await run(['list', '--server', '--requirements', '2026-07-28'], work, CLI_2026);
+    // The listing has the server scenarios, then the client ones.
+    const serverPart = listed.output.split(/Client scenarios/)[0]!;
+    const names = [...serverPart.matchAll(/^\s+- (\S+)/gm)].map((m) => m[1]!);
+    expect(names.length).toBeGreaterThan(30);
+    for (const name of names) expect(scenarios.has(name), name).toBe(true);
+    for (const name of MUST_PASS_2026) {
+      const checks = scenarios.get(name) ?? [];
+      expect(checks.length, name).toBeGreaterThan(0);
+      expect(checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING'), name).toEqual([]);
+    }
+    const baseline = fs.readFileSync(BASELINE_2026, 'utf8');
+    for (const name of MUST_PASS_2026) expect(baseline).not.toMatch(new RegExp(`^\\s*- ${name}\\s*$`, 'm'));
   }, 90_000);
 });

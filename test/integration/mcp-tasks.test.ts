@@ -55,8 +55,9 @@ describe('long MCP tools as tasks (2026-07-28)', { timeout: 30_000 }, () => {
   });
 
   /** One JSON-RPC request of the 2026-07-28 revision; `tasks`: the client declares the extension. */
-  async function rpc(method: string, params: Record<string, unknown>, opts: { tasks?: boolean; as?: string } = {}) {
-    const capabilities = opts.tasks ? { extensions: { [TASKS_EXTENSION]: {} } } : {};
+  async function rpc(method: string, params: Record<string, unknown>, opts: { tasks?: boolean; as?: string; status?: number } = {}) {
+    // tasks/* are for clients that declare the extension.
+    const capabilities = (opts.tasks ?? method.startsWith('tasks/')) ? { extensions: { [TASKS_EXTENSION]: {} } } : {};
     const name = (params.name ?? params.taskId) as string | undefined;
     const res = await t.request({
       method: 'POST',
@@ -71,7 +72,7 @@ describe('long MCP tools as tasks (2026-07-28)', { timeout: 30_000 }, () => {
       },
       body: { jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: { [PROTOCOL_VERSION_META_KEY]: '2026-07-28', [CLIENT_INFO_META_KEY]: { name: 'raw', version: '1' }, [CLIENT_CAPABILITIES_META_KEY]: capabilities } } },
     });
-    expect(res.statusCode, res.body).toBe(200);
+    expect(res.statusCode, res.body).toBe(opts.status ?? 200);
     return res.json() as { result?: Record<string, any>; error?: { code: number; message: string } };
   }
   const poll = (taskId: string, until: (status: string) => boolean) =>
@@ -133,6 +134,11 @@ describe('long MCP tools as tasks (2026-07-28)', { timeout: 30_000 }, () => {
       expect(answer.error, method).toMatchObject({ code: -32602, message: `Unknown task: ${call.taskId}` });
     }
     expect((await rpc('tasks/get', { taskId: 'tsk_nope' })).error).toMatchObject({ code: -32602 });
+    // A client that does not declare the extension is told which capability it lacks (-32021, HTTP 400).
+    for (const method of ['tasks/get', 'tasks/update', 'tasks/cancel']) {
+      const answer = await rpc(method, { taskId: call.taskId, inputResponses: {} }, { tasks: false, status: 400 });
+      expect(answer.error, method).toMatchObject({ code: -32021, data: { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } } });
+    }
     expect((await poll(call.taskId, (s) => s !== 'working')).status).toBe('completed');
   });
 });
