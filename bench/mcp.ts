@@ -40,9 +40,9 @@ async function openSession(server: ServerProcess, key: string): Promise<string> 
   return sessionId;
 }
 
-/** The data line of a one-event SSE answer, parsed. */
+/** The data line of a one-event SSE answer (after the priming event, whose data is empty), parsed. */
 function sseData(text: string): unknown {
-  const line = text.split('\n').find((l) => l.startsWith('data: '));
+  const line = text.split('\n').find((l) => l.startsWith('data: ') && l.length > 'data: '.length);
   return line ? JSON.parse(line.slice('data: '.length)) : JSON.parse(text);
 }
 

@@ -36,12 +36,24 @@ export interface Database {
   mcp_server_oauth: McpServerOAuthTable;
   mcp_server_oauth_pending: McpServerOAuthPendingTable;
   mcp_tasks: McpTasksTable;
+  mcp_events: McpEventsTable;
 }
 
 /** Migration 015: per topic, a sequence bumped after every change an in-memory cache may hold (change-signals.ts). */
 export interface ChangeSignalsTable {
   topic: string;
   seq: number;
+}
+
+/** Migration 024: a message sent on an MCP session's event stream (src/mcp/event-store.ts). */
+export interface McpEventsTable {
+  /** The SSE event id. */
+  seq: Generated<number>;
+  session_id: string;
+  stream_id: string;
+  /** JSON: the JSON-RPC message. */
+  message: string;
+  created_ms: number;
 }
 
 /** Migration 023: a task of MCP's tasks extension (src/mcp/tasks.ts). */

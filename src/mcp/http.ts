@@ -26,6 +26,7 @@ import { hasScope, type Scope } from '../core/auth/keys.js';
 import { AppError, ForbiddenError, NotFoundError, UnavailableError, ValidationError } from '../errors.js';
 import { principalOf } from '../http/auth-hooks.js';
 import { mcpErrorResponse, withErrors } from '../http/openapi.js';
+import { createMcpEventStore, RETRY_MS } from './event-store.js';
 import { createMcpSessionStore } from './session-store.js';
 
 export interface McpHttpOptions {
@@ -148,6 +149,8 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
   const maxSessions = options.maxSessions ?? 1_000;
   const maxPerKey = options.maxSessionsPerKey ?? 20;
   const store = createMcpSessionStore(ctx.db.kysely);
+  // Resumable streams: what a session sends is stored, so any instance can replay it (event-store.ts).
+  const events = createMcpEventStore(ctx.db.kysely, () => ctx.clock.now().getTime());
   const held = new Map<string, Held>();
   /** Take-overs under way: two requests of one session arriving together take it up once. */
   const adopting = new Map<string, Promise<Held>>();
@@ -188,7 +191,10 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
       onsessionclosed: async () => {
         // DELETE: the session is over on every instance.
         if (await store.end(id)) await ctx.signals.changed('mcp-sessions');
+        await events.endSession(id);
       },
+      eventStore: events.forSession(id),
+      retryInterval: RETRY_MS,
     });
     transport.onclose = () => {
       if (held.get(id)?.transport === transport) held.delete(id);
@@ -337,6 +343,7 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
     void store
       .endIdle(cutoff)
       .then((n) => (n > 0 ? ctx.signals.changed('mcp-sessions') : undefined))
+      .then(() => events.purge())
       .catch((err: unknown) => ctx.logger.warn({ err }, 'ending idle MCP sessions failed'));
   }, Math.min(idleMs, 60_000));
   sweep.unref();

@@ -7,34 +7,11 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ChatRequest, LlmClient, ModelEvent } from '../../src/llm/llm-client.js';
 import { TASKS_EXTENSION } from '../../src/mcp/tasks.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createPersona } from '../helpers/factories.js';
+import { gatedModel } from '../helpers/gated-model.js';
 import { LOOPBACK_ONLY, waitFor } from '../helpers/mcp-tools.js';
-
-/** A model that answers at once, except a message containing "slowly": that one waits until released or cancelled. */
-function gatedModel() {
-  const state = { waiting: 0, aborted: 0, release: () => {} };
-  let opened = new Promise<void>((resolve) => (state.release = resolve));
-  const llm: LlmClient = {
-    provider: 'openai',
-    defaultModel: 'gated',
-    async *stream(request: ChatRequest): AsyncIterable<ModelEvent> {
-      const last = request.messages.at(-1)?.content ?? '';
-      if (last.includes('slowly')) {
-        state.waiting++;
-        await new Promise<void>((resolve, reject) => {
-          request.signal?.addEventListener('abort', () => (state.aborted++, reject(request.signal!.reason)), { once: true });
-          void opened.then(resolve);
-        });
-      }
-      yield { type: 'text', text: 'Answered.' };
-      yield { type: 'end', toolCalls: [], usage: { promptTokens: 1, completionTokens: 1 }, finishReason: 'stop' };
-    },
-  };
-  return { llm, state, reset: () => (opened = new Promise<void>((resolve) => (state.release = resolve))) };
-}
 
 describe('long MCP tools as tasks (2026-07-28)', { timeout: 30_000 }, () => {
   let t: TestApp;

@@ -24,6 +24,7 @@ import * as m020 from './020-leases.js';
 import * as m021 from './021-idempotency-owner.js';
 import * as m022 from './022-tool-server-oauth.js';
 import * as m023 from './023-mcp-tasks.js';
+import * as m024 from './024-mcp-events.js';
 
 /** A step of the one chain both backends run; it branches on the dialect only through its type helpers. */
 interface DialectMigration {
@@ -55,6 +56,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '021-idempotency-owner': m021,
   '022-tool-server-oauth': m022,
   '023-mcp-tasks': m023,
+  '024-mcp-events': m024,
 };
 
 /**
