@@ -47,10 +47,10 @@ export interface ChangeSignalsTable {
 
 /** Migration 024: a message sent on an MCP session's event stream (src/mcp/event-store.ts). */
 export interface McpEventsTable {
-  /** The SSE event id. */
-  seq: Generated<number>;
   session_id: string;
   stream_id: string;
+  /** The event's place in its stream, from 1 (the SSE event id is `<n>.<stream_id>`). */
+  n: number;
   /** JSON: the JSON-RPC message. */
   message: string;
   created_ms: number;

@@ -150,7 +150,7 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
   const maxPerKey = options.maxSessionsPerKey ?? 20;
   const store = createMcpSessionStore(ctx.db.kysely);
   // Resumable streams: what a session sends is stored, so any instance can replay it (event-store.ts).
-  const events = createMcpEventStore(ctx.db.kysely, () => ctx.clock.now().getTime());
+  const events = createMcpEventStore(ctx.db.kysely, ctx.logger, () => ctx.clock.now().getTime());
   const held = new Map<string, Held>();
   /** Take-overs under way: two requests of one session arriving together take it up once. */
   const adopting = new Map<string, Promise<Held>>();
@@ -393,6 +393,7 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
       // The 2026-07-28 lane's open streams (subscriptions/listen) end too; its requests hold no session.
       await modernHandler?.close();
       await Promise.all([...held.keys()].map(release));
+      await events.close();
     });
     const config = { scope: 'read' as const, oauth: true };
     app.post('/mcp', { config, bodyLimit: ctx.config.uploadLimitBytes, schema: schema('POST', 'Send MCP messages') }, handle);

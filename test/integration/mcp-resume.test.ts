@@ -97,14 +97,14 @@ describe.each(testBackends())('resumable MCP event streams on $kind', { timeout:
     const aborted = model.state.aborted;
     model.state.release();
     // The call goes on without its stream (losing the stream is not cancelling the call).
-    await waitFor(async () => (await t.ctx.db.kysely.selectFrom('mcp_events').select('seq').where('session_id', '=', session).where('message', 'like', '%"result"%').execute()).length > 1, 5_000, 'the response to be stored');
+    await waitFor(async () => (await t.ctx.db.kysely.selectFrom('mcp_events').select('n').where('session_id', '=', session).where('message', 'like', '%"result"%').execute()).length > 1, 5_000, 'the response to be stored');
     expect(model.state.aborted).toBe(aborted);
     const res = await resume(session, priming);
     expect(res.status).toBe(200);
     const read = await readSse(res, { stop: responseTo(1) });
     const answer = JSON.parse(read.events.at(-1)!.data) as { result: { structuredContent: { response: string } } };
     expect(answer.result.structuredContent.response).toBe('Answered.');
-    expect(read.events.at(-1)!.id).toMatch(/^\d+$/);
+    expect(read.events.at(-1)!.id).toMatch(/^\d+\.[\w-]+$/);
   });
 
   it('resumes a call still running, and the response arrives on the resumed stream', async () => {
@@ -123,16 +123,23 @@ describe.each(testBackends())('resumable MCP event streams on $kind', { timeout:
   it('refuses an event id that is not of the session', async () => {
     const mine = await openSession();
     const theirs = await openSession();
-    const theirEvent = await t.ctx.db.kysely.selectFrom('mcp_events').select('seq').where('session_id', '=', theirs).orderBy('seq').executeTakeFirstOrThrow();
-    expect((await resumeOnce(mine, String(theirEvent.seq))).status).toBe(400);
     expect((await resumeOnce(mine, 'not-an-id')).status).toBe(400);
+    // Their initialize's response, named in my session: nothing of theirs is replayed.
+    const theirEvent = await t.ctx.db.kysely.selectFrom('mcp_events').select(['n', 'stream_id']).where('session_id', '=', theirs).orderBy('n').executeTakeFirstOrThrow();
+    const res = await resumeOnce(mine, `${theirEvent.n}.${theirEvent.stream_id}`);
+    const read = await readSse(res, { timeoutMs: 500 }).catch(() => ({ events: [] }));
+    expect(read.events.filter((e) => e.data !== '')).toEqual([]);
   });
 
   it('follows a stream another instance is answering, up to its response', async () => {
-    const answering = createMcpEventStore(t.ctx.db.kysely).forSession('ses-shared');
-    const elsewhere = createMcpEventStore(t.ctx.db.kysely).forSession('ses-shared');
+    const instanceA = createMcpEventStore(t.ctx.db.kysely, t.ctx.logger);
+    const answering = instanceA.forSession('ses-shared');
+    const elsewhere = createMcpEventStore(t.ctx.db.kysely, t.ctx.logger).forSession('ses-shared');
     const priming = await answering.storeEvent('stream-1', {});
     await answering.storeEvent('stream-1', { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 1, progress: 1 } });
+    // Written behind the stream: another instance finds them once written.
+    await instanceA.close();
+    expect(await elsewhere.getStreamIdForEventId(priming)).toBe('stream-1');
     const sent: unknown[] = [];
     const replay = elsewhere.replayEventsAfter(priming, { send: async (_id, message) => void sent.push(message) });
     await waitFor(() => sent.length === 1, 5_000, 'the stored progress to be replayed');
@@ -143,7 +150,7 @@ describe.each(testBackends())('resumable MCP event streams on $kind', { timeout:
       { jsonrpc: '2.0', id: 3, result: { content: [] } },
     ]);
     // Asked again from the response itself: nothing more to come, at once.
-    const last = (await t.ctx.db.kysely.selectFrom('mcp_events').select('seq').where('session_id', '=', 'ses-shared').orderBy('seq', 'desc').executeTakeFirstOrThrow()).seq;
-    expect(await elsewhere.replayEventsAfter(String(last), { send: async () => {} })).toBe('stream-1');
+    const last = (await t.ctx.db.kysely.selectFrom('mcp_events').select('n').where('session_id', '=', 'ses-shared').orderBy('n', 'desc').executeTakeFirstOrThrow()).n;
+    expect(await elsewhere.replayEventsAfter(`${last}.stream-1`, { send: async () => {} })).toBe('stream-1');
   });
 });
