@@ -124,11 +124,17 @@ describe.each(testBackends())('resumable MCP event streams on $kind', { timeout:
     const mine = await openSession();
     const theirs = await openSession();
     expect((await resumeOnce(mine, 'not-an-id')).status).toBe(400);
-    // Their initialize's response, named in my session: nothing of theirs is replayed.
-    const theirEvent = await t.ctx.db.kysely.selectFrom('mcp_events').select(['n', 'stream_id']).where('session_id', '=', theirs).orderBy('n').executeTakeFirstOrThrow();
-    const res = await resumeOnce(mine, `${theirEvent.n}.${theirEvent.stream_id}`);
-    const read = await readSse(res, { timeoutMs: 500 }).catch(() => ({ events: [] }));
-    expect(read.events.filter((e) => e.data !== '')).toEqual([]);
+    // An event of theirs (written behind their stream: waited for), named in my session: refused.
+    const theirEvent = (await waitFor(
+      () => t.ctx.db.kysely.selectFrom('mcp_events').select(['n', 'stream_id']).where('session_id', '=', theirs).orderBy('n').executeTakeFirst(),
+      5_000,
+      'their events to be written',
+    ))!;
+    const id = `${theirEvent.n}.${theirEvent.stream_id}`;
+    const own = await resumeOnce(theirs, id);
+    expect(own.status).toBe(200);
+    await own.body?.cancel();
+    expect((await resumeOnce(mine, id)).status).toBe(400);
   });
 
   it('follows a stream another instance is answering, up to its response', async () => {

@@ -117,6 +117,12 @@ const STDERR_TAIL = 600;
  */
 const ANSWER_REFUSED = new Set<string>(['INVALID_RESULT', 'UNSUPPORTED_RESULT_TYPE', 'INPUT_REQUIRED_ROUNDS_EXCEEDED', 'METHOD_NOT_SUPPORTED_BY_PROTOCOL_VERSION', 'CAPABILITY_NOT_SUPPORTED']);
 
+/** The ConsentRequired a failure comes from: the SDK wraps what the transport threw (its era probe's error, say). */
+function consentIn(err: unknown): ConsentRequired | undefined {
+  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) if (e instanceof ConsentRequired) return e;
+  return undefined;
+}
+
 function message(err: unknown): string {
   if (err instanceof Error) return err.message || err.name;
   return String(err);
@@ -303,9 +309,10 @@ export class ServerConnection {
   private callError(err: unknown, action: string, callerSignal: AbortSignal | undefined, timeoutSignal: AbortSignal): unknown {
     if (callerSignal?.aborted) return callerSignal.reason;
     if (timeoutSignal.aborted) return timeoutSignal.reason;
-    if (err instanceof ConsentRequired) {
-      if (err.kind === 'sign-in') this.needsConsent(err);
-      return err;
+    const consent = consentIn(err);
+    if (consent) {
+      if (consent.kind === 'sign-in') this.needsConsent(consent);
+      return consent;
     }
     if (err instanceof UnavailableError || err instanceof UpstreamError || err instanceof UpstreamTimeoutError) return err;
     const name = this.spec.name;
@@ -409,7 +416,8 @@ export class ServerConnection {
     } catch (err) {
       await client.close().catch(() => {});
       if (generation !== this.generation || this.closed) return;
-      if (err instanceof ConsentRequired && err.kind === 'sign-in') this.needsConsent(err);
+      const consent = consentIn(err);
+      if (consent?.kind === 'sign-in') this.needsConsent(consent);
       else this.fail(`Could not connect: ${message(err)}`, true);
     } finally {
       if (this.starting === client) this.starting = undefined;

@@ -30,6 +30,17 @@ export function createToolOAuthStore(db: Kysely<Database>) {
         .execute();
     },
 
+    /** As `update`, only over the row of `version`; false when it changed meanwhile. */
+    async updateIfVersion(serverId: string, version: number, patch: Partial<Omit<McpServerOAuthRow, 'server_id' | 'workspace_id' | 'version'>>): Promise<boolean> {
+      const r = await db
+        .updateTable('mcp_server_oauth')
+        .set({ ...patch, version: version + 1 })
+        .where('server_id', '=', serverId)
+        .where('version', '=', version)
+        .executeTakeFirst();
+      return Number(r.numUpdatedRows) === 1;
+    },
+
     /**
      * Claims the refresh of the tokens of `version` until `untilMs`: true for exactly one caller
      * among the instances, while the tokens are unchanged and no other claim is alive.

@@ -277,14 +277,22 @@ export function createToolOAuth({ store, cipher, clock, logger }: ToolOAuthDeps)
     }
   }
 
-  /** Records a challenge: the server waits for consent (for `scope` when it named one). */
-  async function challengedBy(server: McpServerRow, header: string | null, error: string, keepTokens: boolean): Promise<void> {
+  const accessTokenOf = (r: McpServerOAuthRow | undefined) => (r ? (openTokens(r)?.accessToken ?? null) : null);
+
+  /**
+   * Records a challenge to `refused` (the token the server turned down; null when none was sent):
+   * the server waits for consent (for `scope` when it named one). Records nothing and answers false
+   * when the sign-in changed since that token was read (a consent, a refresh): those tokens are to be tried.
+   */
+  async function challengedBy(server: McpServerRow, header: string | null, error: string, refused: string | null, keepTokens: boolean): Promise<boolean> {
     const existing = await store.find(server.id);
+    const current = accessTokenOf(existing);
+    if (current !== null && current !== refused) return false;
     const resourceMetadata = challengeParam(header, 'resource_metadata') ?? existing?.resource_metadata_url ?? null;
     const scope = challengeParam(header, 'scope');
     const now = clock.now().toISOString();
     if (existing) {
-      await store.update(server.id, {
+      return store.updateIfVersion(server.id, existing.version, {
         status: 'needs_consent',
         // Already waiting without tokens (signed out, a refused refresh): the reason given then stays.
         error: existing.status === 'needs_consent' && !existing.tokens && existing.error ? existing.error : error,
@@ -293,24 +301,24 @@ export function createToolOAuth({ store, cipher, clock, logger }: ToolOAuthDeps)
         ...(keepTokens ? {} : { tokens: null, expires_ms: null, refresh_at_ms: null }),
         updated_at: now,
       });
-    } else {
-      await store.upsert({
-        server_id: server.id,
-        workspace_id: server.workspace_id,
-        status: 'needs_consent',
-        error,
-        resource_metadata_url: resourceMetadata,
-        challenge_scope: scope ?? null,
-        issuer: null,
-        client_method: null,
-        client: null,
-        tokens: null,
-        scope: null,
-        expires_ms: null,
-        refresh_at_ms: null,
-        updated_at: now,
-      });
     }
+    await store.upsert({
+      server_id: server.id,
+      workspace_id: server.workspace_id,
+      status: 'needs_consent',
+      error,
+      resource_metadata_url: resourceMetadata,
+      challenge_scope: scope ?? null,
+      issuer: null,
+      client_method: null,
+      client: null,
+      tokens: null,
+      scope: null,
+      expires_ms: null,
+      refresh_at_ms: null,
+      updated_at: now,
+    });
+    return true;
   }
 
   return {
@@ -364,7 +372,7 @@ export function createToolOAuth({ store, cipher, clock, logger }: ToolOAuthDeps)
         }
         return row;
       };
-      const tokenOf = (r: McpServerOAuthRow | undefined) => (r ? (openTokens(r)?.accessToken ?? null) : null);
+      const tokenOf = accessTokenOf;
       return {
         async token() {
           const r = await current();
@@ -381,11 +389,22 @@ export function createToolOAuth({ store, cipher, clock, logger }: ToolOAuthDeps)
           return tokenOf(row);
         },
         async challenged(status, header, sent) {
+          /** The sign-in changed since `sent` was read: its token, to retry with once. */
+          const changed = async () => {
+            row = await store.find(server.id);
+            loaded = true;
+            const token = tokenOf(row);
+            return token !== null && token !== sent ? token : null;
+          };
           if (status === 403) {
             const scope = challengeParam(header, 'scope');
-            await challengedBy(server, header, `The server asks for more scope${scope ? ` (${scope})` : ''}: an admin connects it again to grant it.`, true);
+            const asked = `it asks for more scope${scope ? ` (${scope})` : ''}`;
+            if (!(await challengedBy(server, header, `The server asks for more scope${scope ? ` (${scope})` : ''}: an admin connects it again to grant it.`, sent, true))) {
+              const token = await changed();
+              if (token) return token;
+            }
             loaded = false;
-            throw new ConsentRequired(server.name, `it asks for more scope${scope ? ` (${scope})` : ''}`, 'scope');
+            throw new ConsentRequired(server.name, asked, 'scope');
           }
           // What another instance stored meanwhile may be newer than what was sent.
           const fresh = await store.find(server.id);
@@ -398,7 +417,10 @@ export function createToolOAuth({ store, cipher, clock, logger }: ToolOAuthDeps)
             const next = tokenOf(row);
             if (next && next !== sent) return next;
           }
-          await challengedBy(server, header, sent === null ? 'The server asks for OAuth sign-in.' : 'The server refused the sign-in.', false);
+          if (!(await challengedBy(server, header, sent === null ? 'The server asks for OAuth sign-in.' : 'The server refused the sign-in.', sent, false))) {
+            const token = await changed();
+            if (token) return token;
+          }
           loaded = false;
           throw new ConsentRequired(server.name, sent === null ? 'it asks for OAuth sign-in' : 'it refused the sign-in');
         },
