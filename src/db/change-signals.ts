@@ -15,7 +15,7 @@ import type { Logger } from 'pino';
 import type { Database } from './schema.js';
 
 /** The caches that listen: `keys` (auth.service.ts), `personas` (personas.service.ts, PostgreSQL only), `mcp-sessions` (the sessions an instance holds, mcp/http.ts), `channels` (the live channels, channels.service.ts), `tool-servers` (the tool hub's connections, tool-hub.ts). */
-export type ChangeTopic = 'keys' | 'personas' | 'mcp-sessions' | 'channels' | 'tool-servers' | 'mcp-tasks';
+export type ChangeTopic = 'keys' | 'personas' | 'mcp-sessions' | 'channels' | 'tool-servers' | 'mcp-tasks' | 'mcp-replies';
 
 export interface ChangeSignals {
   /** Tells every instance that rows of `topic` changed; call after the change committed. */

@@ -86,7 +86,7 @@ const TABLES = [
  * Tables that hold no data, only coordination between running instances, or what a client redoes in
  * a minute (an MCP session it reopens, a consent page it asks for again, a tool server's sign-in it starts again, an MCP task it calls again): a new database starts without them.
  */
-type NotData = 'change_signals' | 'rate_windows' | 'leases' | 'mcp_sessions' | 'oauth_pending' | 'mcp_server_oauth_pending' | 'mcp_tasks' | 'mcp_events';
+type NotData = 'change_signals' | 'rate_windows' | 'leases' | 'mcp_sessions' | 'oauth_pending' | 'mcp_server_oauth_pending' | 'mcp_tasks' | 'mcp_events' | 'mcp_replies';
 
 // A table added to schema.ts without a line above (or in NotData) fails to compile here, rather than being left behind.
 type Uncopied = Exclude<keyof Database, (typeof TABLES)[number]['name'] | NotData>;

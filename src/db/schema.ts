@@ -37,12 +37,22 @@ export interface Database {
   mcp_server_oauth_pending: McpServerOAuthPendingTable;
   mcp_tasks: McpTasksTable;
   mcp_events: McpEventsTable;
+  mcp_replies: McpRepliesTable;
 }
 
 /** Migration 015: per topic, a sequence bumped after every change an in-memory cache may hold (change-signals.ts). */
 export interface ChangeSignalsTable {
   topic: string;
   seq: number;
+}
+
+/** Migration 025: a client's answer to a request another instance's MCP server sent it (src/mcp/http.ts). */
+export interface McpRepliesTable {
+  seq: Generated<number>;
+  session_id: string;
+  /** JSON: the JSON-RPC response. */
+  message: string;
+  created_ms: number;
 }
 
 /** Migration 024: a message sent on an MCP session's event stream (src/mcp/event-store.ts). */

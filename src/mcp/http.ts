@@ -44,6 +44,8 @@ interface Held {
   /** The key that opened it, or `key/grant` for an OAuth client: a session is never shared between them. */
   owner: string;
   transport: WebStandardStreamableHTTPServerTransport;
+  /** Its server: whether a client's answer is to a request of this one (`awaits`). */
+  server: { server: object };
   lastSeen: number;
   /** Its row exists: false while a new session's initialize is under way, so a check of the rows then does not end it. */
   recorded: boolean;
@@ -199,8 +201,9 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
     transport.onclose = () => {
       if (held.get(id)?.transport === transport) held.delete(id);
     };
-    await server.createMcpServer(ctx, principal).connect(transport);
-    const session: Held = { id, owner: ownerOf(principal), transport, lastSeen: now(), recorded: !opened };
+    const mcp = server.createMcpServer(ctx, principal);
+    await mcp.connect(transport);
+    const session: Held = { id, owner: ownerOf(principal), transport, server: mcp, lastSeen: now(), recorded: !opened };
     held.set(id, session);
     return session;
   }
@@ -243,6 +246,37 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
     }
     return session;
   }
+
+  /**
+   * A client's answers to requests its session's server sent (a confirmation) reach whichever
+   * instance the balancer picks. An answer this instance's server is not waiting for is kept in the
+   * database, and the instance whose server is takes it up when the change signal reaches it.
+   */
+  const awaits = (session: Held, id: unknown) => (session.server.server as { _responseHandlers?: Map<unknown, unknown> })._responseHandlers?.has(id) === true;
+  async function relayReplies(session: Held, body: unknown): Promise<void> {
+    const replies = messagesOf(body).filter((m) => m.method === undefined && 'id' in m && ('result' in m || 'error' in m) && !awaits(session, m.id));
+    if (replies.length === 0) return;
+    for (const reply of replies) await store.addReply(session.id, JSON.stringify(reply), now());
+    await ctx.signals.changed('mcp-replies');
+  }
+  // Where this instance starts reading: answers kept before it started are not its servers'.
+  let repliesRead: Promise<number> = store.lastReply().catch(() => 0);
+  ctx.signals.onChange('mcp-replies', () => {
+    const read = repliesRead.then(async (after) => {
+      let last = after;
+      for (const row of await store.repliesAfter(after, [...held.keys()])) {
+        last = row.seq;
+        const session = held.get(row.session_id);
+        const reply = JSON.parse(row.message) as { id?: unknown };
+        if (session && awaits(session, reply.id)) session.transport.onmessage?.(reply as never);
+      }
+      return last;
+    });
+    repliesRead = read.catch((err: unknown) => {
+      ctx.logger.warn({ err }, 'MCP replies could not be read');
+      return store.lastReply();
+    });
+  });
 
   /** The session this request belongs to: held here, taken up from the database, or new for an initialize. */
   async function sessionFor(request: FastifyRequest, principal: Principal): Promise<Held> {
@@ -326,6 +360,7 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
       return respond(request, reply, modules, (webRequest) => handler.fetch(webRequest, { authInfo, parsedBody: request.body }));
     }
     const session = await sessionFor(request, principal);
+    if (request.method === 'POST') await relayReplies(session, request.body);
     await respond(
       request,
       reply,
@@ -344,6 +379,7 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
       .endIdle(cutoff)
       .then((n) => (n > 0 ? ctx.signals.changed('mcp-sessions') : undefined))
       .then(() => events.purge())
+      .then(() => store.purgeReplies(now() - 60_000))
       .catch((err: unknown) => ctx.logger.warn({ err }, 'ending idle MCP sessions failed'));
   }, Math.min(idleMs, 60_000));
   sweep.unref();

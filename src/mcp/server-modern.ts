@@ -12,7 +12,7 @@ import type { AppContext } from '../context.js';
 import { VERSION } from '../context.js';
 import { NotFoundError } from '../errors.js';
 import { MCP_FEATURES } from './catalog.js';
-import { asAppError, CATALOG, INSTRUCTIONS, runToolCall, servingFor, TOOL_LIST } from './server.js';
+import { asAppError, canAsk, type Capabilities, CATALOG, CONFIRM_SCHEMA, confirmed, INSTRUCTIONS, notConfirmed, runToolCall, servingFor, TOOL_LIST } from './server.js';
 import { TASKS_EXTENSION } from './tasks.js';
 import type { McpCaller, ToolInvocation } from './tool-definition.js';
 
@@ -25,30 +25,13 @@ import type { McpCaller, ToolInvocation } from './tool-definition.js';
 const STATIC_LIST = { ttlMs: 10 * 60_000, cacheScope: 'public' } as const;
 const CACHE_HINTS = { 'tools/list': STATIC_LIST, 'resources/templates/list': STATIC_LIST, 'server/discover': STATIC_LIST };
 
-/** The key of the confirmation a tool that cannot be undone asks for, and its form: one box to tick. */
+/** The key of the confirmation in the request's input responses. */
 const CONFIRM = 'confirm';
-const CONFIRM_SCHEMA = {
-  type: 'object' as const,
-  properties: { confirm: { type: 'boolean' as const, title: 'Yes, do it', description: 'It cannot be undone.', default: false } },
-  required: ['confirm'],
-};
-
-/** The client can ask its user through a form (an empty elicitation capability means forms, MCP 2025-11-25). */
-type Capabilities = { elicitation?: { form?: unknown; url?: unknown } } | undefined;
-function canAsk(capabilities: Capabilities): boolean {
-  const elicitation = capabilities?.elicitation;
-  return elicitation !== undefined && (elicitation.form !== undefined || elicitation.url === undefined);
-}
 
 /** The request's client declares the tasks extension (only then may a call be answered with a task). */
 function takesTasks(envelope: unknown): boolean {
   const capabilities = (envelope as Record<string, unknown> | undefined)?.[CLIENT_CAPABILITIES_META_KEY] as { extensions?: Record<string, unknown> } | undefined;
   return capabilities?.extensions?.[TASKS_EXTENSION] !== undefined;
-}
-
-/** The user declined or dismissed the question: nothing was done, said as a tool error the model reads. */
-function notConfirmed(name: string): CallToolResult {
-  return { content: [{ type: 'text', text: `Not done: the user did not confirm ${name}.` }], isError: true };
 }
 
 /** A NotFoundError as the revision's "resource not found"; other failures as their detail. */
@@ -80,7 +63,7 @@ export function createModernMcpServer(ctx: AppContext, caller: McpCaller): McpSe
         ? async (args: unknown, invocation: Omit<ToolInvocation, 'ctx' | 'caller'>) => {
             const answer = inputResponse(c.mcpReq.inputResponses, CONFIRM);
             // (Untrusted like any client input; a client may answer without asking, as it may call without asking.)
-            if (answer.kind === 'elicit') return answer.action === 'accept' && answer.content?.confirm === true ? undefined : notConfirmed(tool.name);
+            if (answer.kind === 'elicit') return confirmed(answer) ? undefined : notConfirmed(tool.name);
             const message = await tool.confirm!({ ctx, caller, ...invocation }, args as never);
             return inputRequired({ inputRequests: { [CONFIRM]: inputRequired.elicit({ message, requestedSchema: CONFIRM_SCHEMA }) } }) as never;
           }

@@ -7,6 +7,7 @@ import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mc
 import {
   CallToolRequestSchema,
   type CallToolResult,
+  ElicitResultSchema,
   ErrorCode,
   GetPromptRequestSchema,
   ListPromptsRequestSchema,
@@ -203,6 +204,33 @@ export function servingFor(ctx: AppContext, caller: McpCaller, features: McpFeat
   };
 }
 
+/** The form a tool that cannot be undone asks its user to fill in before it runs: one box to tick. */
+export const CONFIRM_SCHEMA = {
+  type: 'object' as const,
+  properties: { confirm: { type: 'boolean' as const, title: 'Yes, do it', description: 'It cannot be undone.', default: false } },
+  required: ['confirm'],
+};
+
+/** How long the older era's server waits for the user's answer to a confirmation. */
+const CONFIRM_WAIT_MS = 10 * 60_000;
+
+/** What a client declares of elicitation. */
+export type Capabilities = { elicitation?: { form?: unknown; url?: unknown } } | undefined;
+
+/** The client can ask its user through a form (an empty elicitation capability means forms, MCP 2025-11-25). */
+export function canAsk(capabilities: Capabilities): boolean {
+  const elicitation = capabilities?.elicitation;
+  return elicitation !== undefined && (elicitation.form !== undefined || elicitation.url === undefined);
+}
+
+/** The user accepted and ticked the box (a client may answer anything: untrusted, like any client input). */
+export const confirmed = (answer: { action?: string; content?: Record<string, unknown> | undefined }) => answer.action === 'accept' && answer.content?.confirm === true;
+
+/** The user declined or dismissed the question: nothing was done, said as a tool error the model reads. */
+export function notConfirmed(name: string): CallToolResult {
+  return { content: [{ type: 'text', text: `Not done: the user did not confirm ${name}.` }], isError: true };
+}
+
 /** A new MCP server for one connection, acting as `caller`. Never share one across sessions. */
 export function createMcpServer(ctx: AppContext, caller: McpCaller, features: McpFeature[] = MCP_FEATURES): McpServer {
   const mcp = new McpServer(
@@ -218,7 +246,19 @@ export function createMcpServer(ctx: AppContext, caller: McpCaller, features: Mc
   mcp.server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const tool = tools.get(request.params.name);
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
-    return runToolCall(ctx, caller, tool, request.params, extra.signal, (n) => extra.sendNotification(n));
+    // A tool that cannot be undone asks first (elicitation/create on the call's own stream), when the client can ask its user.
+    const ask =
+      tool.confirm && canAsk(mcp.server.getClientCapabilities() as Capabilities)
+        ? async (args: unknown, invocation: Omit<ToolInvocation, 'ctx' | 'caller'>) => {
+            const message = await tool.confirm!({ ctx, caller, ...invocation }, args as never);
+            const answer = await extra.sendRequest({ method: 'elicitation/create', params: { message, requestedSchema: CONFIRM_SCHEMA } }, ElicitResultSchema, {
+              signal: extra.signal,
+              timeout: CONFIRM_WAIT_MS,
+            });
+            return confirmed(answer) ? undefined : notConfirmed(tool.name);
+          }
+        : undefined;
+    return runToolCall(ctx, caller, tool, request.params, extra.signal, (n) => extra.sendNotification(n), ask);
   });
 
   const serving = servingFor(ctx, caller, features, (err) => resourceError(ctx, err));

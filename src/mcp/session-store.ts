@@ -55,6 +55,20 @@ export function createMcpSessionStore(db: Kysely<Database>) {
       return open;
     },
 
+    /** Keeps a client's answer to a request another instance's server of the session sent. */
+    addReply: (sessionId: string, message: string, nowMs: number) => db.insertInto('mcp_replies').values({ session_id: sessionId, message, created_ms: nowMs }).execute(),
+
+    /** The answers kept after `seq` for these sessions, oldest first. */
+    repliesAfter: (seq: number, sessionIds: string[]) =>
+      sessionIds.length === 0
+        ? Promise.resolve([])
+        : db.selectFrom('mcp_replies').select(['seq', 'session_id', 'message']).where('seq', '>', seq).where('session_id', 'in', sessionIds).orderBy('seq').execute(),
+
+    /** The last answer's place (where an instance starts reading). */
+    lastReply: async () => Number((await db.selectFrom('mcp_replies').select((eb) => eb.fn.max('seq').as('seq')).executeTakeFirst())?.seq ?? 0),
+
+    purgeReplies: (beforeMs: number) => db.deleteFrom('mcp_replies').where('created_ms', '<', beforeMs).execute(),
+
     /** Ends the sessions unused since `idleSinceMs` (any instance may run it; it is idempotent); answers how many. */
     async endIdle(idleSinceMs: number) {
       const result = await db.deleteFrom('mcp_sessions').where('last_seen_ms', '<', idleSinceMs).executeTakeFirst();

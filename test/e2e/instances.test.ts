@@ -17,7 +17,7 @@ import {
 } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeySecret } from '../../src/core/auth/keys.js';
 import { type FakeDiscord, startFakeDiscord } from '../fakes/discord-api.js';
@@ -27,7 +27,7 @@ import { type FakeSlack, startFakeSlack } from '../fakes/slack-api.js';
 import { eventCallback, messageEvent, nextTs, signSlackRequest } from '../fakes/slack-events.js';
 import { tempDir } from '../helpers/app.js';
 import { type BuiltServer, builtServers } from '../helpers/built-server.js';
-import { callOk } from '../helpers/mcp.js';
+import { type AskedUser, callOk, expectConfirmations } from '../helpers/mcp.js';
 import { FAKE_MCP_SERVER, stdioServer } from '../helpers/mcp-tools.js';
 import { authorize, errorOf, mcpStatus, postForm } from '../helpers/oauth.js';
 import { createTestDatabase, postgresUrl, type TestDatabase, withClient } from '../helpers/postgres.js';
@@ -293,6 +293,28 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
       for (const server of [a, b]) expect((await mcpRequest(server, adminKey, sessionId)).status).toBe(404);
     } finally {
       await client.close();
+    }
+  });
+
+  it('a confirmation asked by one instance is answered through the other (the client\'s reply relayed)', async () => {
+    const user: AskedUser = { asked: [], answer: { action: 'decline' } };
+    const transport = new StreamableHTTPClientTransport(new URL('/mcp', proxy.url), { requestInit: { headers: { authorization: `Bearer ${adminKey}` } } });
+    const asking = new Client({ name: 'balanced-asking-client', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+    asking.setRequestHandler(ElicitRequestSchema, async (request) => {
+      user.asked.push(request.params.message);
+      return user.answer;
+    });
+    await asking.connect(transport);
+    try {
+      await expectConfirmations(asking, user, {
+        make: async (name) => ((await (await call(a, 'POST', '/personas', adminKey, { name, instructions: 'Answer briefly.' })).json()) as { id: string }).id,
+        exists: async (id) => (await call(b, 'GET', `/personas/${id}`, adminKey)).status === 200,
+      });
+      // The proxy alternates: each call's reply reached the instance that did not ask, and was relayed.
+      const relayed = await withClient(database.url, async (client) => (await client.query('SELECT count(*)::int AS n FROM mcp_replies WHERE session_id = $1', [transport.sessionId])).rows[0].n as number);
+      expect(relayed).toBeGreaterThan(0);
+    } finally {
+      await asking.close();
     }
   });
 

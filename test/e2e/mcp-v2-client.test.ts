@@ -14,7 +14,7 @@ import { createTestApp, type TestApp, tempDir } from '../helpers/app.js';
 import { createPersona } from '../helpers/factories.js';
 import { authorize } from '../helpers/oauth.js';
 import { expectProblem } from '../helpers/problem.js';
-import { callOk, expectHandbookAnswer } from '../helpers/mcp.js';
+import { type AskedUser, callOk, expectConfirmations, expectHandbookAnswer, personasOf } from '../helpers/mcp.js';
 import { listen, OFFLINE_ANSWER, seedSupport } from '../integration/chat-helpers.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -140,35 +140,14 @@ describe('the 2026-07-28 lane of /mcp: scopes, workspaces, resources and prompts
   });
 
   it('asks a client that can ask its user before a tool that cannot be undone, and does only what was confirmed', async () => {
-    const asked: string[] = [];
-    let answer: { action: 'accept' | 'decline'; content?: Record<string, boolean> } = { action: 'decline' };
+    const user: AskedUser = { asked: [], answer: { action: 'decline' } };
     const asking = new Client({ name: 'asking-client', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: 'auto' } });
     asking.setRequestHandler('elicitation/create', async (request) => {
-      asked.push((request.params as { message: string }).message);
-      return answer;
+      user.asked.push((request.params as { message: string }).message);
+      return user.answer;
     });
     await asking.connect(new StreamableHTTPClientTransport(new URL('/mcp', origin), { requestInit: { headers: { authorization: `Bearer ${t.adminKey}` } } }));
-    const persona = await createPersona(t, { name: 'Doomed' });
-    const exists = async () => (await t.request({ method: 'GET', url: `/personas/${persona.id}` })).statusCode === 200;
-
-    const declined = await asking.callTool({ name: 'delete_persona', arguments: { id: persona.id } });
-    expect(asked).toEqual([`Delete the persona "Doomed" (${persona.id}) for good, with its private knowledge sources?`]);
-    expect(declined.isError).toBe(true);
-    expect((declined.content[0] as { text: string }).text).toBe('Not done: the user did not confirm delete_persona.');
-    expect(await exists()).toBe(true);
-
-    answer = { action: 'accept', content: { confirm: false } };
-    expect((await asking.callTool({ name: 'delete_persona', arguments: { id: persona.id } })).isError).toBe(true);
-    expect(await exists()).toBe(true);
-
-    answer = { action: 'accept', content: { confirm: true } };
-    const done = await asking.callTool({ name: 'delete_persona', arguments: { id: persona.id } });
-    expect(done.structuredContent).toEqual({ id: persona.id, deleted: true });
-    expect(await exists()).toBe(false);
-    // Nothing to confirm for an id that is not there: not found, without asking.
-    const count = asked.length;
-    expect((await asking.callTool({ name: 'delete_persona', arguments: { id: persona.id } })).isError).toBe(true);
-    expect(asked.length).toBe(count);
+    await expectConfirmations(asking, user, personasOf(t));
     await asking.close();
 
     // A client that cannot ask: the tool runs as the older lane runs it (the client's own approval stands).

@@ -5,6 +5,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { expect } from 'vitest';
 import { createMcpServer } from '../../src/mcp/server.js';
 import type { TestApp } from './app.js';
+import { createPersona } from './factories.js';
 
 /** A client connected through `InMemoryTransport` to a server acting as the key `secret`. */
 export async function connectInMemory(t: TestApp, secret = t.adminKey): Promise<Client> {
@@ -50,3 +51,43 @@ export async function expectHandbookAnswer(client: ToolClient): Promise<void> {
   expect(answer.response).toContain('The office opens at nine');
   expect(answer.sources[0].sourceName).toBe('Handbook');
 }
+
+/** What the user of a client that can ask answers a confirmation (`asked` collects the questions). */
+export interface AskedUser {
+  asked: string[];
+  answer: { action: 'accept' | 'decline'; content?: Record<string, boolean> };
+}
+
+/**
+ * A client that can ask its user, and `delete_persona` (which cannot be undone): asked first, with
+ * the persona's name; nothing done when declined or unticked; deleted once confirmed; an id not there
+ * is not found, without asking. `persona` makes one, `exists` looks it up, outside MCP.
+ */
+export async function expectConfirmations(client: ToolClient, user: AskedUser, persona: { make(name: string): Promise<string>; exists(id: string): Promise<boolean> }): Promise<void> {
+  const id = await persona.make('Doomed');
+  user.answer = { action: 'decline' };
+  const declined = (await client.callTool({ name: 'delete_persona', arguments: { id } })) as CallToolResult;
+  expect(user.asked.at(-1)).toBe(`Delete the persona "Doomed" (${id}) for good, with its private knowledge sources?`);
+  expect(declined.isError).toBe(true);
+  expect((declined.content[0] as { text: string }).text).toBe('Not done: the user did not confirm delete_persona.');
+  expect(await persona.exists(id)).toBe(true);
+
+  user.answer = { action: 'accept', content: { confirm: false } };
+  expect(((await client.callTool({ name: 'delete_persona', arguments: { id } })) as CallToolResult).isError).toBe(true);
+  expect(await persona.exists(id)).toBe(true);
+
+  user.answer = { action: 'accept', content: { confirm: true } };
+  const done = (await client.callTool({ name: 'delete_persona', arguments: { id } })) as CallToolResult;
+  expect(done.structuredContent).toEqual({ id, deleted: true });
+  expect(await persona.exists(id)).toBe(false);
+  // Nothing to confirm for an id that is not there: not found, without asking.
+  const count = user.asked.length;
+  expect(((await client.callTool({ name: 'delete_persona', arguments: { id } })) as CallToolResult).isError).toBe(true);
+  expect(user.asked.length).toBe(count);
+}
+
+/** `expectConfirmations`' persona access through an in-process app's API. */
+export const personasOf = (t: TestApp) => ({
+  make: async (name: string) => (await createPersona(t, { name })).id,
+  exists: async (id: string) => (await t.request({ method: 'GET', url: `/personas/${id}` })).statusCode === 200,
+});

@@ -2,12 +2,12 @@
 // listening server on 127.0.0.1: bearer keys and scopes, DNS-rebinding checks, sessions per key.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { testBackends } from '../helpers/postgres.js';
 import { createPersona } from '../helpers/factories.js';
-import { callOk } from '../helpers/mcp.js';
+import { type AskedUser, callOk, expectConfirmations, personasOf } from '../helpers/mcp.js';
 import { expectProblem } from '../helpers/problem.js';
 import { listen, OFFLINE_ANSWER, seedSupport, WAIT_MS } from './chat-helpers.js';
 
@@ -59,6 +59,23 @@ describe.each(testBackends())('MCP over Streamable HTTP at /mcp on $kind', { tim
     expect((result.structuredContent as { response: string }).response).toBe(OFFLINE_ANSWER);
     expect(progress.join('')).toBe(OFFLINE_ANSWER);
     await transport.terminateSession();
+    await client.close();
+  });
+
+  it('asks a client that can ask its user before a tool that cannot be undone (elicitation/create), and does only what was confirmed', async () => {
+    const user: AskedUser = { asked: [], answer: { action: 'decline' } };
+    const asking = new Client({ name: 'asking-client', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+    asking.setRequestHandler(ElicitRequestSchema, async (request) => {
+      user.asked.push(request.params.message);
+      return user.answer;
+    });
+    await asking.connect(new StreamableHTTPClientTransport(new URL('/mcp', origin), { requestInit: { headers: { authorization: `Bearer ${t.adminKey}` } } }));
+    await expectConfirmations(asking, user, personasOf(t));
+    await asking.close();
+    // A client that cannot ask: the tool runs at once (its own approval of tool calls stands).
+    const { client } = await connectHttp(origin, t.adminKey);
+    const plain = await createPersona(t, { name: 'Plain' });
+    expect((await callOk(client, 'delete_persona', { id: plain.id })).deleted).toBe(true);
     await client.close();
   });
 

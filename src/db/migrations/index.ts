@@ -25,6 +25,7 @@ import * as m021 from './021-idempotency-owner.js';
 import * as m022 from './022-tool-server-oauth.js';
 import * as m023 from './023-mcp-tasks.js';
 import * as m024 from './024-mcp-events.js';
+import * as m025 from './025-mcp-replies.js';
 
 /** A step of the one chain both backends run; it branches on the dialect only through its type helpers. */
 interface DialectMigration {
@@ -57,6 +58,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '022-tool-server-oauth': m022,
   '023-mcp-tasks': m023,
   '024-mcp-events': m024,
+  '025-mcp-replies': m025,
 };
 
 /**
