@@ -252,6 +252,10 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
    * instance the balancer picks. An answer this instance's server is not waiting for is kept in the
    * database, and the instance whose server is takes it up when the change signal reaches it.
    */
+  // The SDK 1.x keeps the requests its server awaits in `_responseHandlers` (by id) and offers no
+  // public way to ask; should an upgrade move it, replies stop being taken up across instances (the
+  // confirmation test through the proxy in test/e2e/instances.test.ts fails), while replies reaching
+  // the instance that asked keep working as the SDK delivers them itself.
   const awaits = (session: Held, id: unknown) => (session.server.server as { _responseHandlers?: Map<unknown, unknown> })._responseHandlers?.has(id) === true;
   async function relayReplies(session: Held, body: unknown): Promise<void> {
     const replies = messagesOf(body).filter((m) => m.method === undefined && 'id' in m && ('result' in m || 'error' in m) && !awaits(session, m.id));
