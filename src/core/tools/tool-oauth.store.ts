@@ -61,17 +61,6 @@ export function createToolOAuthStore(db: Kysely<Database>) {
       await db.updateTable('mcp_server_oauth').set({ refreshing_until_ms: null }).where('server_id', '=', serverId).where('version', '=', version).execute();
     },
 
-    /** Writes what a refresh returned, only over the tokens it started from; false when they changed meanwhile. */
-    async saveRefreshed(serverId: string, version: number, patch: Partial<McpServerOAuthRow>): Promise<boolean> {
-      const r = await db
-        .updateTable('mcp_server_oauth')
-        .set({ ...patch, version: version + 1, refreshing_until_ms: null })
-        .where('server_id', '=', serverId)
-        .where('version', '=', version)
-        .executeTakeFirst();
-      return Number(r.numUpdatedRows) === 1;
-    },
-
     insertPending: (row: { state_hash: string; workspace_id: string; server_id: string; request: string; expires_ms: number }) =>
       db.insertInto('mcp_server_oauth_pending').values(row).execute(),
 

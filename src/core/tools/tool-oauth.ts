@@ -229,7 +229,8 @@ export function createToolOAuth({ store, cipher, clock, logger }: ToolOAuthDeps)
     const tokens = openTokens(row);
     const client = openClient(row);
     if (!tokens?.refreshToken || !client?.tokenEndpoint || !row.issuer) {
-      await store.update(row.server_id, { status: 'needs_consent', error: 'The access token expired and there is no refresh token.', tokens: null, updated_at: clock.now().toISOString() });
+      // Only over these tokens: a consent completed meanwhile stays.
+      await store.updateIfVersion(row.server_id, row.version, { status: 'needs_consent', error: 'The access token expired and there is no refresh token.', tokens: null, updated_at: clock.now().toISOString() });
       throw new ConsentRequired(server.name, 'the access token expired and there is no refresh token');
     }
     if (!(await store.claimRefresh(row.server_id, row.version, nowMs(), nowMs() + REFRESH_CLAIM_MS))) return waitForRefresh(server, row);
@@ -243,7 +244,8 @@ export function createToolOAuth({ store, cipher, clock, logger }: ToolOAuthDeps)
         throw new UpstreamError(`${server.name}'s authorization server could not refresh the sign-in: ${oauthMessage(err)}`);
       }
       const why = `the authorization server refused to refresh the sign-in (${oauthMessage(err)})`;
-      await store.saveRefreshed(row.server_id, row.version, {
+      await store.updateIfVersion(row.server_id, row.version, {
+        refreshing_until_ms: null,
         status: 'needs_consent',
         error: `Consent needed: ${why}.`,
         // The next consent asks for what was granted.
@@ -257,11 +259,11 @@ export function createToolOAuth({ store, cipher, clock, logger }: ToolOAuthDeps)
       throw new ConsentRequired(server.name, why);
     }
     const columns = tokenColumns(row.server_id, row.issuer, answer, row.scope);
-    if (!(await store.saveRefreshed(row.server_id, row.version, { ...columns, status: row.status === 'error' ? 'connected' : row.status, error: row.status === 'error' ? null : row.error }))) {
-      // Revoked or re-consented while refreshing: what is stored now wins.
-      return store.find(row.server_id);
+    const ended = row.status === 'error';
+    // Over the tokens refreshed only: revoked or re-consented while refreshing, what is stored now wins.
+    if (await store.updateIfVersion(row.server_id, row.version, { ...columns, refreshing_until_ms: null, status: ended ? 'connected' : row.status, error: ended ? null : row.error })) {
+      logger.info({ server: server.name }, 'tool server sign-in refreshed');
     }
-    logger.info({ server: server.name }, 'tool server sign-in refreshed');
     return store.find(row.server_id);
   }
 
