@@ -45,6 +45,8 @@ import { createToolsStore } from './core/tools/tools.store.js';
 import { createVault } from './core/tools/vault.js';
 import { createToolOAuth } from './core/tools/tool-oauth.js';
 import { createMcpTasks, type McpTasks } from './mcp/tasks.js';
+import { createEvaluationService, type EvaluationService } from './business/evaluations/evaluations.service.js';
+import { createEvaluationStore } from './business/evaluations/evaluations.store.js';
 import { createMcpTaskStore } from './mcp/tasks.store.js';
 import { createToolOAuthStore } from './core/tools/tool-oauth.store.js';
 import type { ChangeSignals } from './db/change-signals.js';
@@ -97,6 +99,7 @@ export interface AppContext {
     openai: ReturnType<typeof createOpenAiService>;
     /** Tasks of MCP's tasks extension (src/mcp/tasks.ts). */
     mcpTasks: McpTasks;
+    evaluations: EvaluationService;
   };
   embedder: Embedder;
   llm: LlmClient;
@@ -277,6 +280,17 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   // The one answer to "is this a channel of the workspace?" (404 filters of sessions and analytics).
   const channelExists: ChannelExists = async (workspaceId, channelId) => (await channelStore.find(workspaceId, channelId)) !== undefined;
   const sessions = createSessionService({ store: chatStore, clock, personas, channelExists });
+  const evaluations = createEvaluationService({
+    store: createEvaluationStore(db.kysely),
+    personas,
+    sessions,
+    agent,
+    llm,
+    clock,
+    ids,
+    logger,
+    leases: { owner: instanceOwner, ms: config.leaseSeconds * 1000, shared: config.database !== undefined },
+  });
   const analytics = createAnalyticsService({ store: createAnalyticsStore(db, backend.analytics), personas, channelExists, clock });
   const inbox = createInbox({ store: channelStore, chat, sessions, clock, logger, recoveryWindowMs: overrides.channels?.recoveryWindowMs, owner: instanceOwner });
   const channels = createChannelService({
@@ -296,6 +310,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     ...(leaseStore ? { leases: { owner: instanceOwner, ms: config.leaseSeconds * 1000, store: leaseStore } } : {}),
   });
   personas.guardDeletion((workspaceId, personaId) => channels.personaInUse(workspaceId, personaId));
+  abTests.onPromote((workspaceId, testId, winner) => channels.moveToWinner(workspaceId, testId, winner.personaId));
   for (const tool of channelHubTools(channels)) hub.addBuiltin(tool);
   // Client ID Metadata Documents pass the same address guard (and test overrides) as every other URL.
   const oauth = createOAuthService({
@@ -315,6 +330,8 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     setInterval(() => void auth.flushUsage().catch((err) => logger.error({ err }, 'lastUsedAt flush failed')), 60_000),
     setInterval(() => void idempotency.purgeExpired().catch((err) => logger.error({ err }, 'purge failed')), 3_600_000),
     setInterval(() => void oauth.purgeExpired().catch((err) => logger.error({ err }, 'OAuth purge failed')), 3_600_000),
+    // A/B guardrails are checked every minute (and at every results read); a broken one stops its test.
+    setInterval(() => void abTests.enforceGuardrails().catch((err) => logger.error({ err }, 'A/B guardrail check failed')), 60_000),
   ];
   for (const t of timers) t.unref();
 
@@ -333,7 +350,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     clock,
     ids,
     cipher,
-    services: { auth, personas, teams, abTests, idempotency, knowledge, chat, sessions, analytics, channels, tools: toolsService, oauth, openai, mcpTasks },
+    services: { auth, personas, teams, abTests, idempotency, knowledge, chat, sessions, analytics, channels, tools: toolsService, oauth, openai, mcpTasks, evaluations },
     embedder,
     llm,
     tools,
@@ -346,6 +363,8 @@ export async function createContext(config: Config, overrides: ContextOverrides 
           await channels.stopAll(Math.min(5_000, config.drainSeconds * 1000));
           await hub.close();
           await mcpTasks.close();
+          // Evaluation runs under way stop starting cases and are handed over (resumed at the next start, or by another instance).
+          await evaluations.close();
           // An interrupted job stays `processing` and is resumed at the next start.
           await queue.close();
           // ...unless other instances share the database: they take this one's over at once.

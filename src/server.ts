@@ -49,6 +49,8 @@ export async function startServer(config: Config, printBanner: (text: string) =>
     ctx.services.knowledge.start();
     const resumed = await ctx.services.knowledge.resumeUnfinished();
     if (resumed > 0) ctx.logger.info({ resumed }, 'resuming unfinished knowledge processing');
+    // Evaluation runs a previous process left unfinished carry on from the cases they had not answered.
+    await ctx.services.evaluations.start();
     const address = await app.listen({ port: config.server.port, host: config.server.host });
     ctx.logger.info(
       { url: address, model: config.model.name, provider: config.model.provider, embeddings: config.embeddings.provider },

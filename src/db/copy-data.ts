@@ -57,6 +57,7 @@ const TABLES = [
   { name: 'settings', key: ['key'], scope: 'global' },
   { name: 'api_keys', key: ['id'], scope: WS },
   { name: 'personas', key: ['id'], scope: WS },
+  { name: 'persona_versions', key: ['persona_id', 'version'], scope: WS },
   { name: 'idempotency_keys', key: ['seq'], serial: 'seq', scope: WS },
   { name: 'knowledge_sources', key: ['id'], scope: WS },
   { name: 'knowledge_chunks', key: ['rowid'], serial: 'rowid', scope: WS },
@@ -79,6 +80,10 @@ const TABLES = [
   { name: 'oauth_grants', key: ['id'], scope: WS },
   { name: 'oauth_codes', key: ['hash'], scope: { via: 'grant_id', parent: 'oauth_grants' } },
   { name: 'oauth_tokens', key: ['hash'], scope: { via: 'grant_id', parent: 'oauth_grants' } },
+  { name: 'datasets', key: ['id'], scope: WS },
+  { name: 'dataset_cases', key: ['id'], scope: WS },
+  { name: 'eval_runs', key: ['id'], scope: WS },
+  { name: 'eval_results', key: ['run_id', 'case_id'], scope: { via: 'run_id', parent: 'eval_runs' } },
   { name: 'openai_threads', key: ['workspace_id', 'model', 'user_key', 'history_hash'], scope: WS },
 ] as const satisfies readonly TablePlan[];
 

@@ -5,6 +5,11 @@ export interface Database {
   workspaces: WorkspacesTable;
   api_keys: ApiKeysTable;
   personas: PersonasTable;
+  persona_versions: PersonaVersionsTable;
+  datasets: DatasetsTable;
+  dataset_cases: DatasetCasesTable;
+  eval_runs: EvalRunsTable;
+  eval_results: EvalResultsTable;
   idempotency_keys: IdempotencyKeysTable;
   knowledge_sources: KnowledgeSourcesTable;
   knowledge_chunks: KnowledgeChunksTable;
@@ -199,7 +204,28 @@ export interface PersonasTable {
   tools: string;
   created_at: string;
   updated_at: string;
+  /** The current version's number (persona_versions). */
+  version: number;
 }
+
+/** An immutable snapshot of a persona's fields: version 1 is its creation, each change adds one. */
+export interface PersonaVersionsTable {
+  workspace_id: string;
+  persona_id: string;
+  version: number;
+  name: string;
+  instructions: string;
+  traits: string;
+  model: string | null;
+  temperature: number | null;
+  max_tokens: number | null;
+  tools: string;
+  created_at: string;
+  /** The API key (`key_…`) whose caller made the change; null for versions made by the migration. */
+  created_by: string | null;
+}
+
+export type PersonaVersionRow = Selectable<PersonaVersionsTable>;
 
 export interface IdempotencyKeysTable {
   workspace_id: string;
@@ -329,6 +355,8 @@ export interface InteractionsTable {
   tool_calls: number;
   /** An error code (`upstream_error`...) or `cancelled`; null for an answer. */
   error: string | null;
+  /** The persona version that answered (null: recorded before versions existed). */
+  persona_version: number | null;
   /** The latest feedback rating on this answer. */
   rating: number | null;
   /** JSON object from the query's `metadata`; cleared with the session. */
@@ -456,6 +484,16 @@ export interface AbTestsTable {
   created_at: string;
   started_at: string | null;
   ended_at: string | null;
+  /** The version of persona A (B) that answers; null = whichever is current. */
+  version_a: number | null;
+  version_b: number | null;
+  /** JSON `Guardrails`: limits B must keep, or the test stops itself. */
+  guardrails: string;
+  /** Why it stopped: `manual`, or the guardrail B broke. */
+  stop_reason: string | null;
+  /** The variant made current when it finished; new conversations go to it. */
+  promoted: 'A' | 'B' | null;
+  promoted_at: string | null;
 }
 export type AbTestRow = Selectable<AbTestsTable>;
 
@@ -569,3 +607,81 @@ export interface OpenAiThreadsTable {
   session_id: string;
   created_at: string;
 }
+
+/** A named list of evaluation cases (issue 28). */
+export interface DatasetsTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  description: string | null;
+  case_count: number;
+  created_at: string;
+  updated_at: string;
+}
+export type DatasetRow = Selectable<DatasetsTable>;
+
+export interface DatasetCasesTable {
+  id: string;
+  workspace_id: string;
+  dataset_id: string;
+  /** Its place in the dataset, from 1. */
+  position: number;
+  /** JSON `EvalCase` (business/evaluations/cases.ts). */
+  body: string;
+  /** The session it was made from, when made from one. */
+  session_id: string | null;
+  created_at: string;
+}
+export type DatasetCaseRow = Selectable<DatasetCasesTable>;
+
+export type EvalRunStatus = 'queued' | 'running' | 'completed' | 'cancelled' | 'failed';
+
+/** A dataset answered by one persona version, in the background (leased like a knowledge source). */
+export interface EvalRunsTable {
+  id: string;
+  workspace_id: string;
+  dataset_id: string;
+  persona_id: string;
+  persona_version: number;
+  status: EvalRunStatus;
+  /** Cases when it was started. */
+  total: number;
+  /** Cases answered and scored so far. */
+  done: number;
+  concurrency: number;
+  /** 1: cases with a rubric are graded by the configured model. */
+  judge: number;
+  /** JSON `RunSummary` once finished. */
+  summary: string | null;
+  error: string | null;
+  created_by: string | null;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  lease_owner: string | null;
+  lease_until: string | null;
+  /** Times an instance took it up: a run that keeps stopping its instance fails. */
+  attempts: number;
+}
+export type EvalRunRow = Selectable<EvalRunsTable>;
+
+export interface EvalResultsTable {
+  run_id: string;
+  case_id: string;
+  position: number;
+  /** 1 / 0 when every pass/fail score passed or not; null when nothing was checked. */
+  passed: number | null;
+  /** Mean of the case's 0–1 scores: what two runs compare case by case; null when none. */
+  score: number | null;
+  answer: string;
+  /** JSON `[{ sourceId, sourceName }]` in rank order. */
+  sources: string;
+  /** JSON `Score[]`. */
+  scores: string;
+  latency_ms: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  error: string | null;
+  created_at: string;
+}
+export type EvalResultRow = Selectable<EvalResultsTable>;

@@ -130,6 +130,8 @@ function seedRows(): Seed {
         session_id: deleted ? null : id,
         message_id: deleted || answer === null ? null : answer.id,
         persona_id: who.persona,
+        // Versions 1–3, and answers from before versions were kept (null).
+        persona_version: interactionSeq % 4 === 0 ? null : 1 + (interactionSeq % 3),
         ab_test_id: who.abTest?.[0] ?? null,
         variant: who.abTest?.[1] ?? null,
         channel_id: who.channel,
@@ -318,6 +320,7 @@ function expectedAnswerRows(ws: string, r: Range): AnswerExportRow[] {
       startedAt: i.started_at,
       sessionId: i.session_id,
       personaId: i.persona_id,
+      personaVersion: i.persona_version,
       abTestId: i.ab_test_id,
       variant: i.variant,
       channelId: i.channel_id,
@@ -533,6 +536,39 @@ describe.each(testBackends())('analytics stores on $kind', (which) => {
     const week = await store.toolCalls({ workspaceId: WS }, W7);
     expect(week.length).toBe(TOOLS.length);
     expect(sum(week.map(([, , failures]) => failures))).toBeGreaterThan(0);
+  });
+
+  it('breaks one persona’s answers down by the version that gave them', async () => {
+    let compared = 0;
+    for (const [w, window] of WINDOWS) {
+      for (const ws of [WS, OTHER, BULK]) {
+        for (const persona of ['per_a', 'per_b', 'per_none']) {
+          const mine = SEED.interactions.filter((i) => i.workspace_id === ws && i.persona_id === persona && within(i.started_at, window));
+          const versions = [...new Set(mine.map((i) => i.persona_version))];
+          const expected = versions.map((version) => {
+            const of = mine.filter((i) => i.persona_version === version);
+            const ok = of.filter((i) => i.error === null);
+            const rated = of.filter((i) => i.rating !== null);
+            return {
+              version,
+              all: of.length,
+              errors: of.length - ok.length,
+              rated: rated.length,
+              ratingSum: sum(rated.map((i) => i.rating!)),
+              promptTokens: sum(of.map((i) => i.prompt_tokens)),
+              completionTokens: sum(of.map((i) => i.completion_tokens)),
+              latencySum: sum(ok.map((i) => i.latency_ms)),
+              latencies: ok.map((i) => i.latency_ms).sort((a, b) => a - b),
+            };
+          });
+          const got = (await store.byVersion(ws, persona, window)).map((r) => ({ ...r, latencies: [...r.latencies].sort((a, b) => a - b) }));
+          const order = (x: { version: number | null }) => x.version ?? 0;
+          expect(got.sort((a, b) => order(a) - order(b)), `${ws} ${persona} ${w}`).toEqual(expected.sort((a, b) => order(a) - order(b)));
+          compared += expected.length;
+        }
+      }
+    }
+    expect(compared).toBeGreaterThan(10);
   });
 
   it('lists the newest sessions of the window, ties by id', async () => {

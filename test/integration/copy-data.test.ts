@@ -22,9 +22,10 @@ import { prng } from '../helpers/prng.js';
 
 /** Every table of src/db/schema.ts. */
 const TABLES = [
-  'workspaces', 'settings', 'api_keys', 'personas', 'idempotency_keys', 'knowledge_sources', 'knowledge_chunks', 'sessions', 'messages',
+  'workspaces', 'settings', 'api_keys', 'personas', 'persona_versions', 'idempotency_keys', 'knowledge_sources', 'knowledge_chunks', 'sessions', 'messages',
   'interactions', 'feedback', 'interaction_tools', 'ab_tests', 'channels', 'channel_inbox', 'channel_conversations', 'channel_messages',
   'mcp_servers', 'mcp_server_oauth', 'tool_executions', 'teams', 'team_members', 'oauth_clients', 'oauth_grants', 'oauth_codes', 'oauth_tokens', 'openai_threads',
+  'datasets', 'dataset_cases', 'eval_runs', 'eval_results',
 ];
 
 const WEBHOOK_SECRET = 'webhook-secret-0123456789abcdef';
@@ -205,6 +206,10 @@ describe.skipIf(!postgresUrl())('switchboard copy-data', { timeout: 120_000 }, (
       const test = await createAbTest(t, { personaA, personaB });
       await ok(t.request({ method: 'PUT', url: `/business/ab-tests/${test.id}/start` }), 200);
       await ok(t.request({ method: 'POST', url: '/query', body: { abTestId: test.id, message: 'Which guide?', userId: 'u-7' } }), 200);
+
+      const dataset = await ok(t.request({ method: 'POST', url: '/datasets', body: { name: 'Harbor questions', cases: [{ input: 'Where is the harbor lantern?', mustContain: ['lantern'] }] } }), 201);
+      await ok(t.request({ method: 'POST', url: '/evaluations/runs', body: { datasetId: dataset.id, personaId: personaA } }), 201);
+      await t.ctx.services.evaluations.idle();
 
       const team = await createTeam(t, { name: 'Harbor staff', members: ['ada@example.com'] });
       await ok(t.request({ method: 'POST', url: `/business/teams/${team.id}/members`, body: { email: 'Bo@example.com', role: 'lead' } }), 201);

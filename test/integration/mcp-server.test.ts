@@ -15,19 +15,26 @@ import { OFFLINE_ANSWER, REFUND_TEXT, seedSupport } from './chat-helpers.js';
 const TOOLS = [
   'add_knowledge',
   'ask_persona',
+  'compare_runs',
   'create_ab_test',
   'create_persona',
   'delete_knowledge',
   'delete_persona',
   'get_ab_test_results',
   'get_analytics',
+  'get_evaluation_run',
   'get_persona',
   'get_session',
   'list_channels',
+  'list_datasets',
   'list_knowledge',
+  'list_persona_versions',
   'list_personas',
   'list_sessions',
   'list_teams',
+  'promote_ab_test',
+  'restore_persona_version',
+  'run_evaluation',
   'search_knowledge',
   'send_channel_message',
   'start_ab_test',
@@ -228,6 +235,9 @@ describe.each(testBackends())('MCP server scopes and workspaces on $kind', (back
     const draft = await createAbTest(t, { personaA: persona.id, personaB: other.id });
     const running = await createAbTest(t, { personaA: persona.id, personaB: other.id });
     expect((await t.request({ method: 'PUT', url: `/business/ab-tests/${running.id}/start` })).statusCode).toBe(200);
+    const dataset = (await t.request({ method: 'POST', url: '/datasets', body: { name: 'Checks', cases: [{ input: 'When do parcels leave?' }] } })).json();
+    const finished = await createAbTest(t, { personaA: persona.id, personaB: other.id });
+    for (const step of ['start', 'stop']) expect((await t.request({ method: 'PUT', url: `/business/ab-tests/${finished.id}/${step}` })).statusCode).toBe(200);
     const channel = await createChannel(t, { type: 'webhook', personaId: persona.id, credentials: { secret: 'webhook-secret-0123456789abcdef', outboundUrl: receiver.url } });
     /** A call each tool would carry out for a key that may write (checked below). */
     const calls: Record<string, Record<string, unknown>> = {
@@ -237,6 +247,9 @@ describe.each(testBackends())('MCP server scopes and workspaces on $kind', (back
       create_persona: { name: 'X', instructions: 'Y' },
       delete_knowledge: { id: source.id },
       delete_persona: { id: doomed.id },
+      promote_ab_test: { id: finished.id, variant: 'A' },
+      restore_persona_version: { id: persona.id, version: 1 },
+      run_evaluation: { datasetId: dataset.id, personaId: persona.id },
       send_channel_message: { channelId: channel.id, to: 'conv-1', message: 'Hello' },
       start_ab_test: { id: draft.id },
       stop_ab_test: { id: running.id },
@@ -280,7 +293,13 @@ describe.each(testBackends())('MCP server scopes and workspaces on $kind', (back
       const abTest = await createAbTest(t, { personaA: persona.id, personaB: second.id }, key);
       const channel = await createChannel(t, { type: 'webhook', personaId: persona.id, credentials: { secret: 'webhook-secret-0123456789abcdef' } }, key);
       const team = await createTeam(t, { name: `Team ${word}` }, key);
-      return { key, word, personas: [persona.id, second.id].sort(), persona: persona.id, source: source.id as string, session: asked.json().sessionId as string, abTest: abTest.id, channel: channel.id, team: team.id };
+      const dataset = (await t.request({ method: 'POST', url: '/datasets', body: { name: `Cases ${word}`, cases: [{ input: `Where is the ${word} crossing?`, mustContain: ['dawn'] }] }, as: key })).json();
+      const run = (await t.request({ method: 'POST', url: '/evaluations/runs', body: { datasetId: dataset.id, personaId: persona.id }, as: key })).json();
+      await t.ctx.services.evaluations.idle();
+      return {
+        key, word, personas: [persona.id, second.id].sort(), persona: persona.id, source: source.id as string, session: asked.json().sessionId as string,
+        abTest: abTest.id, channel: channel.id, team: team.id, dataset: dataset.id as string, run: run.id as string,
+      };
     };
     const north = await seed('north', 'zebra');
     const south = await seed('south', 'walrus');
@@ -295,6 +314,10 @@ describe.each(testBackends())('MCP server scopes and workspaces on $kind', (back
       // Every read-only tool, probed for the other workspace's objects (a new one must be added here).
       const probes: Record<string, () => Promise<void>> = {
         list_personas: async () => expect(ids(await callOk(client, 'list_personas'))).toEqual(own.personas),
+        list_persona_versions: async () => {
+          expectNotFound(await callError(client, 'list_persona_versions', { id: foreign.persona }), foreign.persona);
+          expect((await callOk(client, 'list_persona_versions', { id: own.persona })).data.map((v: { version: number }) => v.version)).toEqual([1]);
+        },
         get_persona: async () => {
           expectNotFound(await callError(client, 'get_persona', { id: foreign.persona }), foreign.persona);
           expect((await callOk(client, 'get_persona', { id: own.persona })).id).toBe(own.persona);
@@ -325,6 +348,16 @@ describe.each(testBackends())('MCP server scopes and workspaces on $kind', (back
         },
         list_teams: async () => expect(ids(await callOk(client, 'list_teams'))).toEqual([own.team]),
         list_channels: async () => expect(ids(await callOk(client, 'list_channels'))).toEqual([own.channel]),
+        list_datasets: async () => expect(ids(await callOk(client, 'list_datasets'))).toEqual([own.dataset]),
+        get_evaluation_run: async () => {
+          expectNotFound(await callError(client, 'get_evaluation_run', { id: foreign.run }), foreign.run);
+          expect((await callOk(client, 'get_evaluation_run', { id: own.run })).status).toBe('completed');
+        },
+        compare_runs: async () => {
+          expectNotFound(await callError(client, 'compare_runs', { a: own.run, b: foreign.run }), foreign.run);
+          expectNotFound(await callError(client, 'compare_runs', { a: foreign.run, b: own.run }), foreign.run);
+          expect((await callOk(client, 'compare_runs', { a: own.run, b: own.run })).pairs).toBe(1);
+        },
       };
       const readOnly = (await client.listTools()).tools.filter((x) => x.annotations?.readOnlyHint === true).map((x) => x.name).sort();
       expect(Object.keys(probes).sort()).toEqual(readOnly);
@@ -339,6 +372,10 @@ describe.each(testBackends())('MCP server scopes and workspaces on $kind', (back
         ['delete_persona', { id: foreign.persona }, foreign.persona],
         ['create_ab_test', { name: 'Steal', personaA: foreign.personas[0], personaB: foreign.personas[1] }, foreign.personas[0]!],
         ['start_ab_test', { id: foreign.abTest }, foreign.abTest],
+        ['promote_ab_test', { id: foreign.abTest, variant: 'A' }, foreign.abTest],
+        ['run_evaluation', { datasetId: foreign.dataset, personaId: own.persona }, foreign.dataset],
+        ['run_evaluation', { datasetId: own.dataset, personaId: foreign.persona }, foreign.persona],
+        ['restore_persona_version', { id: foreign.persona, version: 1 }, foreign.persona],
         ['delete_knowledge', { id: foreign.source }, foreign.source],
         ['send_channel_message', { channelId: foreign.channel, to: 'x', message: 'y' }, foreign.channel],
       ];

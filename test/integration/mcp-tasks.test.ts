@@ -102,6 +102,20 @@ describe('long MCP tools as tasks (2026-07-28)', { timeout: 30_000 }, () => {
     expect(done.result.structuredContent).toMatchObject({ status: 'ready', name: 'Opening hours' });
   });
 
+  it('runs an evaluation to the end: the task’s result is the finished run with its summary', async () => {
+    const persona = await createPersona(t, { name: 'Evaluated desk' });
+    const dataset = (await t.request({ method: 'POST', url: '/datasets', body: { name: 'Desk checks', cases: [{ input: 'Hi', mustContain: ['answered'] }, { input: 'Hello', expected: 'Answered.' }] } })).json();
+    const call = (await rpc('tools/call', { name: 'run_evaluation', arguments: { datasetId: dataset.id, personaId: persona.id } }, { tasks: true })).result!;
+    expect(call.resultType).toBe('task');
+    const done = await poll(call.taskId, (s) => s !== 'working');
+    expect(done.status).toBe('completed');
+    expect(done.result.structuredContent).toMatchObject({ status: 'completed', progress: { done: 2, total: 2 }, summary: { passed: 2, passRate: 1 } });
+    // Without the extension: the run at once, queued (or already under way).
+    const direct = (await rpc('tools/call', { name: 'run_evaluation', arguments: { datasetId: dataset.id, personaId: persona.id } })).result!;
+    expect(direct.structuredContent.status).toBe('queued');
+    await t.ctx.services.evaluations.idle();
+  });
+
   it('keeps a task to the key that started it', async () => {
     const persona = await createPersona(t, { name: 'Private desk' });
     const call = (await rpc('tools/call', { name: 'ask_persona', arguments: { personaId: persona.id, message: 'Hi' } }, { tasks: true })).result!;

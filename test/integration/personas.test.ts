@@ -35,6 +35,7 @@ describe.each(testBackends())('personas on $kind (API.md §3)', (backend) => {
       temperature: null,
       maxTokens: null,
       tools: [],
+      version: 1,
       createdAt: clock.now().toISOString(),
       updatedAt: clock.now().toISOString(),
     });

@@ -22,7 +22,7 @@ const TABLES = [
 ] as const;
 
 function persona(id: string, name: string, createdAt = AT): PersonaRow {
-  return { id, workspace_id: WS, name, instructions: 'Answer.', traits: '[]', model: null, temperature: null, max_tokens: null, tools: '[]', created_at: createdAt, updated_at: createdAt };
+  return { id, workspace_id: WS, name, instructions: 'Answer.', traits: '[]', model: null, temperature: null, max_tokens: null, tools: '[]', created_at: createdAt, updated_at: createdAt, version: 1 };
 }
 
 describe.each(testBackends())('SQL on $kind', (which) => {
@@ -104,7 +104,7 @@ describe.each(testBackends())('SQL on $kind', (which) => {
   it('lists personas by name ignoring ASCII case, wildcards taken literally, pages by cursor', async () => {
     const store = createPersonaStore(opened.backend);
     const names = ['Support Bot', 'support desk', 'SUPPORT_50%', 'Sales', 'Ärger support', 'ärger'];
-    for (const [i, name] of names.entries()) await store.insert(persona(`lst_${i}`, name, `2026-11-25T10:00:0${i % 2}.000Z`));
+    for (const [i, name] of names.entries()) await store.insert(persona(`lst_${i}`, name, `2026-11-25T10:00:0${i % 2}.000Z`), null);
     const found = async (text: string) => (await store.list(WS, { limit: 100 }, text)).data.map((p) => p.name).sort();
     expect(await found('SUPPORT')).toEqual(['SUPPORT_50%', 'Support Bot', 'support desk', 'Ärger support'].sort());
     expect(await found('_50%')).toEqual(['SUPPORT_50%']);

@@ -17,7 +17,7 @@ function exchange(sessionId: string, messageId: string, isNew = true): ExchangeW
       { id: `${messageId}_q`, session_id: sessionId, role: 'user', content: 'question', tool_calls: null, tool_call_id: null, created_at: NOW },
       { id: messageId, session_id: sessionId, role: 'assistant', content: 'answer', tool_calls: null, tool_call_id: null, created_at: NOW },
     ],
-    interaction: { workspace_id: 'wsp_1', session_id: sessionId, message_id: messageId, persona_id: 'per_1', ab_test_id: null, variant: null, channel_id: null, user_id: null, model: 'm', started_at: NOW, latency_ms: 1, ttft_ms: 1, prompt_tokens: 1, completion_tokens: 1, tool_calls: 0, error: null, metadata: null, new_session: isNew ? 1 : 0 },
+    interaction: { workspace_id: 'wsp_1', session_id: sessionId, message_id: messageId, persona_id: 'per_1', ab_test_id: null, variant: null, channel_id: null, user_id: null, model: 'm', started_at: NOW, latency_ms: 1, ttft_ms: 1, prompt_tokens: 1, completion_tokens: 1, tool_calls: 0, error: null, metadata: null, new_session: isNew ? 1 : 0, persona_version: 1 },
     tools: [{ name: 'search.query', isError: false }],
   };
 }

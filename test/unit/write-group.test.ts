@@ -46,7 +46,7 @@ describe('write group', () => {
     const before = groups;
     const stored = [
       channels.receive(inboxRow('ev-1')),
-      chat.recordInteraction({ workspace_id: 'wsp_1', session_id: null, message_id: null, persona_id: 'per_1', ab_test_id: null, variant: null, channel_id: 'chn_1', user_id: null, model: 'm', started_at: NOW, latency_ms: 5, ttft_ms: null, prompt_tokens: 0, completion_tokens: 0, tool_calls: 0, error: null, metadata: null, new_session: 0 }),
+      chat.recordInteraction({ workspace_id: 'wsp_1', session_id: null, message_id: null, persona_id: 'per_1', ab_test_id: null, variant: null, channel_id: 'chn_1', user_id: null, model: 'm', started_at: NOW, latency_ms: 5, ttft_ms: null, prompt_tokens: 0, completion_tokens: 0, tool_calls: 0, error: null, metadata: null, new_session: 0, persona_version: 1 }),
       channels.receive(inboxRow('ev-1')), // the same delivery again: not stored twice
       channels.setSession('chn_1', 'c', 'ses_1'),
     ];

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppContext } from '../../context.js';
 import { principalOf } from '../../http/auth-hooks.js';
 import { idParams, pageOf, withErrors } from '../../http/openapi.js';
-import { abTestResultsSchema, abTestSchema, createAbTestSchema, listAbTestsQuerySchema } from './ab-tests.schemas.js';
+import { abTestResultsSchema, abTestSchema, createAbTestSchema, promoteAbTestSchema, listAbTestsQuerySchema } from './ab-tests.schemas.js';
 
 /** API.md §8: A/B tests. */
 export function abTestRoutes(ctx: AppContext): FastifyPluginAsyncZod {
@@ -61,14 +61,33 @@ export function abTestRoutes(ctx: AppContext): FastifyPluginAsyncZod {
       async (request) => abTests.stop(principalOf(request).workspaceId, request.params.id),
     );
 
+    app.post(
+      '/business/ab-tests/:id/promote',
+      {
+        schema: {
+          tags,
+          summary: 'Promote a finished test’s winner',
+          description:
+            'The winning variant becomes current: a pinned version (`per_…@n`) is restored as its persona’s current version, channels routed through the test move to the winner’s persona, and new conversations through the test (its OpenAI model id too) go to the winner. `variant` defaults to the sequential winner; none → 409. Not completed, or already promoted → 409.',
+          params: idParams,
+          body: promoteAbTestSchema,
+          response: withErrors({ 200: abTestSchema }, [404, 409]),
+        },
+      },
+      async (request) => {
+        const { workspaceId, keyId } = principalOf(request);
+        return abTests.promote(workspaceId, request.params.id, request.body.variant, keyId);
+      },
+    );
+
     app.get(
       '/business/ab-tests/:id/results',
       {
         schema: {
           tags,
-          summary: "Results per variant and Welch's t-test on the ratings",
+          summary: "Results per variant: Welch's t-test and the always-valid sequential test on the ratings, and the guardrails",
           description:
-            '`pValue` is null until each variant has 2 ratings; `significant` is pValue < 0.05; `winner` is the variant with the higher average only when significant and each variant has at least 10 ratings.',
+            '`significance` is the fixed-horizon test: `pValue` is null until each variant has 2 ratings; `significant` is pValue < 0.05; `winner` is the variant with the higher average only when significant and each variant has at least 10 ratings. It is valid only when read once, at a horizon fixed in advance. `sequential` (mixture SPRT) may be read after every rating: its p-value and confidence sequence stay valid however often they are looked at. Reading the results of a running test whose B has broken a guardrail stops it.',
           params: idParams,
           response: withErrors({ 200: abTestResultsSchema }, [404]),
         },

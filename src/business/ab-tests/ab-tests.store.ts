@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { AbTestRow, Database } from '../../db/schema.js';
+import type { Variant } from './ab-tests.schemas.js';
 import { type PageRequest, paginate } from '../../lib/pagination.js';
 
 /** A/B tests, and the answers and ratings recorded under them (API.md §8); every query filters by workspace. */
@@ -18,6 +19,20 @@ export function createAbTestStore(db: Kysely<Database>) {
       const r = await db.updateTable('ab_tests').set(patch).where('workspace_id', '=', workspaceId).where('id', '=', id).where('status', '=', from).executeTakeFirst();
       return Number(r.numUpdatedRows) > 0;
     },
+    /** Marks the test promoted; false when another request promoted it first. */
+    promote: async (workspaceId: string, id: string, variant: 'A' | 'B', at: string) => {
+      const r = await db
+        .updateTable('ab_tests')
+        .set({ promoted: variant, promoted_at: at })
+        .where('workspace_id', '=', workspaceId)
+        .where('id', '=', id)
+        .where('status', '=', 'completed')
+        .where('promoted', 'is', null)
+        .executeTakeFirst();
+      return Number(r.numUpdatedRows) > 0;
+    },
+    /** Running tests with guardrails, in every workspace (the guardrail sweep). */
+    runningWithGuardrails: () => db.selectFrom('ab_tests').selectAll().where('status', '=', 'running').where('guardrails', '<>', '{}').execute(),
     /** A running test that routes to the persona, if any. */
     runningWithPersona: (workspaceId: string, personaId: string) =>
       db
@@ -36,18 +51,24 @@ export function createAbTestStore(db: Kysely<Database>) {
         .where('ab_test_id', '=', testId)
         .groupBy('variant')
         .execute(),
-    /** Latency of every answer, by variant. */
-    latencies: (workspaceId: string, testId: string) =>
+    /** Every answer and failure, by variant, in the order they were recorded (guardrails look at each in turn). */
+    answers: (workspaceId: string, testId: string) =>
       db
         .selectFrom('interactions')
-        .select(['variant', 'latency_ms'])
+        .select(['variant', 'latency_ms', 'error'])
         .where('workspace_id', '=', workspaceId)
         .where('ab_test_id', '=', testId)
-        .where('error', 'is', null)
-        .execute(),
-    /** Every rating given to the test's answers, by variant. */
+        .orderBy('seq')
+        .execute() as Promise<{ variant: Variant; latency_ms: number; error: string | null }[]>,
+    /** Every rating given to the test's answers, by variant, in the order given (each is a look of the sequential test). */
     ratings: (workspaceId: string, testId: string) =>
-      db.selectFrom('feedback').select(['variant', 'rating']).where('workspace_id', '=', workspaceId).where('ab_test_id', '=', testId).execute(),
+      db
+        .selectFrom('feedback')
+        .select(['variant', 'rating', 'created_at'])
+        .where('workspace_id', '=', workspaceId)
+        .where('ab_test_id', '=', testId)
+        .orderBy('seq')
+        .execute() as Promise<{ variant: Variant; rating: number; created_at: string }[]>,
   };
 }
 

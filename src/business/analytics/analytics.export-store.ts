@@ -20,6 +20,8 @@ export interface AnswerExportRow {
   startedAt: string;
   sessionId: string | null;
   personaId: string;
+  /** The persona version that answered; null for answers older than version history. */
+  personaVersion: number | null;
   abTestId: string | null;
   variant: string | null;
   channelId: string | null;
@@ -95,8 +97,8 @@ export function createAnalyticsExportStore({ prepare }: SqlBackend, reads: Analy
   // started_at (SQLite appends the rowid, seq), so it sorts each run of equal times as it reads (an
   // incremental sort; generic plan checked over 500k answers: the scan stops after the batch).
   const answerBatch = prepare<AnswerExportRow & { seq?: number }>(
-    `SELECT seq, started_at AS "startedAt", session_id AS "sessionId", persona_id AS "personaId", ab_test_id AS "abTestId", variant,
-            channel_id AS "channelId", user_id AS "userId", model, latency_ms AS "latencyMs", ttft_ms AS "ttftMs", prompt_tokens AS "promptTokens",
+    `SELECT seq, started_at AS "startedAt", session_id AS "sessionId", persona_id AS "personaId", persona_version AS "personaVersion",
+            ab_test_id AS "abTestId", variant, channel_id AS "channelId", user_id AS "userId", model, latency_ms AS "latencyMs", ttft_ms AS "ttftMs", prompt_tokens AS "promptTokens",
             completion_tokens AS "completionTokens", tool_calls AS "toolCalls", error, rating
      FROM interactions
      WHERE workspace_id = ? AND started_at >= ? AND (started_at > ? OR seq > ?) AND started_at < ?

@@ -12,6 +12,8 @@ import {
   overviewSchema,
   performanceReportSchema,
   reportQuerySchema,
+  versionsQuerySchema,
+  versionsReportSchema,
 } from './analytics.schemas.js';
 
 const exportFile = {
@@ -66,6 +68,20 @@ export function analyticsRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request) => analytics.performance(principalOf(request).workspaceId, request.query),
+    );
+
+    app.get(
+      '/business/analytics/versions',
+      {
+        schema: {
+          tags,
+          summary: 'One persona’s answers, errors, satisfaction, latency and tokens per version',
+          description: 'Every answer records the persona version that gave it; versions that did not answer in the timeframe are left out.',
+          querystring: versionsQuerySchema,
+          response: withErrors({ 200: versionsReportSchema }, [404]),
+        },
+      },
+      async (request) => analytics.versions(principalOf(request).workspaceId, request.query),
     );
 
     app.post(

@@ -54,7 +54,13 @@ const filterFields = {
 export const overviewQuerySchema = z.strictObject({ timeframe: timeframeSchema, metrics: metricsSchema, ...filterFields });
 export const reportQuerySchema = z.strictObject({ timeframe: timeframeSchema, ...filterFields });
 
+export const versionsQuerySchema = z.strictObject({
+  timeframe: timeframeSchema,
+  personaId: z.string().describe('The persona whose versions are compared (404 when it is not one of the workspace).'),
+});
+
 export type OverviewQuery = z.output<typeof overviewQuerySchema>;
+export type VersionsQuery = z.output<typeof versionsQuerySchema>;
 export type ReportQuery = z.output<typeof reportQuerySchema>;
 
 const count = z.number().int();
@@ -92,6 +98,27 @@ export const conversationsReportSchema = z
     recent: z.array(sessionSchema).describe('The latest 10 sessions opened in the timeframe that still exist, newest first.'),
   })
   .meta({ id: 'AnalyticsConversations' });
+
+export const versionsReportSchema = z
+  .object({
+    timeframe: z.string(),
+    from: z.string(),
+    to: z.string(),
+    personaId: z.string(),
+    versions: z
+      .array(
+        z.object({
+          version: z.number().int().nullable().describe('null: answers recorded before persona versions were kept.'),
+          answers: z.number().int().describe('Answers given, failed ones included.'),
+          errors: z.object({ count: z.number().int(), rate: z.number() }),
+          satisfaction: z.object({ average: z.number().nullable(), count: z.number().int().describe('Rated answers (the latest rating of each).') }),
+          latency: z.object({ avgMs: z.number().nullable(), p50Ms: z.number().nullable(), p95Ms: z.number().nullable() }).describe('Successful answers only (nearest rank).'),
+          tokens: z.object({ prompt: z.number().int(), completion: z.number().int() }),
+        }),
+      )
+      .describe('Newest version first; only versions that answered in the timeframe.'),
+  })
+  .meta({ id: 'AnalyticsVersionsReport' });
 
 export const performanceReportSchema = z
   .object({
@@ -134,3 +161,4 @@ export type ExportBody = z.output<typeof exportBodySchema>;
 export type Overview = z.infer<typeof overviewSchema>;
 export type ConversationsReport = z.infer<typeof conversationsReportSchema>;
 export type PerformanceReport = z.infer<typeof performanceReportSchema>;
+export type VersionsReport = z.infer<typeof versionsReportSchema>;

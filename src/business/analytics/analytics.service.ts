@@ -26,6 +26,8 @@ import type {
   PerformanceReport,
   ReportQuery,
   Timeframe,
+  VersionsQuery,
+  VersionsReport,
 } from './analytics.schemas.js';
 import type { AnalyticsStore, Filter } from './analytics.store.js';
 
@@ -119,6 +121,32 @@ export function createAnalyticsService({ store, personas, channelExists, clock }
     },
 
     /** GET /business/analytics/performance. */
+    /** One persona's figures per version that answered in the timeframe, newest version first. */
+    async versions(workspaceId: string, query: VersionsQuery): Promise<VersionsReport> {
+      await personas.get(workspaceId, query.personaId);
+      const w = windowFor(query.timeframe);
+      const rows = await store.byVersion(workspaceId, query.personaId, w);
+      rows.sort((a, b) => (b.version ?? 0) - (a.version ?? 0));
+      return {
+        timeframe: w.timeframe,
+        from: w.from,
+        to: w.to,
+        personaId: query.personaId,
+        versions: rows.map((r) => {
+          const ok = r.all - r.errors;
+          const [p50, p95] = nearestRankPercentiles(r.latencies, [0.5, 0.95]);
+          return {
+            version: r.version,
+            answers: r.all,
+            errors: { count: r.errors, rate: r.all > 0 ? round(r.errors / r.all, 4) : 0 },
+            satisfaction: { average: r.rated > 0 ? round(r.ratingSum / r.rated, 2) : null, count: r.rated },
+            latency: { avgMs: ok > 0 ? Math.round(r.latencySum / ok) : null, p50Ms: p50 ?? null, p95Ms: p95 ?? null },
+            tokens: { prompt: r.promptTokens, completion: r.completionTokens },
+          };
+        }),
+      };
+    },
+
     async performance(workspaceId: string, query: ReportQuery): Promise<PerformanceReport> {
       const filter = await filterOf(workspaceId, query);
       const w = windowFor(query.timeframe);
@@ -168,7 +196,7 @@ export const MESSAGE_COLUMNS = [
 ];
 /** `answers`: one row per answer (interaction), its figures and no text. */
 export const ANSWER_COLUMNS = [
-  'startedAt', 'sessionId', 'personaId', 'abTestId', 'variant', 'channelId', 'userId', 'model',
+  'startedAt', 'sessionId', 'personaId', 'personaVersion', 'abTestId', 'variant', 'channelId', 'userId', 'model',
   'latencyMs', 'ttftMs', 'promptTokens', 'completionTokens', 'toolCalls', 'error', 'rating',
 ];
 export const CONVERSATION_COLUMNS = [

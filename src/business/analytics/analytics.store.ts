@@ -152,7 +152,37 @@ export function createAnalyticsStore(backend: SqlBackend, reads: AnalyticsReads)
     `SELECT * FROM sessions WHERE ${inRange('created_at')} ORDER BY created_at DESC, id DESC LIMIT ?`,
   );
 
+  // Per version of one persona: answers, failures, ratings and tokens; then the successful answers' times for the percentiles.
+  const versionTotals = prepare<{ version: number | null; all: number; errors: number; rated: number; ratingSum: number | null; prompt: number | null; completion: number | null; latencySum: number | null }>(
+    `SELECT persona_version AS version, COUNT(*) AS "all", SUM(CASE WHEN error IS NULL THEN 0 ELSE 1 END) AS errors,
+            COUNT(rating) AS rated, SUM(rating) AS "ratingSum", SUM(prompt_tokens) AS prompt, SUM(completion_tokens) AS completion,
+            SUM(CASE WHEN error IS NULL THEN latency_ms ELSE 0 END) AS "latencySum"
+     FROM interactions WHERE workspace_id = ? AND started_at >= ? AND started_at < ? AND persona_id = ?
+     GROUP BY persona_version`,
+  );
+  const versionLatencies = prepare<{ version: number | null; latency: number }>(
+    `SELECT persona_version AS version, latency_ms AS latency FROM interactions
+     WHERE workspace_id = ? AND started_at >= ? AND started_at < ? AND persona_id = ? AND error IS NULL`,
+  );
+
   return {
+    /** One persona's answers in a range, grouped by the version that gave them (null: before versions were kept). */
+    async byVersion(workspaceId: string, personaId: string, r: Range) {
+      const params = [workspaceId, r.lo, r.hi, personaId];
+      const [totals, latencies] = await Promise.all([versionTotals.all(...params), versionLatencies.all(...params)]);
+      return totals.map((t) => ({
+        version: t.version === null ? null : Number(t.version),
+        all: Number(t.all),
+        errors: Number(t.errors ?? 0),
+        rated: Number(t.rated),
+        ratingSum: Number(t.ratingSum ?? 0),
+        promptTokens: Number(t.prompt ?? 0),
+        completionTokens: Number(t.completion ?? 0),
+        latencySum: Number(t.latencySum ?? 0),
+        latencies: latencies.filter((l) => l.version === t.version).map((l) => Number(l.latency)),
+      }));
+    },
+
     /**
      * Per range: conversations opened, successful answers and their latency sum; and the latencies
      * of every successful answer in all the ranges (ms, no order). One scan of each range.

@@ -524,6 +524,11 @@ export function createChannelService(deps: ChannelServiceDeps) {
       return channel ? `Persona ${personaId} answers in channel ${channel.id} (${channel.name}); route the channel elsewhere first.` : null;
     },
 
+    /** A promoted A/B test's channels answer with its winner's persona from now on. */
+    async moveToWinner(workspaceId: string, abTestId: string, personaId: string): Promise<void> {
+      for (const { id } of await store.usingAbTest(workspaceId, abTestId)) await this.updateSettings(workspaceId, id, { personaId });
+    },
+
     exists: async (workspaceId: string, id: string): Promise<boolean> => (await store.find(workspaceId, id)) !== undefined,
 
     /** Start-up: every channel goes live; enabled ones connect (without holding start-up back). */

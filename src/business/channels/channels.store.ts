@@ -52,6 +52,9 @@ export function createChannelStore(db: SqlBackend, writes: ChannelWrites) {
       k.updateTable('channels').set(patch).where('workspace_id', '=', workspaceId).where('id', '=', id).execute(),
     usingPersona: (workspaceId: string, personaId: string) =>
       k.selectFrom('channels').select(['id', 'name']).where('workspace_id', '=', workspaceId).where('persona_id', '=', personaId).executeTakeFirst(),
+    /** Channels routed through an A/B test. */
+    usingAbTest: (workspaceId: string, abTestId: string) =>
+      k.selectFrom('channels').select(['id']).where('workspace_id', '=', workspaceId).where('ab_test_id', '=', abTestId).execute(),
     /** Connected channels of a type, for the `<type>.send_message` tools. */
     ofType: (workspaceId: string, type: ChannelRow['type']) =>
       k.selectFrom('channels').selectAll().where('workspace_id', '=', workspaceId).where('type', '=', type).orderBy('created_at').execute(),

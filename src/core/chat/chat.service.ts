@@ -48,7 +48,7 @@ export interface Exchange {
 
 /** What the chat needs of A/B tests: which persona answers (404 unknown, 409 not running). */
 export interface AbTestRouter {
-  route(workspaceId: string, abTestId: string, pick: { key: string } | { variant: 'A' | 'B' }): Promise<{ personaId: string; variant: 'A' | 'B' }>;
+  route(workspaceId: string, abTestId: string, pick: { key: string } | { variant: 'A' | 'B' }): Promise<{ personaId: string; version?: number; variant: 'A' | 'B' }>;
 }
 
 export interface ChatServiceDeps {
@@ -99,15 +99,18 @@ export function createChatService(deps: ChatServiceDeps) {
     // An A/B test picks the persona: by the session's recorded variant, else by hashing the user (or the new session).
     let ab: { abTestId: string; variant: 'A' | 'B' } | null = null;
     let personaId = request.personaId;
+    let version: number | undefined;
     if (request.abTestId !== undefined) {
       if (existing && existing.ab_test_id !== request.abTestId) throw new ConflictError(`Session ${existing.id} is not part of A/B test ${request.abTestId}.`);
       const pick = existing?.variant ? { variant: existing.variant } : { key: request.userId ?? sessionId };
       const routed = await deps.abTests.route(workspaceId, request.abTestId, pick);
       ab = { abTestId: request.abTestId, variant: routed.variant };
       personaId = routed.personaId;
+      version = routed.version;
     }
     if (personaId === undefined) throw ValidationError.field('personaId', 'is required (exactly one of personaId and abTestId)');
-    const persona = await personas.get(workspaceId, personaId);
+    // A variant may pin a version of its persona (`per_…@3`); otherwise the current one answers.
+    const persona = await personas.getAt(workspaceId, personaId, version);
     if (existing && existing.persona_id !== persona.id) {
       throw new ConflictError(`Session ${existing.id} belongs to persona ${existing.persona_id}, not ${persona.id}.`);
     }
@@ -129,6 +132,7 @@ export function createChatService(deps: ChatServiceDeps) {
           session_id: existing?.id ?? null,
           message_id: null,
           persona_id: persona.id,
+          persona_version: persona.version,
           ab_test_id: abTestId,
           variant,
           channel_id: request.channelId ?? existing?.channel_id ?? null,

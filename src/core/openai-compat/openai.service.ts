@@ -93,7 +93,8 @@ export function createOpenAiService({ chat, personas, abTests, threads, clock }:
     try {
       if (id.startsWith('abt_')) {
         const test = await abTests.get(workspaceId, id);
-        if (test.status !== 'running') throw new ModelNotFoundError(id);
+        // A promoted test keeps answering (with its winner), so clients that name it need no change.
+        if (test.status !== 'running' && test.promoted === null) throw new ModelNotFoundError(id);
         return { id: test.id, object: 'model', created: epoch(test.startedAt ?? test.createdAt), owned_by: OWNER, name: test.name };
       }
       const persona = await personas.get(workspaceId, id);

@@ -2,8 +2,23 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { principalOf } from '../../http/auth-hooks.js';
+import { NotFoundError } from '../../errors.js';
 import { idParams, pageOf, withErrors } from '../../http/openapi.js';
-import { createPersonaSchema, listPersonasQuerySchema, personaSchema, updatePersonaSchema } from './personas.schemas.js';
+import { pageQuerySchema } from '../../lib/pagination.js';
+import {
+  createPersonaSchema,
+  listPersonasQuerySchema,
+  personaSchema,
+  personaVersionSchema,
+  updatePersonaSchema,
+  versionParams,
+} from './personas.schemas.js';
+
+/** `:n` as a version number; anything else names a version no persona has (404). */
+function versionNumber(id: string, n: string): number {
+  if (!/^[1-9]\d{0,8}$/.test(n)) throw new NotFoundError('Persona version', `${id}@${n}`);
+  return Number(n);
+}
 
 /** API.md §3. */
 export function personaRoutes(ctx: AppContext): FastifyPluginAsyncZod {
@@ -17,7 +32,8 @@ export function personaRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         schema: { tags, summary: 'Create a persona', body: createPersonaSchema, response: withErrors({ 201: personaSchema }) },
       },
       async (request, reply) => {
-        const persona = await personas.create(principalOf(request).workspaceId, request.body);
+        const { workspaceId, keyId } = principalOf(request);
+        const persona = await personas.create(workspaceId, request.body, keyId);
         return reply.code(201).header('location', `/personas/${persona.id}`).send(persona);
       },
     );
@@ -51,12 +67,62 @@ export function personaRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         schema: {
           tags,
           summary: 'Update any subset of a persona’s fields',
+          description: 'A change to any field adds the next version (GET /personas/{id}/versions); a body that changes nothing adds none.',
           params: idParams,
           body: updatePersonaSchema,
-          response: withErrors({ 200: personaSchema }, [404]),
+          response: withErrors({ 200: personaSchema }, [404, 409]),
         },
       },
-      async (request) => personas.update(principalOf(request).workspaceId, request.params.id, request.body),
+      async (request) => {
+        const { workspaceId, keyId } = principalOf(request);
+        return personas.update(workspaceId, request.params.id, request.body, keyId);
+      },
+    );
+
+    app.get(
+      '/personas/:id/versions',
+      {
+        config: { cache: true },
+        schema: {
+          tags,
+          summary: 'List a persona’s versions, newest first',
+          description: 'Version 1 is its creation; each change to its fields adds one. Versions never change.',
+          params: idParams,
+          querystring: pageQuerySchema.strict(),
+          response: withErrors({ 200: pageOf(personaVersionSchema) }, [404]),
+        },
+      },
+      async (request) => personas.versions(principalOf(request).workspaceId, request.params.id, request.query),
+    );
+
+    app.get(
+      '/personas/:id/versions/:n',
+      {
+        config: { cache: true },
+        schema: { tags, summary: 'Get one version of a persona', params: versionParams, response: withErrors({ 200: personaVersionSchema }, [404]) },
+      },
+      async (request) => {
+        const { id, n } = request.params;
+        return personas.version(principalOf(request).workspaceId, id, versionNumber(id, n));
+      },
+    );
+
+    app.post(
+      '/personas/:id/versions/:n/restore',
+      {
+        schema: {
+          tags,
+          summary: 'Make a version’s fields current again',
+          description: 'Adds the next version with version n’s fields (none when they are already current) and returns the persona.',
+          params: versionParams,
+          response: withErrors({ 200: personaSchema }, [404, 409]),
+        },
+      },
+      async (request) => {
+        const { id, n } = request.params;
+        const { workspaceId, keyId } = principalOf(request);
+        return personas.restore(workspaceId, id, versionNumber(id, n), keyId);
+      },
     );
 
     app.delete(

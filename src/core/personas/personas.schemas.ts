@@ -51,11 +51,31 @@ export const personaSchema = z
     temperature: z.number().nullable(),
     maxTokens: z.number().int().nullable(),
     tools: z.array(z.string()),
+    version: z.number().int().describe('The current version (GET /personas/{id}/versions).'),
     createdAt: z.string(),
     updatedAt: z.string(),
   })
   .meta({ id: 'Persona' });
 
+export const personaVersionSchema = z
+  .object({
+    version: z.number().int(),
+    name: z.string(),
+    instructions: z.string(),
+    traits: z.array(z.string()),
+    model: z.string().nullable(),
+    temperature: z.number().nullable(),
+    maxTokens: z.number().int().nullable(),
+    tools: z.array(z.string()),
+    createdAt: z.string(),
+    createdBy: z.string().nullable().describe('The API key (`key_…`) that made the change; null for versions older than version history.'),
+  })
+  .meta({ id: 'PersonaVersion' });
+
+/** `:n` of a version path: a whole number from 1 (anything else is a version the persona never had: 404). */
+export const versionParams = z.strictObject({ id: z.string(), n: z.string() });
+
 export type CreatePersonaInput = z.infer<typeof createPersonaSchema>;
 export type UpdatePersonaInput = z.infer<typeof updatePersonaSchema>;
 export type Persona = z.infer<typeof personaSchema>;
+export type PersonaVersion = z.infer<typeof personaVersionSchema>;

@@ -1,10 +1,10 @@
 import type { ChangeSignals } from '../../db/change-signals.js';
-import type { PersonaRow } from '../../db/schema.js';
+import type { PersonaRow, PersonaVersionRow } from '../../db/schema.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
 import type { Clock } from '../../lib/clock.js';
 import type { IdGenerator } from '../../lib/ids.js';
 import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
-import type { CreatePersonaInput, Persona, UpdatePersonaInput } from './personas.schemas.js';
+import type { CreatePersonaInput, Persona, PersonaVersion, UpdatePersonaInput } from './personas.schemas.js';
 import type { PersonaStore } from './personas.store.js';
 
 /** A stored row as the API object. */
@@ -18,10 +18,50 @@ export function toPersona(row: PersonaRow): Persona {
     temperature: row.temperature,
     maxTokens: row.max_tokens,
     tools: JSON.parse(row.tools) as string[],
+    version: row.version,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
 }
+
+export function toPersonaVersion(row: PersonaVersionRow): PersonaVersion {
+  return {
+    version: row.version,
+    name: row.name,
+    instructions: row.instructions,
+    traits: JSON.parse(row.traits) as string[],
+    model: row.model,
+    temperature: row.temperature,
+    maxTokens: row.max_tokens,
+    tools: JSON.parse(row.tools) as string[],
+    createdAt: row.created_at,
+    createdBy: row.created_by,
+  };
+}
+
+/** The fields a version keeps: a change to any of them makes a new version. */
+const VERSIONED = ['name', 'instructions', 'traits', 'model', 'temperature', 'max_tokens', 'tools'] as const;
+
+/** `per_…` or `per_…@n` (an A/B variant naming one version of a persona; API.md §3). */
+export interface PersonaRef {
+  personaId: string;
+  /** Absent: whichever version is current when it answers. */
+  version?: number;
+}
+
+export function parsePersonaRef(ref: string): PersonaRef {
+  const at = ref.lastIndexOf('@');
+  if (at < 0) return { personaId: ref };
+  const version = ref.slice(at + 1);
+  // Not a version number: left whole, so it is an unknown persona id (404), never a half-read one.
+  if (!/^[1-9]\d{0,8}$/.test(version)) return { personaId: ref };
+  return { personaId: ref.slice(0, at), version: Number(version) };
+}
+
+export const formatPersonaRef = (ref: PersonaRef) => (ref.version === undefined ? ref.personaId : `${ref.personaId}@${ref.version}`);
+
+/** Edits racing on one persona: each retries on the version it lost to, at most this often. */
+const MAX_EDIT_ATTEMPTS = 5;
 
 export interface PersonaServiceDeps {
   store: PersonaStore;
@@ -58,6 +98,60 @@ export function createPersonaService({ store, clock, ids, signals }: PersonaServ
     await signals?.changed('personas');
   };
 
+  /** Versions never change: kept in memory once read, on either backend. */
+  const versionCache = new Map<string, Persona>();
+
+  /**
+   * The persona as it was at `version`: its id and creation, that version's fields. What answers
+   * for an A/B variant `per_…@n` and in an evaluation run of a version. 404 for a version it never had.
+   */
+  async function getAt(workspaceId: string, id: string, version?: number): Promise<Persona> {
+    if (version === undefined) return get(workspaceId, id);
+    const current = await get(workspaceId, id);
+    if (current.version === version) return current;
+    const key = `${workspaceId}\u0000${id}\u0000${version}`;
+    const held = versionCache.get(key);
+    if (held) return held;
+    const row = await store.findVersion(workspaceId, id, version);
+    if (!row) throw new NotFoundError('Persona version', `${id}@${version}`);
+    const v = toPersonaVersion(row);
+    const persona: Persona = {
+      id,
+      name: v.name,
+      instructions: v.instructions,
+      traits: Object.freeze(v.traits) as string[],
+      model: v.model,
+      temperature: v.temperature,
+      maxTokens: v.maxTokens,
+      tools: Object.freeze(v.tools) as string[],
+      version,
+      createdAt: current.createdAt,
+      updatedAt: v.createdAt,
+    };
+    if (versionCache.size >= CACHE_MAX) versionCache.clear();
+    versionCache.set(key, Object.freeze(persona));
+    return persona;
+  }
+
+  /**
+   * Writes `fields` as the persona's next version, unless they change nothing. A concurrent edit
+   * that took the next number first makes this one start again from what that edit left.
+   */
+  async function change(workspaceId: string, id: string, fields: (row: PersonaRow) => Partial<PersonaRow>, actor: string | null): Promise<Persona> {
+    for (let attempt = 1; ; attempt++) {
+      const row = await store.find(workspaceId, id);
+      if (!row) throw new NotFoundError('Persona', id);
+      const patch = fields(row);
+      if (VERSIONED.every((f) => patch[f] === undefined || patch[f] === row[f])) return toPersona(row);
+      const next: PersonaRow = { ...row, ...patch, version: row.version + 1, updated_at: clock.now().toISOString() };
+      if (await store.replace(next, actor)) {
+        await changed();
+        return toPersona(next);
+      }
+      if (attempt >= MAX_EDIT_ATTEMPTS) throw new ConflictError(`Persona ${id} is being changed by others; try again.`);
+    }
+  }
+
   async function get(workspaceId: string, id: string): Promise<Persona> {
     const key = `${workspaceId}\u0000${id}`;
     const held = cache?.get(key);
@@ -78,8 +172,10 @@ export function createPersonaService({ store, clock, ids, signals }: PersonaServ
 
   return {
     get,
+    getAt,
 
-    async create(workspaceId: string, input: CreatePersonaInput): Promise<Persona> {
+    /** `actor`: the API key (`key_…`) making the change, kept as the version's `createdBy`. */
+    async create(workspaceId: string, input: CreatePersonaInput, actor: string | null = null): Promise<Persona> {
       const now = clock.now().toISOString();
       const row: PersonaRow = {
         id: ids('per'),
@@ -93,8 +189,9 @@ export function createPersonaService({ store, clock, ids, signals }: PersonaServ
         tools: JSON.stringify([...new Set(input.tools)]),
         created_at: now,
         updated_at: now,
+        version: 1,
       };
-      await store.insert(row);
+      await store.insert(row, actor);
       return toPersona(row);
     },
 
@@ -102,20 +199,44 @@ export function createPersonaService({ store, clock, ids, signals }: PersonaServ
       return mapPage(await store.list(workspaceId, page, q), toPersona);
     },
 
-    async update(workspaceId: string, id: string, input: UpdatePersonaInput): Promise<Persona> {
-      const row = await store.find(workspaceId, id);
-      if (!row) throw new NotFoundError('Persona', id);
-      const patch: Partial<PersonaRow> = { updated_at: clock.now().toISOString() };
-      if (input.name !== undefined) patch.name = input.name;
-      if (input.instructions !== undefined) patch.instructions = input.instructions;
-      if (input.traits !== undefined) patch.traits = JSON.stringify(input.traits);
-      if (input.model !== undefined) patch.model = input.model;
-      if (input.temperature !== undefined) patch.temperature = input.temperature;
-      if (input.maxTokens !== undefined) patch.max_tokens = input.maxTokens;
-      if (input.tools !== undefined) patch.tools = JSON.stringify([...new Set(input.tools)]);
-      await store.update(workspaceId, id, patch);
-      await changed();
-      return toPersona({ ...row, ...patch });
+    /** A PUT: a new version when a field changes, none when nothing does (API.md §3). */
+    update(workspaceId: string, id: string, input: UpdatePersonaInput, actor: string | null = null): Promise<Persona> {
+      return change(
+        workspaceId,
+        id,
+        () => {
+          const patch: Partial<PersonaRow> = {};
+          if (input.name !== undefined) patch.name = input.name;
+          if (input.instructions !== undefined) patch.instructions = input.instructions;
+          if (input.traits !== undefined) patch.traits = JSON.stringify(input.traits);
+          if (input.model !== undefined) patch.model = input.model;
+          if (input.temperature !== undefined) patch.temperature = input.temperature;
+          if (input.maxTokens !== undefined) patch.max_tokens = input.maxTokens;
+          if (input.tools !== undefined) patch.tools = JSON.stringify([...new Set(input.tools)]);
+          return patch;
+        },
+        actor,
+      );
+    },
+
+    async versions(workspaceId: string, id: string, page: PageRequest): Promise<Page<PersonaVersion>> {
+      await get(workspaceId, id);
+      return mapPage(await store.listVersions(workspaceId, id, page), toPersonaVersion);
+    },
+
+    async version(workspaceId: string, id: string, version: number): Promise<PersonaVersion> {
+      await get(workspaceId, id);
+      const row = await store.findVersion(workspaceId, id, version);
+      if (!row) throw new NotFoundError('Persona version', `${id}@${version}`);
+      return toPersonaVersion(row);
+    },
+
+    /** Makes version `n`'s fields current as a new version (none when they already are). */
+    async restore(workspaceId: string, id: string, version: number, actor: string | null): Promise<Persona> {
+      await get(workspaceId, id);
+      const old = await store.findVersion(workspaceId, id, version);
+      if (!old) throw new NotFoundError('Persona version', `${id}@${version}`);
+      return change(workspaceId, id, () => Object.fromEntries(VERSIONED.map((f) => [f, old[f]])) as Partial<PersonaRow>, actor);
     },
 
     /** Lets a feature refuse (409) the deletion of a persona it routes to. */

@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import type { SqlBackend } from '../../db/backend.js';
-import type { PersonaRow } from '../../db/schema.js';
-import { type PageRequest, paginate } from '../../lib/pagination.js';
+import type { PersonaRow, PersonaVersionRow } from '../../db/schema.js';
+import { ValidationError } from '../../errors.js';
+import { type Page, type PageRequest, paginate } from '../../lib/pagination.js';
 
 /** Escapes LIKE wildcards so a search for "50%" means the text "50%". */
 function likeContains(text: string): string {
@@ -10,11 +11,43 @@ function likeContains(text: string): string {
 
 const asciiLower = (text: string) => text.replace(/[A-Z]/g, (c) => c.toLowerCase());
 
+/** A page of versions ends at a version number: the cursor holds the last one shown. */
+const versionCursor = (version: number) => Buffer.from(`v${version}`).toString('base64url');
+function versionBefore(cursor: string): number {
+  const match = /^v([1-9]\d{0,15})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  if (!match) throw ValidationError.field('cursor', 'is not a cursor this list returned');
+  return Number(match[1]);
+}
+
+/** The fields a version keeps, from a persona row. */
+export function versionOf(row: PersonaRow, createdBy: string | null): PersonaVersionRow {
+  return {
+    workspace_id: row.workspace_id,
+    persona_id: row.id,
+    version: row.version,
+    name: row.name,
+    instructions: row.instructions,
+    traits: row.traits,
+    model: row.model,
+    temperature: row.temperature,
+    max_tokens: row.max_tokens,
+    tools: row.tools,
+    created_at: row.updated_at,
+    created_by: createdBy,
+  };
+}
+
 export function createPersonaStore({ kysely: db, prepare }: SqlBackend) {
   // Every answer reads its persona: one prepared statement instead of building and compiling the query each time.
   const findRow = prepare<PersonaRow>('SELECT * FROM personas WHERE workspace_id = ? AND id = ?');
+  const findVersionRow = prepare<PersonaVersionRow>('SELECT * FROM persona_versions WHERE workspace_id = ? AND persona_id = ? AND version = ?');
   return {
-    insert: (row: PersonaRow) => db.insertInto('personas').values(row).execute(),
+    /** The persona and its version 1, together. */
+    insert: (row: PersonaRow, createdBy: string | null) =>
+      db.transaction().execute(async (trx) => {
+        await trx.insertInto('personas').values(row).execute();
+        await trx.insertInto('persona_versions').values(versionOf(row, createdBy)).execute();
+      }),
     find: (workspaceId: string, id: string): Promise<PersonaRow | undefined> => findRow.first(workspaceId, id),
     list: (workspaceId: string, page: PageRequest, nameContains?: string) => {
       let q = db.selectFrom('personas').selectAll().where('workspace_id', '=', workspaceId);
@@ -23,8 +56,35 @@ export function createPersonaStore({ kysely: db, prepare }: SqlBackend) {
       if (nameContains) q = q.where(sql<boolean>`lower(name) LIKE ${likeContains(asciiLower(nameContains))} ESCAPE '\\'`);
       return paginate(q, page);
     },
-    update: (workspaceId: string, id: string, patch: Partial<PersonaRow>) =>
-      db.updateTable('personas').set(patch).where('workspace_id', '=', workspaceId).where('id', '=', id).execute(),
+    /**
+     * Makes `next` current and keeps it as its version, only if the persona is still at the version
+     * the change was made from (`next.version − 1`): false when another change came first, or the
+     * persona is gone, so two edits at once never share a number or overwrite each other unseen.
+     */
+    replace: (next: PersonaRow, createdBy: string | null): Promise<boolean> =>
+      db.transaction().execute(async (trx) => {
+        const { version: _, id, workspace_id, created_at, ...fields } = next;
+        const r = await trx
+          .updateTable('personas')
+          .set({ ...fields, version: next.version })
+          .where('workspace_id', '=', workspace_id)
+          .where('id', '=', id)
+          .where('version', '=', next.version - 1)
+          .executeTakeFirst();
+        if (Number(r.numUpdatedRows) === 0) return false;
+        await trx.insertInto('persona_versions').values(versionOf(next, createdBy)).execute();
+        return true;
+      }),
+    findVersion: (workspaceId: string, personaId: string, version: number): Promise<PersonaVersionRow | undefined> =>
+      findVersionRow.first(workspaceId, personaId, version),
+    async listVersions(workspaceId: string, personaId: string, page: PageRequest): Promise<Page<PersonaVersionRow>> {
+      let q = db.selectFrom('persona_versions').selectAll().where('workspace_id', '=', workspaceId).where('persona_id', '=', personaId);
+      if (page.cursor !== undefined) q = q.where('version', '<', versionBefore(page.cursor));
+      const rows = await q.orderBy('version', 'desc').limit(page.limit + 1).execute();
+      const data = rows.slice(0, page.limit);
+      const last = data[data.length - 1];
+      return { data, nextCursor: rows.length > page.limit && last ? versionCursor(last.version) : null };
+    },
     delete: async (workspaceId: string, id: string) => {
       const r = await db.deleteFrom('personas').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
       return Number(r.numDeletedRows) > 0;

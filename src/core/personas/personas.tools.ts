@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { personaPrompt } from '../chat/prompt.js';
 import { deletedOutput, idInput, pageInput, pageOutput } from '../../mcp/common-schemas.js';
 import { defineTool, type McpFeature, READ_ONLY } from '../../mcp/tool-definition.js';
-import { createPersonaSchema, personaSchema, updatePersonaSchema } from './personas.schemas.js';
+import { createPersonaSchema, personaSchema, personaVersionSchema, updatePersonaSchema } from './personas.schemas.js';
 
 const personaFields =
   'A persona is an agent: `instructions` (its system prompt), `traits`, optional `model`/`temperature`/`maxTokens` overrides, and `tools` it may call ("<toolName>.<action>" or "<toolName>.*").';
@@ -38,7 +38,7 @@ export const personaFeature: McpFeature = {
       output: personaSchema,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },
       scope: 'write',
-      run: ({ ctx, caller }, input) => ctx.services.personas.create(caller.workspaceId, input),
+      run: ({ ctx, caller }, input) => ctx.services.personas.create(caller.workspaceId, input, caller.keyId),
     }),
     defineTool({
       name: 'update_persona',
@@ -48,7 +48,7 @@ export const personaFeature: McpFeature = {
       output: personaSchema,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
       scope: 'write',
-      run: ({ ctx, caller }, { id, ...patch }) => ctx.services.personas.update(caller.workspaceId, id, patch),
+      run: ({ ctx, caller }, { id, ...patch }) => ctx.services.personas.update(caller.workspaceId, id, patch, caller.keyId),
     }),
     defineTool({
       name: 'delete_persona',
@@ -64,6 +64,30 @@ export const personaFeature: McpFeature = {
         await ctx.services.personas.delete(caller.workspaceId, id);
         return { id, deleted: true as const };
       },
+    }),
+    defineTool({
+      name: 'list_persona_versions',
+      title: "List a persona's versions",
+      description:
+        "Lists a persona's versions, newest first: version 1 is its creation and each change to its fields adds one, with who made it (createdBy, an API key id) and when. " +
+        'Pass `nextCursor` back as `cursor` for more. An A/B test may pit two versions against each other: `per_…@3` names version 3.',
+      input: z.strictObject({ id: z.string().min(1).max(64).describe("The persona's id."), ...pageInput }),
+      output: pageOutput(personaVersionSchema),
+      annotations: READ_ONLY,
+      scope: 'read',
+      run: ({ ctx, caller }, { id, ...page }) => ctx.services.personas.versions(caller.workspaceId, id, page),
+    }),
+    defineTool({
+      name: 'restore_persona_version',
+      title: 'Restore a persona version',
+      description: "Makes an earlier version's fields current again, as a new version (the history is kept), and returns the persona. Nothing changes when they already are current.",
+      input: z.strictObject({ id: z.string().min(1).max(64).describe("The persona's id."), version: z.number().int().min(1).describe('The version to restore.') }),
+      output: personaSchema,
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
+      scope: 'write',
+      confirm: async ({ ctx, caller }, { id, version }) =>
+        `Make version ${version} of the persona "${(await ctx.services.personas.get(caller.workspaceId, id)).name}" (${id}) current again? Every answer from now on uses it.`,
+      run: ({ ctx, caller }, { id, version }) => ctx.services.personas.restore(caller.workspaceId, id, version, caller.keyId),
     }),
   ],
 

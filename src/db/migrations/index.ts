@@ -26,6 +26,9 @@ import * as m022 from './022-tool-server-oauth.js';
 import * as m023 from './023-mcp-tasks.js';
 import * as m024 from './024-mcp-events.js';
 import * as m025 from './025-mcp-replies.js';
+import * as m026 from './026-persona-versions.js';
+import * as m027 from './027-ab-test-versions.js';
+import * as m028 from './028-evaluations.js';
 
 /** A step of the one chain both backends run; it branches on the dialect only through its type helpers. */
 interface DialectMigration {
@@ -59,6 +62,9 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '023-mcp-tasks': m023,
   '024-mcp-events': m024,
   '025-mcp-replies': m025,
+  '026-persona-versions': m026,
+  '027-ab-test-versions': m027,
+  '028-evaluations': m028,
 };
 
 /**

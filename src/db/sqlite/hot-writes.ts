@@ -13,7 +13,7 @@ import type { Db } from '../database.js';
 import type { WriteGroup } from '../write-group.js';
 
 const INTERACTION_COLUMNS =
-  'workspace_id, session_id, message_id, persona_id, ab_test_id, variant, channel_id, user_id, model, started_at, latency_ms, ttft_ms, prompt_tokens, completion_tokens, tool_calls, error, metadata, new_session';
+  'workspace_id, session_id, message_id, persona_id, ab_test_id, variant, channel_id, user_id, model, started_at, latency_ms, ttft_ms, prompt_tokens, completion_tokens, tool_calls, error, metadata, new_session, persona_version';
 
 /** `writes`: the backend's one write group (so tests may put writes of their own in the same group). */
 export function createSqliteHotWrites(db: Db, writes: WriteGroup): HotWrites {
