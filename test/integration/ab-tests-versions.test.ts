@@ -138,6 +138,7 @@ describe.each(testBackends())('A/B tests between versions on $kind', (backend) =
     expect(asked.statusCode, asked.body).toBe(200);
     expect(asked.json().variant).toBe('A');
     expect((await t.request({ method: 'GET', url: `/v1/models/${test.id}` })).statusCode).toBe(200);
+    expect((await t.request({ method: 'GET', url: '/v1/models' })).json().data.map((m: { id: string }) => m.id)).toContain(test.id);
 
     expectProblem(await t.request({ method: 'POST', url: `/business/ab-tests/${test.id}/promote`, body: { variant: 'B' } }), 409, 'conflict');
     expectProblem(await t.request({ method: 'POST', url: `/business/ab-tests/${test.id}/promote`, body: { variant: 'C' } }), 400, 'validation_failed', 'variant');

@@ -135,10 +135,13 @@ export function evaluationRoutes(ctx: AppContext): FastifyPluginAsyncZod {
     app.post(
       '/datasets/:id/import',
       {
+        // It adds cases: a retry with the same Idempotency-Key adds nothing twice.
+        config: { idempotent: true },
         schema: {
           tags,
           summary: 'Append the cases of a JSONL or CSV file',
-          description: 'All or nothing: a case that does not pass is a 400 naming its line (row) and field, and nothing is added.',
+          description:
+            'All or nothing: a case that does not pass is a 400 naming its line (row) and field, and nothing is added. The request body holds up to 1 MiB: import a larger file in parts (each call appends).',
           params: idParams,
           body: importCasesSchema,
           response: withErrors({ 200: z.object({ imported: z.number().int(), dataset: datasetSchema }) }, [404, 409]),

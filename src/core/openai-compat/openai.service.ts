@@ -106,12 +106,15 @@ export function createOpenAiService({ chat, personas, abTests, threads, clock }:
   }
 
   return {
-    /** The workspace's personas, then its running A/B tests. */
+    /** The workspace's personas, then its running and promoted A/B tests. */
     async listModels(workspaceId: string): Promise<OpenAiModel[]> {
-      const [all, running] = await Promise.all([
+      const [all, running, finished] = await Promise.all([
         allPages((page) => personas.list(workspaceId, page)),
         allPages((page) => abTests.list(workspaceId, page, 'running')),
+        allPages((page) => abTests.list(workspaceId, page, 'completed')),
       ]);
+      // A promoted test still answers (with its winner): clients that name it keep working.
+      running.push(...finished.filter((t) => t.promoted !== null));
       return [
         ...all.map((p) => ({ id: p.id, object: 'model' as const, created: epoch(p.createdAt), owned_by: OWNER, name: p.name })),
         ...running.map((t) => ({ id: t.id, object: 'model' as const, created: epoch(t.startedAt ?? t.createdAt), owned_by: OWNER, name: t.name })),
