@@ -291,6 +291,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     logger,
     leases: { owner: instanceOwner, ms: config.leaseSeconds * 1000, shared: config.database !== undefined },
   });
+  personas.guardDeletion((workspaceId, personaId) => evaluations.personaInUse(workspaceId, personaId));
   const analytics = createAnalyticsService({ store: createAnalyticsStore(db, backend.analytics), personas, channelExists, clock });
   const inbox = createInbox({ store: channelStore, chat, sessions, clock, logger, recoveryWindowMs: overrides.channels?.recoveryWindowMs, owner: instanceOwner });
   const channels = createChannelService({

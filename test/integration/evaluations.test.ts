@@ -216,6 +216,7 @@ describe.each(testBackends())('evaluation runs in the background on $kind', (bac
       const id = (await t.request({ method: 'POST', url: '/evaluations/runs', body: { datasetId: ds.id, personaId: p.id, concurrency: 1 } })).json().id;
       await until('the third case to wait', () => gated.state.waiting === 1);
       expectProblem(await t.request({ method: 'DELETE', url: `/datasets/${ds.id}` }), 409, 'conflict');
+      expect(expectProblem(await t.request({ method: 'DELETE', url: `/personas/${p.id}` }), 409, 'conflict').detail).toContain(id);
       const cancelled = await t.request({ method: 'POST', url: `/evaluations/runs/${id}/cancel` });
       expect(cancelled.statusCode, cancelled.body).toBe(200);
       expect(cancelled.json().status).toBe('cancelled');

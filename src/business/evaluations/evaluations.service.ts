@@ -479,6 +479,14 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
       return toEvalRun(row);
     },
     getRun: async (workspaceId: string, id: string): Promise<EvalRun> => toEvalRun(await findRun(workspaceId, id)),
+    /** Why a persona may not be deleted now (a run is answering with it), or null. */
+    async personaInUse(workspaceId: string, personaId: string): Promise<string | null> {
+      for (const status of ['running', 'queued'] as const) {
+        const [run] = (await store.listRuns(workspaceId, { limit: 1 }, { personaId, status })).data;
+        if (run) return `Persona ${personaId} is answering evaluation run ${run.id}; cancel it first.`;
+      }
+      return null;
+    },
     async listRuns(workspaceId: string, page: PageRequest, filter: Parameters<EvaluationStore['listRuns']>[2]): Promise<Page<EvalRun>> {
       if (filter.datasetId !== undefined) await findDataset(workspaceId, filter.datasetId);
       if (filter.personaId !== undefined) await personas.get(workspaceId, filter.personaId);
