@@ -81,6 +81,8 @@ describe.each(testBackends())('evaluations on $kind', (backend) => {
       expectProblem(res, 404, 'not_found');
     }
     expect((await get('/datasets', other)).json().data).toEqual([]);
+    expect((await get('/datasets?q=SUPP')).json().data.map((d: { id: string }) => d.id)).toContain(ds.id);
+    expect((await get('/datasets?q=support%25')).json().data).toEqual([]);
   });
 
   it('imports JSONL and CSV all or nothing, and exports what it holds', async () => {
@@ -134,6 +136,7 @@ describe.each(testBackends())('evaluations on $kind', (backend) => {
       [3, true],
     ]);
     expect(results[0]!.answer).toContain('five working days');
+    expect(results.map((r) => r.input)).toEqual(CASES.map((c) => c.input));
     expect(results[0]!.sources[0]).toEqual({ sourceId: refundsId, sourceName: 'Refund policy' });
     expect(results[0]!.scores.find((s: { scorer: string }) => s.scorer === 'retrieval_hit_at_k')).toMatchObject({ value: 1, passed: true });
     expect(results[0]!.tokens.prompt).toBeGreaterThan(0);

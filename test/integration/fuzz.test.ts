@@ -319,6 +319,10 @@ describe.each(testBackends())('fuzzing the write endpoints on $kind', (backend) 
         if (body.maxTokens !== undefined) expected.maxTokens = body.maxTokens;
         const p = res.json();
         const tools = body.tools === undefined ? (current.tools as string[]) : [...new Set(body.tools as string[])];
+        // A change to any field is the next version; an update that changes nothing adds none (API.md §3).
+        const same = (k: string) => JSON.stringify(expected[k]) === JSON.stringify(current[k]);
+        const changed = !['name', 'instructions', 'traits', 'model', 'temperature', 'maxTokens'].every(same) || JSON.stringify(tools) !== JSON.stringify(current.tools);
+        expected.version = (current.version as number) + (changed ? 1 : 0);
         expect([...p.tools].sort()).toEqual([...tools].sort());
         expect({ ...p, tools: undefined, updatedAt: undefined }).toEqual({ ...expected, tools: undefined, updatedAt: undefined });
         current = p;

@@ -17,6 +17,7 @@ import {
   evalRunSchema,
   exportCasesQuerySchema,
   importCasesSchema,
+  listDatasetsQuerySchema,
   listResultsQuerySchema,
   listRunsQuerySchema,
   updateDatasetSchema,
@@ -43,8 +44,11 @@ export function evaluationRoutes(ctx: AppContext): FastifyPluginAsyncZod {
 
     app.get(
       '/datasets',
-      { schema: { tags, summary: 'List datasets, newest first', querystring: pageQuerySchema.strict(), response: withErrors({ 200: pageOf(datasetSchema) }) } },
-      async (request) => evaluations.listDatasets(principalOf(request).workspaceId, request.query),
+      { schema: { tags, summary: 'List datasets, newest first', querystring: listDatasetsQuerySchema, response: withErrors({ 200: pageOf(datasetSchema) }) } },
+      async (request) => {
+        const { q, ...page } = request.query;
+        return evaluations.listDatasets(principalOf(request).workspaceId, page, q);
+      },
     );
 
     app.get(

@@ -22,6 +22,10 @@ export const createDatasetSchema = z.strictObject({
   cases: z.array(evalCaseSchema).max(1000).default([]).describe('Cases to start with (at most 1 000 here; import more as JSONL or CSV).'),
 });
 
+export const listDatasetsQuerySchema = pageQuerySchema
+  .extend({ q: z.string().max(200).optional().describe('Case-insensitive match on the name.') })
+  .strict();
+
 export const updateDatasetSchema = z.strictObject({
   name: z.string().trim().min(1).max(200).optional(),
   description: z.string().max(2000).nullable().optional(),
@@ -123,6 +127,7 @@ export const evalResultSchema = z
   .object({
     caseId: z.string(),
     position: z.number().int(),
+    input: z.string().nullable().describe('The question the case asked (its last user turn), cut at 500 characters; null once the case is deleted.'),
     passed: z.boolean().nullable(),
     score: z.number().nullable(),
     answer: z.string(),

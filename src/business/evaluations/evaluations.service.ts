@@ -66,10 +66,17 @@ export function toEvalRun(row: EvalRunRow): EvalRun {
   };
 }
 
-function toEvalResult(row: EvalResultRow): EvalResult {
+/** What a case asked: its input, or its conversation's last user turn. */
+function questionOf(body: string): string {
+  const turns = caseInput(JSON.parse(body) as EvalCase).messages;
+  return turns[turns.length - 1]!.content.slice(0, QUESTION_MAX);
+}
+
+function toEvalResult(row: EvalResultRow, input: string | null): EvalResult {
   return {
     caseId: row.case_id,
     position: row.position,
+    input,
     passed: row.passed === null ? null : row.passed === 1,
     score: row.score,
     answer: row.answer,
@@ -90,6 +97,8 @@ const CHECK_MS = 1_000;
 /** Times a run may be taken up before it is failed: one that keeps stopping its instance must not loop. */
 const MAX_ATTEMPTS = 5;
 const CLAIM_BATCH = 10;
+/** A case's question as results and comparisons show it. */
+const QUESTION_MAX = 500;
 /** A case's answer is cut at this many characters when kept (the scores saw all of it). */
 const ANSWER_MAX = 32_000;
 
@@ -373,7 +382,8 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
       await store.insertDataset(row, caseRows(workspaceId, row.id, input.cases, 1, at));
       return toDataset(row);
     },
-    listDatasets: async (workspaceId: string, page: PageRequest): Promise<Page<Dataset>> => mapPage(await store.listDatasets(workspaceId, page), toDataset),
+    listDatasets: async (workspaceId: string, page: PageRequest, nameContains?: string): Promise<Page<Dataset>> =>
+      mapPage(await store.listDatasets(workspaceId, page, nameContains), toDataset),
     getDataset: async (workspaceId: string, id: string): Promise<Dataset> => toDataset(await findDataset(workspaceId, id)),
     async updateDataset(workspaceId: string, id: string, input: { name?: string | undefined; description?: string | null | undefined }): Promise<Dataset> {
       const row = await findDataset(workspaceId, id);
@@ -502,7 +512,12 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
     },
     async results(workspaceId: string, id: string, page: PageRequest, passed?: boolean): Promise<Page<EvalResult>> {
       await findRun(workspaceId, id);
-      return mapPage(await store.listResults(id, page, passed), toEvalResult);
+      const rows = await store.listResults(id, page, passed);
+      const bodies = await store.caseBodies(workspaceId, rows.data.map((r) => r.case_id));
+      return mapPage(rows, (r) => {
+        const body = bodies.get(r.case_id);
+        return toEvalResult(r, body === undefined ? null : questionOf(body));
+      });
     },
     /** Two runs over one dataset, case by case: which version wins, by how much, and how sure. */
     async compare(workspaceId: string, aId: string, bId: string): Promise<Comparison> {
@@ -518,9 +533,7 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
       const cases = new Map((await store.allCases(workspaceId, a.dataset_id)).map((c) => [c.id, c]));
       const inputOf = (caseId: string) => {
         const c = cases.get(caseId);
-        if (!c) return '(case deleted)';
-        const turns = caseInput(JSON.parse(c.body) as EvalCase).messages;
-        return turns[turns.length - 1]!.content.slice(0, 200);
+        return c ? questionOf(c.body) : '(case deleted)';
       };
       const changed = pairs
         .filter(([x, y]) => x.score !== y.score)

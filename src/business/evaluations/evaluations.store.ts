@@ -1,4 +1,5 @@
 import { type Kysely, sql } from 'kysely';
+import { nameContains } from '../../db/name-filter.js';
 import type { Database, DatasetCaseRow, DatasetRow, EvalResultRow, EvalRunRow, EvalRunStatus } from '../../db/schema.js';
 import { ValidationError } from '../../errors.js';
 import { type Page, type PageRequest, paginate } from '../../lib/pagination.js';
@@ -33,7 +34,11 @@ export function createEvaluationStore(db: Kysely<Database>) {
       }),
     findDataset: (workspaceId: string, id: string) =>
       db.selectFrom('datasets').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
-    listDatasets: (workspaceId: string, page: PageRequest) => paginate(db.selectFrom('datasets').selectAll().where('workspace_id', '=', workspaceId), page),
+    listDatasets: (workspaceId: string, page: PageRequest, text?: string) => {
+      let q = db.selectFrom('datasets').selectAll().where('workspace_id', '=', workspaceId);
+      if (text) q = q.where(nameContains(text));
+      return paginate(q, page);
+    },
     updateDataset: (workspaceId: string, id: string, patch: Partial<DatasetRow>) =>
       db.updateTable('datasets').set(patch).where('workspace_id', '=', workspaceId).where('id', '=', id).execute(),
     deleteDataset: async (workspaceId: string, id: string) => {
@@ -74,6 +79,12 @@ export function createEvaluationStore(db: Kysely<Database>) {
             .execute(),
         page,
       ),
+    /** The bodies of some cases of the workspace, by id (the ones deleted since are missing). */
+    caseBodies: async (workspaceId: string, ids: string[]): Promise<Map<string, string>> => {
+      if (ids.length === 0) return new Map();
+      const rows = await db.selectFrom('dataset_cases').select(['id', 'body']).where('workspace_id', '=', workspaceId).where('id', 'in', ids).execute();
+      return new Map(rows.map((r) => [r.id, r.body]));
+    },
     /** Every case of a dataset in order (export, and a run's work list). */
     allCases: (workspaceId: string, datasetId: string): Promise<DatasetCaseRow[]> =>
       db.selectFrom('dataset_cases').selectAll().where('workspace_id', '=', workspaceId).where('dataset_id', '=', datasetId).orderBy('position').execute(),

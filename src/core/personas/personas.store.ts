@@ -1,15 +1,9 @@
-import { sql } from 'kysely';
 import type { SqlBackend } from '../../db/backend.js';
+import { nameContains } from '../../db/name-filter.js';
 import type { PersonaRow, PersonaVersionRow } from '../../db/schema.js';
 import { ValidationError } from '../../errors.js';
 import { type Page, type PageRequest, paginate } from '../../lib/pagination.js';
 
-/** Escapes LIKE wildcards so a search for "50%" means the text "50%". */
-function likeContains(text: string): string {
-  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-}
-
-const asciiLower = (text: string) => text.replace(/[A-Z]/g, (c) => c.toLowerCase());
 
 /** A page of versions ends at a version number: the cursor holds the last one shown. */
 const versionCursor = (version: number) => Buffer.from(`v${version}`).toString('base64url');
@@ -49,11 +43,9 @@ export function createPersonaStore({ kysely: db, prepare }: SqlBackend) {
         await trx.insertInto('persona_versions').values(versionOf(row, createdBy)).execute();
       }),
     find: (workspaceId: string, id: string): Promise<PersonaRow | undefined> => findRow.first(workspaceId, id),
-    list: (workspaceId: string, page: PageRequest, nameContains?: string) => {
+    list: (workspaceId: string, page: PageRequest, text?: string) => {
       let q = db.selectFrom('personas').selectAll().where('workspace_id', '=', workspaceId);
-      // ASCII case ignored on both backends, as SQLite's LIKE does: PostgreSQL's LIKE does not, and
-      // its lower() of a "C"-collated column (dialect.ts) folds ASCII only, like the pattern here.
-      if (nameContains) q = q.where(sql<boolean>`lower(name) LIKE ${likeContains(asciiLower(nameContains))} ESCAPE '\\'`);
+      if (text) q = q.where(nameContains(text));
       return paginate(q, page);
     },
     /**
