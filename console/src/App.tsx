@@ -4,6 +4,7 @@ import { AuthContext, makeAuth } from './auth';
 import { AbTestsPage } from './pages/AbTests';
 import { AnalyticsPage } from './pages/Analytics';
 import { ChannelsPage } from './pages/Channels';
+import { EvaluationsPage } from './pages/Evaluations';
 import { KeysPage } from './pages/Keys';
 import { KnowledgePage } from './pages/Knowledge';
 import { PersonasPage } from './pages/Personas';
@@ -16,6 +17,7 @@ const PAGES = [
   ['playground', 'Playground', PlaygroundPage],
   ['analytics', 'Analytics', AnalyticsPage],
   ['ab-tests', 'A/B tests', AbTestsPage],
+  ['evaluations', 'Evaluations', EvaluationsPage],
   ['channels', 'Channels', ChannelsPage],
   ['tools', 'Tools', ToolsPage],
   ['api-keys', 'API keys', KeysPage],

@@ -130,8 +130,62 @@ export interface Persona {
   temperature: number | null;
   maxTokens: number | null;
   tools: string[];
+  /** The current version (GET /personas/{id}/versions). */
+  version: number;
   createdAt: string;
   updatedAt: string;
+}
+/** One version of a persona: its fields as they were, who changed them and when. */
+export interface PersonaVersion {
+  version: number;
+  name: string;
+  instructions: string;
+  traits: string[];
+  model: string | null;
+  temperature: number | null;
+  maxTokens: number | null;
+  tools: string[];
+  createdAt: string;
+  createdBy: string | null;
+}
+/** `per_…` (the current version) or `per_…@n` (version n), as A/B tests and runs name a persona. */
+export function parsePersonaRef(ref: string): { personaId: string; version: number | null } {
+  const m = /^(.*)@(\d+)$/.exec(ref);
+  return m ? { personaId: m[1]!, version: Number(m[2]) } : { personaId: ref, version: null };
+}
+export interface EvalCase {
+  input?: string;
+  messages?: { role: 'user' | 'assistant'; content: string }[];
+  expected?: string;
+  mustContain?: string[];
+  mustNotContain?: string[];
+  regex?: string;
+  expectedSources?: string[];
+  jsonSchema?: Record<string, unknown>;
+  rubric?: string;
+  tags?: string[];
+}
+export interface Dataset {
+  id: string;
+  name: string;
+  description: string | null;
+  caseCount: number;
+  createdAt: string;
+  updatedAt: string;
+}
+export interface DatasetCase {
+  id: string;
+  datasetId: string;
+  position: number;
+  case: EvalCase;
+  sessionId: string | null;
+  createdAt: string;
+}
+/** A case's question in one line: its input, or the last user turn of its messages. */
+export function caseQuestion(c: EvalCase): string {
+  if (c.input !== undefined) return c.input;
+  const last = c.messages?.filter((m) => m.role === 'user').at(-1);
+  return last ? `${last.content} (after ${c.messages!.length - 1} earlier turns)` : '(no input)';
 }
 export interface Source {
   id: string;

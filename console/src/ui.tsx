@@ -1,5 +1,5 @@
 import { type ButtonHTMLAttributes, type ReactNode, useCallback, useEffect, useId, useState } from 'react';
-import { ApiError } from './api';
+import { ApiError, get, type List, parsePersonaRef, type PersonaVersion } from './api';
 import type { Scope } from './api';
 import { useAuth } from './auth';
 
@@ -157,3 +157,74 @@ export function download(blob: Blob, name: string) {
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
+
+/** A persona reference (`per_…` or `per_…@n`) by name: "Support" or "Support v2". */
+export function refLabel(ref: string, personas: ReadonlyArray<{ id: string; name: string }> | undefined): string {
+  const { personaId, version } = parsePersonaRef(ref);
+  const name = personas?.find((p) => p.id === personaId)?.name ?? personaId;
+  return version === null ? name : `${name} v${version}`;
+}
+
+/**
+ * A labelled picker of one persona's versions; "" is its current version (whichever it is when
+ * used). `value` is the version number as text.
+ */
+export function VersionSelect(props: { label: string; personaId: string; value: string; onChange: (v: string) => void; current: string; hint?: string }) {
+  const { personaId } = props;
+  const versions = useLoad(
+    () => (personaId ? get<List<PersonaVersion>>(`/personas/${personaId}/versions?limit=100`) : Promise.resolve(undefined)),
+    [personaId],
+  );
+  return (
+    <Field label={props.label} {...(props.hint ? { hint: props.hint } : {})}>
+      {(id) => (
+        <select id={id} value={props.value} onChange={(e) => props.onChange(e.target.value)} disabled={!personaId}>
+          <option value="">
+            {props.current}
+            {versions.data?.data[0] ? ` (now version ${versions.data.data[0].version})` : ''}
+          </option>
+          {versions.data?.data.map((v) => (
+            <option key={v.version} value={String(v.version)}>
+              Version {v.version} · {when(v.createdAt)}
+            </option>
+          ))}
+        </select>
+      )}
+    </Field>
+  );
+}
+
+/** Cursor paging for one list: the cursors of the pages before this one. */
+export function useCursor() {
+  const [stack, setStack] = useState<string[]>([]);
+  return {
+    cursor: stack.at(-1),
+    page: stack.length + 1,
+    next: useCallback((c: string) => setStack((s) => [...s, c]), []),
+    prev: useCallback(() => setStack((s) => s.slice(0, -1)), []),
+    reset: useCallback(() => setStack([]), []),
+  };
+}
+
+/** Previous / next page buttons under a paged list. */
+export function Pager({ pager, nextCursor, what }: { pager: ReturnType<typeof useCursor>; nextCursor: string | null | undefined; what: string }) {
+  if (pager.page === 1 && !nextCursor) return null;
+  return (
+    <div className="row pager">
+      <button className="secondary" onClick={pager.prev} disabled={pager.page === 1} aria-label={`Previous page of ${what}`}>
+        Previous
+      </button>
+      <span className="muted">Page {pager.page}</span>
+      <button className="secondary" onClick={() => nextCursor && pager.next(nextCursor)} disabled={!nextCursor} aria-label={`Next page of ${what}`}>
+        Next
+      </button>
+    </div>
+  );
+}
+
+/** 0.4567 → "45.7 %"; null → "—". */
+export const pct = (v: number | null | undefined, digits = 1) => (v === null || v === undefined ? '—' : `${(v * 100).toFixed(digits)} %`);
+/** A number to `digits` places, or "—". */
+export const num = (v: number | null | undefined, digits = 2) => (v === null || v === undefined ? '—' : v.toFixed(digits));
+/** Milliseconds, rounded, or "—". */
+export const ms = (v: number | null | undefined) => (v === null || v === undefined ? '—' : `${Math.round(v)} ms`);

@@ -1,7 +1,7 @@
 import { useChat } from '@ai-sdk/react';
 import { DefaultChatTransport, type UIMessage } from 'ai';
 import { type FormEvent, useMemo, useRef, useState } from 'react';
-import { api, get, getKey, type List, type Persona, qs, readProblem, type Session, signalUnauthorized } from '../api';
+import { api, caseQuestion, type Dataset, type DatasetCase, get, getKey, type List, type Persona, qs, readProblem, type Session, signalUnauthorized } from '../api';
 import { useAuth } from '../auth';
 import { Markdown } from '../markdown';
 import { Empty, Field, Loading, ProblemView, ScopedButton, useAction, useLoad, when } from '../ui';
@@ -249,14 +249,22 @@ function Passage({ chunkId, title }: { chunkId: string; title: string }) {
 }
 
 function Feedback({ sessionId, messageId }: { sessionId: string; messageId: string }) {
-  const [rated, setRated] = useState<string | null>(null);
+  const [rated, setRated] = useState<{ rating: number; label: string } | null>(null);
   const act = useAction();
   const rate = (rating: number, label: string) =>
     act.run(async () => {
       await api('POST', `/sessions/${sessionId}/feedback`, { rating, messageId });
-      setRated(label);
+      setRated({ rating, label });
     });
-  if (rated) return <p className="muted" role="status">Rated {rated}. Thanks — it counts in Analytics.</p>;
+  if (rated)
+    return (
+      <>
+        <p className="muted" role="status">
+          Rated {rated.label}. Thanks — it counts in Analytics.
+        </p>
+        {rated.rating === 1 && <AddToDataset sessionId={sessionId} messageId={messageId} />}
+      </>
+    );
   return (
     <div className="row feedback">
       <ScopedButton scope="write" className="secondary" onClick={() => void rate(5, 'Helpful')} disabled={act.busy}>
@@ -265,6 +273,70 @@ function Feedback({ sessionId, messageId }: { sessionId: string; messageId: stri
       <ScopedButton scope="write" className="secondary" onClick={() => void rate(1, 'Not helpful')} disabled={act.busy}>
         Not helpful
       </ScopedButton>
+      <ProblemView error={act.error} />
+    </div>
+  );
+}
+
+const REGRESSIONS = 'Regressions';
+const NEW = 'new';
+
+/** A badly rated answer as a regression case: into a chosen dataset, or one named "Regressions" made for it. */
+function AddToDataset({ sessionId, messageId }: { sessionId: string; messageId: string }) {
+  const datasets = useLoad(() => get<List<Dataset>>('/datasets?limit=100'), []);
+  // Found by name, so a workspace with more datasets than one page still reuses its "Regressions".
+  const named = useLoad(() => get<List<Dataset>>(`/datasets?limit=100&q=${REGRESSIONS}`), []);
+  const [choice, setChoice] = useState<string | null>(null);
+  const [made, setMade] = useState<{ dataset: string; c: DatasetCase } | null>(null);
+  const act = useAction();
+  const list = datasets.data?.data ?? [];
+  const regressions = named.data?.data.find((d) => d.name === REGRESSIONS) ?? list.find((d) => d.name === REGRESSIONS);
+  const value = choice ?? regressions?.id ?? NEW;
+  const add = () =>
+    act.run(async () => {
+      const ds = list.find((d) => d.id === value) ?? (regressions?.id === value ? regressions : undefined) ?? (await api<Dataset>('POST', '/datasets', { name: REGRESSIONS, description: 'Answers rated Not helpful, made into cases from the Playground.' }));
+      const c = await api<DatasetCase>('POST', `/datasets/${ds.id}/cases/from-session`, { sessionId, messageId });
+      setMade({ dataset: ds.name, c });
+    });
+  if (made)
+    return (
+      <div className="panel made-case" role="status" data-testid="made-case">
+        <p>
+          Added as case {made.c.position} of “{made.dataset}”: <q>{caseQuestion(made.c.case)}</q>
+        </p>
+        {made.c.case.rubric && <p className="muted">Rubric: {made.c.case.rubric}</p>}
+        {made.c.case.tags && <p className="muted">Tags: {made.c.case.tags.join(', ')}</p>}
+        <p>
+          <a href="/console/evaluations">Open Evaluations</a> to add what a good answer must say, and run it against a new version.
+        </p>
+      </div>
+    );
+  return (
+    <div className="panel add-case" role="group" aria-label="Add this answer to a dataset">
+      <p>Turn this answer into a regression case: its question goes into a dataset, so every run checks it again.</p>
+      <div className="row">
+        <Field label="Dataset">
+          {(id) => (
+            <select id={id} value={value} onChange={(e) => setChoice(e.target.value)} disabled={datasets.loading && !datasets.data}>
+              {!regressions && <option value={NEW}>New dataset “{REGRESSIONS}”</option>}
+              {regressions && !list.some((d) => d.id === regressions.id) && (
+                <option value={regressions.id}>
+                  {regressions.name} ({regressions.caseCount} {regressions.caseCount === 1 ? 'case' : 'cases'})
+                </option>
+              )}
+              {list.map((d) => (
+                <option key={d.id} value={d.id}>
+                  {d.name} ({d.caseCount} {d.caseCount === 1 ? 'case' : 'cases'})
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <ScopedButton scope="write" onClick={() => void add()} disabled={act.busy || (datasets.loading && !datasets.data)}>
+          Add to dataset
+        </ScopedButton>
+      </div>
+      <ProblemView error={datasets.error} />
       <ProblemView error={act.error} />
     </div>
   );
