@@ -32,6 +32,7 @@ import type { Ajv, ValidateFunction } from 'ajv';
 import type { Ajv2020 } from 'ajv/dist/2020.js';
 import { z } from 'zod';
 import { csvCell } from '../analytics/analytics.export.js';
+import { detectDelimiter } from '../../core/knowledge/extractors/csv.js';
 import { type FieldError, ValidationError, validationErrorOf, zodFieldErrors } from '../../errors.js';
 import { jsonDepthIssue, pathTooDeep, TOO_DEEP } from '../../lib/json-depth.js';
 
@@ -372,20 +373,6 @@ function decodeList(cell: string): string[] {
   return items.map((item) => item.trim()).filter((item) => item !== '');
 }
 
-/** The most frequent of `,` `;` and tab in the header line, outside quotes; a comma when none appears. */
-function detectDelimiter(text: string): string {
-  const counts = new Map<string, number>([[',', 0], [';', 0], ['\t', 0]]);
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const char = text[i] as string;
-    if (char === '"') quoted = !quoted;
-    else if (char === '\n' && !quoted) break;
-    else if (!quoted && counts.has(char)) counts.set(char, (counts.get(char) as number) + 1);
-  }
-  let best = ',';
-  for (const [delimiter, count] of counts) if (count > (counts.get(best) as number)) best = delimiter;
-  return best;
-}
 
 /**
  * CSV with a header row (columns in the module comment). Throws ValidationError naming the row

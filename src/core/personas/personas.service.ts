@@ -7,10 +7,9 @@ import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
 import type { CreatePersonaInput, Persona, PersonaVersion, UpdatePersonaInput } from './personas.schemas.js';
 import type { PersonaStore } from './personas.store.js';
 
-/** A stored row as the API object. */
-export function toPersona(row: PersonaRow): Persona {
+/** The fields a persona and each of its versions hold, as the API shows them. */
+function fieldsOf(row: PersonaRow | PersonaVersionRow) {
   return {
-    id: row.id,
     name: row.name,
     instructions: row.instructions,
     traits: JSON.parse(row.traits) as string[],
@@ -18,25 +17,16 @@ export function toPersona(row: PersonaRow): Persona {
     temperature: row.temperature,
     maxTokens: row.max_tokens,
     tools: JSON.parse(row.tools) as string[],
-    version: row.version,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
   };
 }
 
+/** A stored row as the API object. */
+export function toPersona(row: PersonaRow): Persona {
+  return { id: row.id, ...fieldsOf(row), version: row.version, createdAt: row.created_at, updatedAt: row.updated_at };
+}
+
 export function toPersonaVersion(row: PersonaVersionRow): PersonaVersion {
-  return {
-    version: row.version,
-    name: row.name,
-    instructions: row.instructions,
-    traits: JSON.parse(row.traits) as string[],
-    model: row.model,
-    temperature: row.temperature,
-    maxTokens: row.max_tokens,
-    tools: JSON.parse(row.tools) as string[],
-    createdAt: row.created_at,
-    createdBy: row.created_by,
-  };
+  return { version: row.version, ...fieldsOf(row), createdAt: row.created_at, createdBy: row.created_by };
 }
 
 /** The fields a version keeps: a change to any of them makes a new version. */
@@ -114,20 +104,10 @@ export function createPersonaService({ store, clock, ids, signals }: PersonaServ
     if (held) return held;
     const row = await store.findVersion(workspaceId, id, version);
     if (!row) throw new NotFoundError('Persona version', `${id}@${version}`);
-    const v = toPersonaVersion(row);
-    const persona: Persona = {
-      id,
-      name: v.name,
-      instructions: v.instructions,
-      traits: Object.freeze(v.traits) as string[],
-      model: v.model,
-      temperature: v.temperature,
-      maxTokens: v.maxTokens,
-      tools: Object.freeze(v.tools) as string[],
-      version,
-      createdAt: current.createdAt,
-      updatedAt: v.createdAt,
-    };
+    const fields = fieldsOf(row);
+    Object.freeze(fields.traits);
+    Object.freeze(fields.tools);
+    const persona: Persona = { id, ...fields, version, createdAt: current.createdAt, updatedAt: row.created_at };
     if (versionCache.size >= CACHE_MAX) versionCache.clear();
     versionCache.set(key, Object.freeze(persona));
     return persona;

@@ -42,7 +42,7 @@ export async function extractCsv(data: Uint8Array): Promise<Extracted> {
 }
 
 /** The most frequent of `,` `;` and tab in the first line, outside quotes; a comma when none appears. */
-function detectDelimiter(text: string): string {
+export function detectDelimiter(text: string): string {
   const counts = new Map<string, number>([[',', 0], [';', 0], ['\t', 0]]);
   let quoted = false;
   for (let i = 0; i < text.length; i++) {
