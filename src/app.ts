@@ -7,6 +7,7 @@ import type { AppContext } from './context.js';
 import { VERSION } from './context.js';
 import { abTestRoutes } from './business/ab-tests/ab-tests.routes.js';
 import { evaluationRoutes } from './business/evaluations/evaluations.routes.js';
+import { handoffRoutes } from './business/handoffs/handoffs.routes.js';
 import { channelRoutes } from './business/channels/channels.routes.js';
 import { analyticsRoutes } from './business/analytics/analytics.routes.js';
 import { authRoutes } from './core/auth/auth.routes.js';
@@ -171,6 +172,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(channelRoutes(ctx));
   await app.register(analyticsRoutes(ctx));
   await app.register(evaluationRoutes(ctx));
+  await app.register(handoffRoutes(ctx));
   await app.register(knowledgeRoutes(ctx));
   await app.register(chatRoutes(ctx));
   await app.register(sessionRoutes(ctx));

@@ -47,6 +47,8 @@ import { createToolOAuth } from './core/tools/tool-oauth.js';
 import { createMcpTasks, type McpTasks } from './mcp/tasks.js';
 import { createEvaluationService, type EvaluationService } from './business/evaluations/evaluations.service.js';
 import { createEvaluationStore } from './business/evaluations/evaluations.store.js';
+import { createHandoffService, type HandoffService } from './business/handoffs/handoffs.service.js';
+import { createHandoffStore } from './business/handoffs/handoffs.store.js';
 import { createMcpTaskStore } from './mcp/tasks.store.js';
 import { createToolOAuthStore } from './core/tools/tool-oauth.store.js';
 import type { ChangeSignals } from './db/change-signals.js';
@@ -100,6 +102,7 @@ export interface AppContext {
     /** Tasks of MCP's tasks extension (src/mcp/tasks.ts). */
     mcpTasks: McpTasks;
     evaluations: EvaluationService;
+    handoffs: HandoffService;
   };
   embedder: Embedder;
   llm: LlmClient;
@@ -152,6 +155,8 @@ const CHAT_TIMEOUT_MS = 60_000;
 
 /** URL fetches take at most this long, redirects included. */
 const URL_FETCH_TIMEOUT_MS = 15_000;
+/** How often lapsed handoff offers and queued handoffs are looked at: an offer lapses at most this late. */
+const HANDOFF_SWEEP_MS = 5_000;
 
 /** The embedder SWITCHBOARD_EMBEDDINGS selects (the `openai` package only for a remote one, as for the model). */
 export async function configuredEmbedder(config: Config): Promise<Embedder> {
@@ -184,8 +189,15 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const heartbeat = leaseStore ? await startHeartbeat(leaseStore, instanceOwner, config.leaseSeconds * 1000, logger, () => clock.now().getTime()) : null;
 
   const auth = createAuthService({ store: createAuthStore(db.kysely), clock, ids, signals: backend.signals });
-  const personas = createPersonaService({ store: createPersonaStore(db), clock, ids, ...(config.database !== undefined ? { signals: backend.signals } : {}) });
-  const teams = createTeamService({ store: createTeamStore(db.kysely), clock, ids });
+  const teamStore = createTeamStore(db.kysely);
+  const teams = createTeamService({ store: teamStore, clock, ids });
+  const personas = createPersonaService({
+    store: createPersonaStore(db),
+    clock,
+    ids,
+    teamExists: async (workspaceId, teamId) => (await teamStore.find(workspaceId, teamId)) !== undefined,
+    ...(config.database !== undefined ? { signals: backend.signals } : {}),
+  });
   const abTests = createAbTestService({ store: createAbTestStore(db.kysely), personas, clock, ids });
   personas.guardDeletion((workspaceId, personaId) => abTests.personaInUse(workspaceId, personaId));
   const idempotency = createIdempotencyService({
@@ -274,12 +286,13 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const agent = createAgent({ llm, knowledge, tools, logger, limits: overrides.agent });
   const { hot } = backend;
   const chatStore = createChatStore(db, hot.chat);
-  const chat = createChatService({ store: chatStore, personas, abTests, agent, clock, ids });
+  const handoffs = createHandoffService({ store: createHandoffStore(db.kysely), teams: teamStore, personas, clock, ids });
+  const chat = createChatService({ store: chatStore, personas, abTests, handoffs, agent, clock, ids });
   const openai = createOpenAiService({ chat, personas, abTests, threads: createOpenAiThreadStore(db, hot.threads), clock });
   const channelStore = createChannelStore(db, hot.channels);
   // The one answer to "is this a channel of the workspace?" (404 filters of sessions and analytics).
   const channelExists: ChannelExists = async (workspaceId, channelId) => (await channelStore.find(workspaceId, channelId)) !== undefined;
-  const sessions = createSessionService({ store: chatStore, clock, personas, channelExists });
+  const sessions = createSessionService({ store: chatStore, clock, personas, channelExists, handoffs });
   const evaluations = createEvaluationService({
     store: createEvaluationStore(db.kysely),
     personas,
@@ -333,6 +346,8 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     setInterval(() => void oauth.purgeExpired().catch((err) => logger.error({ err }, 'OAuth purge failed')), 3_600_000),
     // A/B guardrails are checked every minute (and at every results read); a broken one stops its test.
     setInterval(() => void abTests.enforceGuardrails().catch((err) => logger.error({ err }, 'A/B guardrail check failed')), 60_000),
+    // Lapsed handoff offers go to the next member, and queued handoffs to a team that became available.
+    setInterval(() => void handoffs.sweep().catch((err) => logger.error({ err }, 'handoff sweep failed')), HANDOFF_SWEEP_MS),
   ];
   for (const t of timers) t.unref();
 
@@ -351,7 +366,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     clock,
     ids,
     cipher,
-    services: { auth, personas, teams, abTests, idempotency, knowledge, chat, sessions, analytics, channels, tools: toolsService, oauth, openai, mcpTasks, evaluations },
+    services: { auth, personas, teams, abTests, idempotency, knowledge, chat, sessions, analytics, channels, tools: toolsService, oauth, openai, mcpTasks, evaluations, handoffs },
     embedder,
     llm,
     tools,

@@ -84,6 +84,7 @@ const TABLES = [
   { name: 'dataset_cases', key: ['id'], scope: WS },
   { name: 'eval_runs', key: ['id'], scope: WS },
   { name: 'eval_results', key: ['run_id', 'case_id'], scope: { via: 'run_id', parent: 'eval_runs' } },
+  { name: 'handoffs', key: ['id'], scope: WS },
   { name: 'openai_threads', key: ['workspace_id', 'model', 'user_key', 'history_hash'], scope: WS },
 ] as const satisfies readonly TablePlan[];
 

@@ -10,6 +10,7 @@ export interface Database {
   dataset_cases: DatasetCasesTable;
   eval_runs: EvalRunsTable;
   eval_results: EvalResultsTable;
+  handoffs: HandoffsTable;
   idempotency_keys: IdempotencyKeysTable;
   knowledge_sources: KnowledgeSourcesTable;
   knowledge_chunks: KnowledgeChunksTable;
@@ -206,6 +207,10 @@ export interface PersonasTable {
   updated_at: string;
   /** The current version's number (persona_versions). */
   version: number;
+  /** The team whose members take over its conversations (handoff); not versioned. */
+  team_id: string | null;
+  /** JSON `HandoffPolicy`: when a conversation goes to the team. */
+  handoff: string;
 }
 
 /** An immutable snapshot of a persona's fields: version 1 is its creation, each change adds one. */
@@ -331,6 +336,8 @@ export interface MessagesTable {
   /** On a tool message: the call it answers. */
   tool_call_id: string | null;
   created_at: string;
+  /** Who wrote an assistant message other than the persona: `human:<email>` (a team member), `system` (a notice); null otherwise. */
+  author: Generated<string | null>;
 }
 
 /** One per answer, failed ones included: what analytics and A/B tests read. */
@@ -453,6 +460,8 @@ export interface TeamsTable {
   weekly: string;
   created_at: string;
   updated_at: string;
+  /** How long a handoff offered to a member waits for them before it goes to the next. */
+  offer_seconds: Generated<number>;
 }
 
 export interface TeamMembersTable {
@@ -685,3 +694,37 @@ export interface EvalResultsTable {
   created_at: string;
 }
 export type EvalResultRow = Selectable<EvalResultsTable>;
+
+export type HandoffStatus = 'queued' | 'offered' | 'accepted' | 'resolved' | 'returned';
+
+/** One conversation's time with a person of the persona's team (issue 29). */
+export interface HandoffsTable {
+  id: string;
+  workspace_id: string;
+  /** Cleared when the session is deleted; the handoff's numbers stay. */
+  session_id: string | null;
+  persona_id: string;
+  team_id: string;
+  status: HandoffStatus;
+  /** `user` (asked for a person), `tool` (the persona called handoff), `rule` (keyword, rating), `api`. */
+  trigger: 'user' | 'tool' | 'rule' | 'api';
+  reason: string;
+  /** The member it is offered to (offered) or who owns it (accepted, and after). */
+  member: string | null;
+  /** When an offer lapses and goes to the next member. */
+  offer_until: string | null;
+  /** JSON array of the member e-mail keys whose offer lapsed this round. */
+  passed: string;
+  /** Offers made so far. */
+  offers: number;
+  accepted_at: string | null;
+  first_reply_at: string | null;
+  ended_at: string | null;
+  /** The member who handed it back or resolved it, or `api`. */
+  ended_by: string | null;
+  created_at: string;
+  updated_at: string;
+  /** Bumped by every move: a move is made over the revision it read, so two never both land. */
+  rev: number;
+}
+export type HandoffRow = Selectable<HandoffsTable>;

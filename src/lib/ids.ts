@@ -33,7 +33,7 @@ function randomByte(): number {
 }
 
 export type IdPrefix =
-  | 'per' | 'src' | 'chk' | 'ses' | 'msg' | 'key' | 'exe' | 'mcs' | 'team' | 'abt' | 'chn' | 'wsp' | 'grt' | 'tsk' | 'dst' | 'dsc' | 'evr';
+  | 'per' | 'src' | 'chk' | 'ses' | 'msg' | 'key' | 'exe' | 'mcs' | 'team' | 'abt' | 'chn' | 'wsp' | 'grt' | 'tsk' | 'dst' | 'dsc' | 'evr' | 'hnd';
 
 /** Makes opaque ids with a type prefix. Injectable so tests can use fixed ids. */
 export type IdGenerator = (prefix: IdPrefix) => string;

@@ -58,7 +58,7 @@ export function corpus() {
 export async function writeCorpus(side: CorpusSide) {
   const k = side.kysely;
   for (const id of ['wsp_a', 'wsp_b']) await k.insertInto('workspaces').values({ id, name: id, created_at: NOW }).execute();
-  await k.insertInto('personas').values({ id: 'per_1', workspace_id: 'wsp_a', name: 'p', instructions: 'i', traits: '[]', model: null, temperature: null, max_tokens: null, tools: '[]', created_at: NOW, updated_at: NOW, version: 1 }).execute();
+  await k.insertInto('personas').values({ id: 'per_1', workspace_id: 'wsp_a', name: 'p', instructions: 'i', traits: '[]', model: null, temperature: null, max_tokens: null, tools: '[]', created_at: NOW, updated_at: NOW, version: 1, team_id: null, handoff: '{}' }).execute();
   const sources = corpus();
   for (const s of sources) await side.knowledge.insertSource(s.row);
   const writes: SourceWrite[] = [];

@@ -105,7 +105,7 @@ function seedRows(): Seed {
     for (const [k, x] of exchanges.entries()) {
       const t = start + x.at;
       const message = (role: MessageRole, suffix: string, at: number, extra: Partial<MessageRow> = {}): MessageRow => {
-        const m: MessageRow = { seq: ++messageSeq, id: `${id}_${k}${suffix}`, session_id: id, role, content: `${role} ${k} of ${id}`, tool_calls: null, tool_call_id: null, created_at: iso(at), ...extra };
+        const m: MessageRow = { seq: ++messageSeq, id: `${id}_${k}${suffix}`, session_id: id, role, content: `${role} ${k} of ${id}`, tool_calls: null, tool_call_id: null, created_at: iso(at), author: null, ...extra };
         messages.push(m);
         return m;
       };

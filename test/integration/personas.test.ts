@@ -36,6 +36,8 @@ describe.each(testBackends())('personas on $kind (API.md §3)', (backend) => {
       maxTokens: null,
       tools: [],
       version: 1,
+      teamId: null,
+      handoff: { tool: false, keywords: [], lowRating: false },
       createdAt: clock.now().toISOString(),
       updatedAt: clock.now().toISOString(),
     });

@@ -22,7 +22,7 @@ const TABLES = [
 ] as const;
 
 function persona(id: string, name: string, createdAt = AT): PersonaRow {
-  return { id, workspace_id: WS, name, instructions: 'Answer.', traits: '[]', model: null, temperature: null, max_tokens: null, tools: '[]', created_at: createdAt, updated_at: createdAt, version: 1 };
+  return { id, workspace_id: WS, name, instructions: 'Answer.', traits: '[]', model: null, temperature: null, max_tokens: null, tools: '[]', created_at: createdAt, updated_at: createdAt, version: 1, team_id: null, handoff: '{}' };
 }
 
 describe.each(testBackends())('SQL on $kind', (which) => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalTimeZone, inSchedule, isAvailableNow, localTime, type Schedule, type Window } from '../../src/business/teams/availability.js';
+import { canonicalTimeZone, inSchedule, isAvailableNow, localTime, nextOpening, type Schedule, type Window } from '../../src/business/teams/availability.js';
 
 const nineToFive = (day: Window['day']): Window => ({ day, start: '09:00', end: '17:00' });
 const at = (iso: string) => new Date(iso);
@@ -96,5 +96,27 @@ describe('canonicalTimeZone', () => {
     expect(canonicalTimeZone('utc')).toBe('UTC');
     expect(canonicalTimeZone('Etc/GMT+5')).toBe('Etc/GMT+5');
     for (const bad of ['Mars/Olympus', '+05:30', '-0800', '', 'Local', '../etc', 'Europe/Berlin ']) expect(canonicalTimeZone(bad), bad).toBeNull();
+  });
+});
+
+describe('nextOpening', () => {
+  const berlinWeekdays = schedule('Europe/Berlin', (['mon', 'tue', 'wed', 'thu', 'fri'] as const).map(nineToFive));
+  it('is now inside a window, or without windows', () => {
+    expect(nextOpening(berlinWeekdays, at('2026-11-25T10:00:00Z'))).toEqual(at('2026-11-25T10:00:00Z'));
+    expect(nextOpening(schedule('UTC', []), at('2026-11-25T03:07:30Z'))).toEqual(at('2026-11-25T03:07:30Z'));
+  });
+  it('is the next window’s start in the team’s zone: later today, tomorrow, after a weekend', () => {
+    expect(nextOpening(berlinWeekdays, at('2026-11-25T06:30:00Z'))).toEqual(at('2026-11-25T08:00:00Z')); // Wed 07:30 CET → 09:00
+    expect(nextOpening(berlinWeekdays, at('2026-11-25T16:00:00Z'))).toEqual(at('2026-11-26T08:00:00Z')); // Wed 17:00 → Thu 09:00
+    expect(nextOpening(berlinWeekdays, at('2026-11-27T17:00:00Z'))).toEqual(at('2026-11-30T08:00:00Z')); // Fri evening → Mon
+    expect(nextOpening(schedule('Asia/Kolkata', [{ day: 'mon', start: '09:30', end: '10:00' }]), at('2026-11-25T00:00:00Z'))).toEqual(at('2026-11-30T04:00:00Z'));
+  });
+  it('follows a DST change between now and the opening', () => {
+    // Sat 28 March 2026 12:00 UTC; Berlin moves to CEST on Sunday: Monday 09:00 is 07:00 UTC.
+    expect(nextOpening(berlinWeekdays, at('2026-03-28T12:00:00Z'))).toEqual(at('2026-03-30T07:00:00Z'));
+    expect(nextOpening(schedule('America/New_York', [{ day: 'sun', start: '09:00', end: '17:00' }]), at('2026-11-01T04:00:00Z'))).toEqual(at('2026-11-01T14:00:00Z'));
+  });
+  it('is null for windows that never open', () => {
+    expect(nextOpening(schedule('UTC', [{ day: 'mon', start: '10:00', end: '10:00' }]), at('2026-11-25T00:00:00Z'))).toBeNull();
   });
 });

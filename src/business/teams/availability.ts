@@ -84,3 +84,38 @@ export function inSchedule(schedule: Pick<Schedule, 'timezone' | 'weekly'>, inst
 export function isAvailableNow(schedule: Schedule, members: ReadonlyArray<{ status: Status }>, instant: Date): boolean {
   return schedule.status === 'available' && members.some((m) => m.status === 'available') && inSchedule(schedule, instant);
 }
+
+const DAYS: Weekday[] = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'];
+const MINUTE_MS = 60_000;
+
+/**
+ * The first instant at or after `instant` inside a weekly window of the schedule (`instant` itself
+ * when there are no windows), or null when it has none that ever opens. Status and members are the
+ * caller's to check. Jumps by the local minutes to the next window's start, then checks again: a
+ * DST change in between moves the wall clock by its offset, which the next jump takes up.
+ */
+export function nextOpening(schedule: Pick<Schedule, 'timezone' | 'weekly'>, instant: Date): Date | null {
+  const windows = schedule.weekly.filter((w) => minutesOf(w.start) < minutesOf(w.end));
+  if (schedule.weekly.length === 0) return instant;
+  if (windows.length === 0) return null;
+  // Whole minutes: windows start on them.
+  let t = Math.ceil(instant.getTime() / MINUTE_MS) * MINUTE_MS;
+  for (let step = 0; step < 16; step++) {
+    const { day, minutes } = localTime(new Date(t), schedule.timezone);
+    const inside = windows.find((w) => w.day === day && minutesOf(w.start) <= minutes && minutes < minutesOf(w.end));
+    if (inside) {
+      if (step === 0) return new Date(t);
+      // A jump over a DST change can land past the window's start: back to it, when that is inside too.
+      const back = t - (minutes - minutesOf(inside.start)) * MINUTE_MS;
+      return back >= instant.getTime() && inSchedule(schedule, new Date(back)) ? new Date(back) : new Date(t);
+    }
+    const today = DAYS.indexOf(day);
+    let wait = Number.POSITIVE_INFINITY;
+    for (const w of windows) {
+      const ahead = ((DAYS.indexOf(w.day) - today + 7) % 7) * 1440 + minutesOf(w.start) - minutes;
+      wait = Math.min(wait, ahead > 0 ? ahead : ahead + 7 * 1440);
+    }
+    t += wait * MINUTE_MS;
+  }
+  return null;
+}

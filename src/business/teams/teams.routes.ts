@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppContext } from '../../context.js';
 import { principalOf } from '../../http/auth-hooks.js';
 import { idParams, pageOf, withErrors } from '../../http/openapi.js';
-import { addMemberSchema, createTeamSchema, listTeamsQuerySchema, teamSchema, updateAvailabilitySchema } from './teams.schemas.js';
+import { addMemberSchema, createTeamSchema, handoffSettingsSchema, listTeamsQuerySchema, teamSchema, updateAvailabilitySchema } from './teams.schemas.js';
 
 const AVAILABLE_NOW =
   '`availableNow` is computed at request time: status `available`, the current local time (in the team’s `timezone`) inside a `weekly` window or no windows at all, and at least one member `available`.';
@@ -72,6 +72,21 @@ export function teamRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request) => teams.updateAvailability(principalOf(request).workspaceId, request.params.id, request.body),
+    );
+
+    app.put(
+      '/business/teams/:id/handoff',
+      {
+        schema: {
+          tags,
+          summary: 'Set how the team takes handoffs',
+          description: '`offerSeconds`: how long a conversation offered to a member waits for them to accept before it goes to the next available member.',
+          params: idParams,
+          body: handoffSettingsSchema,
+          response: withErrors({ 200: teamSchema }, [404]),
+        },
+      },
+      async (request) => teams.setHandoff(principalOf(request).workspaceId, request.params.id, request.body),
     );
 
     app.post(

@@ -85,10 +85,15 @@ export const teamSchema = z
       weekly: z.array(z.object({ day: z.enum(WEEKDAYS), start: z.string(), end: z.string() })),
     }),
     availableNow: z.boolean().describe('Status available, now inside a weekly window (or none), and a member available.'),
+    handoff: z.object({ offerSeconds: z.number().int().describe('How long a handoff offered to a member waits for them before it goes to the next.') }),
     createdAt: z.string(),
     updatedAt: z.string(),
   })
   .meta({ id: 'Team' });
+
+export const handoffSettingsSchema = z.strictObject({
+  offerSeconds: z.number().int().min(10).max(86_400).describe('How long a handoff offered to a member waits before it goes to the next (10 s – 1 day; default 120).'),
+});
 
 export type CreateTeamInput = z.infer<typeof createTeamSchema>;
 export type UpdateAvailabilityInput = z.infer<typeof updateAvailabilitySchema>;

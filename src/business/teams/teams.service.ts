@@ -15,7 +15,9 @@ import {
 import type { StoredTeam, TeamStore } from './teams.store.js';
 
 /** E-mails are kept as first given and compared lower-cased. */
-const emailKey = (email: string) => email.toLowerCase();
+export const emailKey = (email: string) => email.toLowerCase();
+/** How long a handoff offered to a member waits for them, unless the team says otherwise. */
+export const DEFAULT_OFFER_SECONDS = 120;
 
 /** Validated by the schema already; canonical form (`america/new_york` → `America/New_York`). */
 function timeZoneOf(name: string): string {
@@ -34,6 +36,7 @@ export function toTeam({ team, members }: StoredTeam, now: Date): Team {
     members: list,
     availability,
     availableNow: isAvailableNow(availability, list, now),
+    handoff: { offerSeconds: team.offer_seconds },
     createdAt: team.created_at,
     updatedAt: team.updated_at,
   };
@@ -68,6 +71,7 @@ export function createTeamService({ store, clock, ids }: TeamServiceDeps) {
         weekly: '[]',
         created_at: now,
         updated_at: now,
+        offer_seconds: DEFAULT_OFFER_SECONDS,
       };
       const members = input.members.map((email) => ({
         team_id: team.id,
@@ -100,6 +104,12 @@ export function createTeamService({ store, clock, ids }: TeamServiceDeps) {
       if (input.timezone !== undefined) patch.timezone = timeZoneOf(input.timezone);
       if (input.weekly !== undefined) patch.weekly = JSON.stringify(input.weekly);
       await store.updateAvailability(workspaceId, id, patch, memberStatuses);
+      return get(workspaceId, id);
+    },
+
+    async setHandoff(workspaceId: string, id: string, input: { offerSeconds: number }): Promise<Team> {
+      await load(workspaceId, id);
+      await store.setOfferSeconds(workspaceId, id, input.offerSeconds, clock.now().toISOString());
       return get(workspaceId, id);
     },
 

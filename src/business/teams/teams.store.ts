@@ -51,6 +51,8 @@ export function createTeamStore(db: Kysely<Database>) {
      * Adds a member unless the team already has `maxMembers`. Returns `duplicate` when the e-mail is
      * already a member (the UNIQUE constraint decides, so two concurrent adds cannot both succeed).
      */
+    setOfferSeconds: (workspaceId: string, id: string, offerSeconds: number, now: string) =>
+      db.updateTable('teams').set({ offer_seconds: offerSeconds, updated_at: now }).where('workspace_id', '=', workspaceId).where('id', '=', id).execute(),
     addMember: (member: NewTeamMemberRow, updatedAt: string, maxMembers: number) =>
       db.transaction().execute(async (trx): Promise<'added' | 'duplicate' | 'full'> => {
         const { n } = await trx

@@ -56,6 +56,10 @@ export const answerSchema = z
     toolCalls: z.array(z.object({ id: z.string(), name: z.string(), arguments: z.unknown(), result: z.unknown() })),
     usage: usageSchema,
     latencyMs: z.number().int(),
+    handoff: z
+      .object({ id: z.string(), status: z.enum(['queued', 'offered', 'accepted', 'resolved', 'returned']), member: z.string().nullable() })
+      .optional()
+      .describe('Present when a person of the persona’s team has (or is about to take) the conversation: the persona did not answer. `response` is then the notice the user was shown, or empty while a person has it; `messageId` is the stored message.'),
   })
   .meta({ id: 'Answer' });
 
@@ -83,6 +87,10 @@ export const storedMessageSchema = z.object({
     .optional()
     .describe('On an answer that called tools: the calls and their results.'),
   toolCallId: z.string().optional().describe('On a tool message: the call it answers.'),
+  author: z
+    .string()
+    .optional()
+    .describe('On an assistant message not written by the persona: `human:<email>` (a person of its team, after a handoff) or `system` (a notice, e.g. a person joined).'),
   createdAt: z.string(),
 });
 

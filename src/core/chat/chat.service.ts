@@ -7,6 +7,7 @@ import { AppError, ConflictError, NotFoundError, ValidationError } from '../../e
 import type { Clock } from '../../lib/clock.js';
 import type { IdGenerator } from '../../lib/ids.js';
 import type { ChatMessage } from '../../llm/llm-client.js';
+import type { Persona } from '../personas/personas.schemas.js';
 import type { PersonaService } from '../personas/personas.service.js';
 import type { Agent, AgentEvent, AgentOutcome } from './agent.js';
 import type { Answer } from './chat.schemas.js';
@@ -51,8 +52,26 @@ export interface AbTestRouter {
   route(workspaceId: string, abTestId: string, pick: { key: string } | { variant: 'A' | 'B' }): Promise<{ personaId: string; version?: number; variant: 'A' | 'B' }>;
 }
 
+/** What the chat needs of human handoff (business/handoffs): whether a person has the conversation, and handing it over. */
+export interface HandoffPort {
+  openFor(sessionId: string): Promise<{ id: string; status: 'queued' | 'offered' | 'accepted' | 'resolved' | 'returned'; member: string | null } | undefined>;
+  triggerOf(persona: Pick<Persona, 'teamId' | 'handoff'>, message: string): { trigger: 'user' | 'rule'; reason: string } | null;
+  open(
+    workspaceId: string,
+    session: { id: string; persona_id: string },
+    trigger: 'user' | 'tool' | 'rule' | 'api',
+    reason: string,
+    notify?: boolean,
+    noticeId?: string,
+  ): Promise<{ handoff: { id: string; status: string; member: string | null }; created: boolean; notice: string | null }>;
+  /** Stores a user message in a conversation a person has (the persona stays silent). */
+  userMessage(sessionId: string, id: string, text: string): Promise<void>;
+}
+
 export interface ChatServiceDeps {
   abTests: AbTestRouter;
+  /** Human handoff; absent in tests of the chat alone. */
+  handoffs?: HandoffPort;
   store: ChatStore;
   personas: PersonaService;
   agent: Agent;
@@ -68,8 +87,8 @@ function titleOf(message: string): string {
 export function createChatService(deps: ChatServiceDeps) {
   const { store, personas, agent, clock, ids } = deps;
 
-  /** The rows of one finished exchange, in the order they happened. */
-  function exchangeMessages(sessionId: string, answerId: string, message: string, outcome: AgentOutcome, now: string): NewMessage[] {
+  /** The rows of one finished exchange, in the order they happened; the question alone when no answer came (`outcome` null: handed over). */
+  function exchangeMessages(sessionId: string, answerId: string, message: string, outcome: AgentOutcome | null, now: string): NewMessage[] {
     const row = (role: NewMessage['role'], content: string, extra: Partial<NewMessage> = {}): NewMessage => ({
       id: ids('msg'),
       session_id: sessionId,
@@ -78,9 +97,11 @@ export function createChatService(deps: ChatServiceDeps) {
       tool_calls: null,
       tool_call_id: null,
       created_at: now,
+      author: null,
       ...extra,
     });
     const rows = [row('user', message)];
+    if (outcome === null) return rows;
     for (const calls of outcome.rounds) {
       rows.push(row('assistant', '', { tool_calls: JSON.stringify(calls) }));
       for (const call of calls) rows.push(row('tool', JSON.stringify(call.result ?? null), { tool_call_id: call.id }));
@@ -121,6 +142,31 @@ export function createChatService(deps: ChatServiceDeps) {
       (existing ? (await store.history(existing.id, HISTORY_MESSAGES)).map((m) => ({ role: m.role as 'user' | 'assistant', content: m.content })) : []);
 
     const answerId = ids('msg');
+    // A person has the conversation: the persona stays silent, the message waits for them.
+    const withPerson = existing && deps.handoffs ? await deps.handoffs.openFor(existing.id) : undefined;
+    // `/human`, or a keyword of the persona's rules: the conversation goes to its team instead of the model.
+    const handOver = !withPerson && deps.handoffs ? deps.handoffs.triggerOf(persona, request.message) : null;
+    const base = { sessionId, messageId: answerId, personaId: persona.id, abTestId: existing ? existing.ab_test_id : (ab?.abTestId ?? null) };
+    const noAnswer = { sources: [], toolCalls: [], usage: { promptTokens: 0, completionTokens: 0 }, finishReason: 'stop' as const };
+    if (withPerson && existing && deps.handoffs) {
+      const handoffs = deps.handoffs;
+      return {
+        sessionId,
+        messageId: answerId,
+        async run() {
+          const t0 = performance.now();
+          await handoffs.userMessage(existing.id, answerId, request.message);
+          return {
+            ...base,
+            variant: existing.variant,
+            response: '',
+            ...noAnswer,
+            latencyMs: Math.round(performance.now() - t0),
+            handoff: { id: withPerson.id, status: withPerson.status, member: withPerson.member },
+          };
+        },
+      };
+    }
     return {
       sessionId,
       messageId: answerId,
@@ -150,6 +196,46 @@ export function createChatService(deps: ChatServiceDeps) {
           ...fields,
         });
 
+        const sessionRow = (now: string): SessionRow =>
+          existing
+            ? { ...existing, last_message_at: now, user_id: request.userId ?? null }
+            : {
+                id: sessionId,
+                workspace_id: workspaceId,
+                persona_id: persona.id,
+                ab_test_id: abTestId,
+                variant,
+                channel_id: request.channelId ?? null,
+                user_id: request.userId ?? null,
+                title: titleOf(request.message),
+                message_count: 0,
+                created_at: startedAt,
+                last_message_at: now,
+              };
+
+        if (handOver && deps.handoffs) {
+          // The message is kept (counted as the conversation's, with no model call), then the team takes over and the user is told.
+          const now = clock.now().toISOString();
+          const stored = await store.saveExchange({
+            session: sessionRow(now),
+            isNew: !existing,
+            messages: exchangeMessages(sessionId, answerId, request.message, null, now),
+            interaction: interaction({ session_id: sessionId, model: 'handoff', new_session: existing ? 0 : 1 }),
+          });
+          if (!stored) throw new ConflictError(`Session ${sessionId} was deleted while the message was written; nothing was stored.`);
+          const opened = await deps.handoffs.open(workspaceId, { id: sessionId, persona_id: persona.id }, handOver.trigger, handOver.reason, true, answerId);
+          const notice = opened.notice ?? 'A person already has this conversation and will reply here.';
+          await emit({ type: 'text', content: notice });
+          return {
+            ...base,
+            variant,
+            response: notice,
+            ...noAnswer,
+            latencyMs: Math.round(performance.now() - t0),
+            handoff: { id: opened.handoff.id, status: opened.handoff.status as 'queued', member: opened.handoff.member },
+          };
+        }
+
         let outcome: AgentOutcome;
         try {
           outcome = await agent.run(
@@ -178,21 +264,7 @@ export function createChatService(deps: ChatServiceDeps) {
         const now = clock.now().toISOString();
         const messages = exchangeMessages(sessionId, answerId, request.message, outcome, now);
         const answer = messages[messages.length - 1]!;
-        const session: SessionRow = existing
-          ? { ...existing, last_message_at: now, user_id: request.userId ?? null }
-          : {
-              id: sessionId,
-              workspace_id: workspaceId,
-              persona_id: persona.id,
-              ab_test_id: abTestId,
-              variant,
-              channel_id: request.channelId ?? null,
-              user_id: request.userId ?? null,
-              title: titleOf(request.message),
-              message_count: 0,
-              created_at: startedAt,
-              last_message_at: now,
-            };
+        const session = sessionRow(now);
         const latencyMs = Math.round(performance.now() - t0);
         const toolCalls = outcome.rounds.flat();
         const stored = await store.saveExchange({

@@ -2,7 +2,8 @@ import type { SqlBackend } from '../../db/backend.js';
 import type { InteractionsTable, MessageRow, MessagesTable, SessionRow } from '../../db/schema.js';
 import { type PageRequest, paginate } from '../../lib/pagination.js';
 
-export type NewMessage = Omit<MessagesTable, 'seq'>;
+/** A message to store; `author` only on a team member's reply or a notice (handoffs). */
+export type NewMessage = Omit<MessagesTable, 'seq' | 'author'> & { author?: string | null };
 export type NewInteraction = Omit<InteractionsTable, 'seq' | 'rating'>;
 /** One tool call of the answer, for analytics: `<toolName>.<action>` and whether it failed. */
 export interface InteractionTool {

@@ -3,6 +3,7 @@ import { NotFoundError } from '../../errors.js';
 import type { ChannelExists } from '../../lib/channel-exists.js';
 import type { Clock } from '../../lib/clock.js';
 import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
+import type { HandoffPort } from './chat.service.js';
 import type { PersonaService } from '../personas/personas.service.js';
 import type { FeedbackInput, FeedbackResult, Session, SessionDetail } from './chat.schemas.js';
 import type { ChatStore, SessionFilter } from './chat.store.js';
@@ -29,6 +30,7 @@ function toMessage(row: MessageRow): SessionDetail['messages'][number] {
     content: row.content,
     ...(row.tool_calls !== null ? { toolCalls: JSON.parse(row.tool_calls) as NonNullable<SessionDetail['messages'][number]['toolCalls']> } : {}),
     ...(row.tool_call_id !== null ? { toolCallId: row.tool_call_id } : {}),
+    ...(row.author !== null ? { author: row.author } : {}),
     createdAt: row.created_at,
   };
 }
@@ -41,9 +43,11 @@ export interface SessionServiceDeps {
   personas: PersonaService;
   /** Likewise a `channelId` filter. */
   channelExists: ChannelExists;
+  /** A rating of 1–2 hands the conversation to the persona's team when its rules say so. */
+  handoffs?: Pick<HandoffPort, 'open'>;
 }
 
-export function createSessionService({ store, clock, personas, channelExists }: SessionServiceDeps) {
+export function createSessionService({ store, clock, personas, channelExists, handoffs }: SessionServiceDeps) {
   async function find(workspaceId: string, id: string): Promise<SessionRow> {
     const row = await store.findSession(workspaceId, id);
     if (!row) throw new NotFoundError('Session', id);
@@ -81,6 +85,10 @@ export function createSessionService({ store, clock, personas, channelExists }: 
         created_at: createdAt,
       };
       await store.addFeedback(row);
+      if (handoffs && input.rating <= 2) {
+        const persona = await personas.get(workspaceId, session.persona_id).catch(() => null);
+        if (persona?.teamId && persona.handoff.lowRating) await handoffs.open(workspaceId, session, 'rule', `An answer was rated ${input.rating}/5.`);
+      }
       return { sessionId: session.id, messageId: row.message_id, rating: row.rating, comment: row.comment, createdAt };
     },
 

@@ -6,6 +6,15 @@ const toolRef = z
   .string()
   .regex(/^[A-Za-z0-9_-]{1,64}\.(\*|[A-Za-z0-9_-]{1,128})$/, 'must be "<toolName>.<action>" or "<toolName>.*"');
 
+/** When a conversation goes to the persona's team (issue 29); `/human` from the user always does. */
+export const handoffPolicySchema = z
+  .strictObject({
+    tool: z.boolean().default(false).describe('Offer the persona the built-in `handoff` tool: it hands the conversation over when it should not answer (or the user asks for a person).'),
+    keywords: z.array(z.string().trim().min(1).max(100)).max(20).default([]).describe('A user message containing one of these (case ignored) goes to a person.'),
+    lowRating: z.boolean().default(false).describe('A rating of 1 or 2 on an answer hands the conversation to a person.'),
+  })
+  .meta({ id: 'HandoffPolicy' });
+
 const personaFields = {
   name: z.string().trim().min(1).max(200),
   instructions: z.string().min(1).max(32_000),
@@ -24,6 +33,8 @@ export const createPersonaSchema = z.strictObject({
   temperature: personaFields.temperature.optional(),
   maxTokens: personaFields.maxTokens.optional(),
   tools: personaFields.tools.default([]),
+  teamId: z.string().min(1).nullable().optional().describe('The team whose members take over its conversations (not versioned).'),
+  handoff: handoffPolicySchema.optional(),
 });
 
 /** Any subset of the create fields; `null` resets model, temperature or maxTokens to the server default. */
@@ -35,6 +46,8 @@ export const updatePersonaSchema = z.strictObject({
   temperature: personaFields.temperature.optional(),
   maxTokens: personaFields.maxTokens.optional(),
   tools: personaFields.tools.optional(),
+  teamId: z.string().min(1).nullable().optional().describe('The team whose members take over its conversations; null: none (not versioned).'),
+  handoff: handoffPolicySchema.optional(),
 });
 
 export const listPersonasQuerySchema = pageQuerySchema
@@ -52,6 +65,8 @@ export const personaSchema = z
     maxTokens: z.number().int().nullable(),
     tools: z.array(z.string()),
     version: z.number().int().describe('The current version (GET /personas/{id}/versions).'),
+    teamId: z.string().nullable(),
+    handoff: handoffPolicySchema,
     createdAt: z.string(),
     updatedAt: z.string(),
   })
@@ -79,3 +94,4 @@ export type CreatePersonaInput = z.infer<typeof createPersonaSchema>;
 export type UpdatePersonaInput = z.infer<typeof updatePersonaSchema>;
 export type Persona = z.infer<typeof personaSchema>;
 export type PersonaVersion = z.infer<typeof personaVersionSchema>;
+export type HandoffPolicy = z.infer<typeof handoffPolicySchema>;

@@ -4,7 +4,7 @@ import { ConflictError, NotFoundError } from '../../errors.js';
 import type { Clock } from '../../lib/clock.js';
 import type { IdGenerator } from '../../lib/ids.js';
 import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
-import type { CreatePersonaInput, Persona, PersonaVersion, UpdatePersonaInput } from './personas.schemas.js';
+import type { CreatePersonaInput, HandoffPolicy, Persona, PersonaVersion, UpdatePersonaInput } from './personas.schemas.js';
 import type { PersonaStore } from './personas.store.js';
 
 /** The fields a persona and each of its versions hold, as the API shows them. */
@@ -20,9 +20,22 @@ function fieldsOf(row: PersonaRow | PersonaVersionRow) {
   };
 }
 
+/** The stored policy with every field (rows written before a field existed lack it). */
+export function handoffPolicyOf(json: string): HandoffPolicy {
+  return { tool: false, keywords: [], lowRating: false, ...(JSON.parse(json) as Partial<HandoffPolicy>) };
+}
+
 /** A stored row as the API object. */
 export function toPersona(row: PersonaRow): Persona {
-  return { id: row.id, ...fieldsOf(row), version: row.version, createdAt: row.created_at, updatedAt: row.updated_at };
+  return {
+    id: row.id,
+    ...fieldsOf(row),
+    version: row.version,
+    teamId: row.team_id,
+    handoff: handoffPolicyOf(row.handoff),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
 }
 
 export function toPersonaVersion(row: PersonaVersionRow): PersonaVersion {
@@ -63,6 +76,8 @@ export interface PersonaServiceDeps {
    * signals (API.md §13: 1 s). Absent (SQLite): read each time, a prepared statement in-process.
    */
   signals?: ChangeSignals;
+  /** Whether a team of the workspace has this id (a persona's `teamId`). */
+  teamExists: (workspaceId: string, teamId: string) => Promise<boolean>;
 }
 
 /** Personas kept in memory at most; past it the cache starts over. */
@@ -71,7 +86,7 @@ const CACHE_MAX = 10_000;
 /** Says why a persona may not be deleted now (a running A/B test, a channel uses it), or null. */
 export type PersonaDeletionGuard = (workspaceId: string, personaId: string) => Promise<string | null>;
 
-export function createPersonaService({ store, clock, ids, signals }: PersonaServiceDeps) {
+export function createPersonaService({ store, clock, ids, signals, teamExists }: PersonaServiceDeps) {
   // Features that route to personas register here; they are built after this service.
   const deletionGuards: PersonaDeletionGuard[] = [];
   const cache = signals ? new Map<string, Persona>() : null;
@@ -107,7 +122,8 @@ export function createPersonaService({ store, clock, ids, signals }: PersonaServ
     const fields = fieldsOf(row);
     Object.freeze(fields.traits);
     Object.freeze(fields.tools);
-    const persona: Persona = { id, ...fields, version, createdAt: current.createdAt, updatedAt: row.created_at };
+    // The team and its rules are the persona's now, whichever version answers.
+    const persona: Persona = { ...current, ...fields, version, updatedAt: row.created_at };
     if (versionCache.size >= CACHE_MAX) versionCache.clear();
     versionCache.set(key, Object.freeze(persona));
     return persona;
@@ -130,6 +146,10 @@ export function createPersonaService({ store, clock, ids, signals }: PersonaServ
       }
       if (attempt >= MAX_EDIT_ATTEMPTS) throw new ConflictError(`Persona ${id} is being changed by others; try again.`);
     }
+  }
+
+  async function checkTeam(workspaceId: string, teamId: string): Promise<void> {
+    if (!(await teamExists(workspaceId, teamId))) throw new NotFoundError('Team', teamId);
   }
 
   async function get(workspaceId: string, id: string): Promise<Persona> {
@@ -156,6 +176,7 @@ export function createPersonaService({ store, clock, ids, signals }: PersonaServ
 
     /** `actor`: the API key (`key_…`) making the change, kept as the version's `createdBy`. */
     async create(workspaceId: string, input: CreatePersonaInput, actor: string | null = null): Promise<Persona> {
+      if (input.teamId != null) await checkTeam(workspaceId, input.teamId);
       const now = clock.now().toISOString();
       const row: PersonaRow = {
         id: ids('per'),
@@ -170,6 +191,8 @@ export function createPersonaService({ store, clock, ids, signals }: PersonaServ
         created_at: now,
         updated_at: now,
         version: 1,
+        team_id: input.teamId ?? null,
+        handoff: JSON.stringify(input.handoff ?? {}),
       };
       await store.insert(row, actor);
       return toPersona(row);
@@ -179,8 +202,19 @@ export function createPersonaService({ store, clock, ids, signals }: PersonaServ
       return mapPage(await store.list(workspaceId, page, q), toPersona);
     },
 
-    /** A PUT: a new version when a field changes, none when nothing does (API.md §3). */
-    update(workspaceId: string, id: string, input: UpdatePersonaInput, actor: string | null = null): Promise<Persona> {
+    /**
+     * A PUT: a new version when a field changes, none when nothing does (API.md §3). The team and
+     * handoff rules are routing, not the persona's answers: they change without a version.
+     */
+    async update(workspaceId: string, id: string, input: UpdatePersonaInput, actor: string | null = null): Promise<Persona> {
+      if (input.teamId !== undefined || input.handoff !== undefined) {
+        if (input.teamId != null) await checkTeam(workspaceId, input.teamId);
+        const routing: { team_id?: string | null; handoff?: string } = {};
+        if (input.teamId !== undefined) routing.team_id = input.teamId;
+        if (input.handoff !== undefined) routing.handoff = JSON.stringify(input.handoff);
+        if (!(await store.setRouting(workspaceId, id, routing))) throw new NotFoundError('Persona', id);
+        await changed();
+      }
       return change(
         workspaceId,
         id,

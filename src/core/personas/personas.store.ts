@@ -55,7 +55,8 @@ export function createPersonaStore({ kysely: db, prepare }: SqlBackend) {
      */
     replace: (next: PersonaRow, createdBy: string | null): Promise<boolean> =>
       db.transaction().execute(async (trx) => {
-        const { version: _, id, workspace_id, created_at, ...fields } = next;
+        // The team and handoff rules are left as they are: they change apart from versions (setRouting).
+        const { version: _, id, workspace_id, created_at, team_id: _team, handoff: _handoff, ...fields } = next;
         const r = await trx
           .updateTable('personas')
           .set({ ...fields, version: next.version })
@@ -67,6 +68,11 @@ export function createPersonaStore({ kysely: db, prepare }: SqlBackend) {
         await trx.insertInto('persona_versions').values(versionOf(next, createdBy)).execute();
         return true;
       }),
+    /** The team and handoff rules: routing, changed without a version. False when the persona is gone. */
+    setRouting: async (workspaceId: string, id: string, patch: { team_id?: string | null; handoff?: string }) => {
+      const r = await db.updateTable('personas').set(patch).where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+      return Number(r.numUpdatedRows) > 0;
+    },
     findVersion: (workspaceId: string, personaId: string, version: number): Promise<PersonaVersionRow | undefined> =>
       findVersionRow.first(workspaceId, personaId, version),
     async listVersions(workspaceId: string, personaId: string, page: PageRequest): Promise<Page<PersonaVersionRow>> {

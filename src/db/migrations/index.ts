@@ -29,6 +29,7 @@ import * as m025 from './025-mcp-replies.js';
 import * as m026 from './026-persona-versions.js';
 import * as m027 from './027-ab-test-versions.js';
 import * as m028 from './028-evaluations.js';
+import * as m029 from './029-handoffs.js';
 
 /** A step of the one chain both backends run; it branches on the dialect only through its type helpers. */
 interface DialectMigration {
@@ -65,6 +66,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '026-persona-versions': m026,
   '027-ab-test-versions': m027,
   '028-evaluations': m028,
+  '029-handoffs': m029,
 };
 
 /**

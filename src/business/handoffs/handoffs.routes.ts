@@ -1,0 +1,116 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { AppContext } from '../../context.js';
+import { principalOf } from '../../http/auth-hooks.js';
+import { idParams, pageOf, withErrors } from '../../http/openapi.js';
+import {
+  acceptSchema,
+  endSchema,
+  handoffDetailSchema,
+  handoffMessageSchema,
+  handoffSchema,
+  listHandoffsQuerySchema,
+  openHandoffSchema,
+  replySchema,
+} from './handoffs.schemas.js';
+
+const MEMBER =
+  'The acting member is named by e-mail (`member`), a member of the handoff’s team (case ignored; another e-mail → 400); the API key’s scope authorises the call.';
+
+/** Human handoff (issue 29; docs/handoffs.md): a conversation goes to a person of the persona's team, and back. */
+export function handoffRoutes(ctx: AppContext): FastifyPluginAsyncZod {
+  const handoffs = ctx.services.handoffs;
+  const tags = ['handoffs'];
+  return async (app) => {
+    app.post(
+      '/sessions/:id/handoff',
+      {
+        config: { idempotent: true },
+        schema: {
+          tags,
+          summary: 'Hand a conversation to a person of its persona’s team',
+          description:
+            'Offered to an available member (fewest open handoffs first), or queued when nobody is available; the user is told in the conversation. A session with an open handoff answers it (200) instead of making another. The persona needs a `teamId` (409).',
+          params: idParams,
+          body: openHandoffSchema,
+          response: withErrors({ 201: handoffSchema, 200: handoffSchema }, [404, 409]),
+        },
+      },
+      async (request, reply) => {
+        const { workspaceId } = principalOf(request);
+        const session = await ctx.services.sessions.get(workspaceId, request.params.id);
+        const { handoff, created } = await handoffs.open(workspaceId, { id: session.id, persona_id: session.personaId }, 'api', request.body.reason);
+        return reply.code(created ? 201 : 200).header('location', `/handoffs/${handoff.id}`).send(handoff);
+      },
+    );
+
+    app.get(
+      '/handoffs',
+      {
+        schema: { tags, summary: 'List handoffs, newest first (the team’s queue: ?status=queued)', querystring: listHandoffsQuerySchema, response: withErrors({ 200: pageOf(handoffSchema) }) },
+      },
+      async (request) => {
+        const { status, teamId, member, ...page } = request.query;
+        return handoffs.list(principalOf(request).workspaceId, page, { status, teamId, member });
+      },
+    );
+
+    app.get(
+      '/handoffs/:id',
+      { schema: { tags, summary: 'Get a handoff with the conversation so far', params: idParams, response: withErrors({ 200: handoffDetailSchema }, [404]) } },
+      async (request) => handoffs.get(principalOf(request).workspaceId, request.params.id),
+    );
+
+    app.post(
+      '/handoffs/:id/accept',
+      {
+        schema: {
+          tags,
+          summary: 'Take the conversation',
+          description: `Any member of the team may accept a queued or offered handoff; two at once: one wins, the other gets 409 naming who. The user is told a person joined. ${MEMBER}`,
+          params: idParams,
+          body: acceptSchema,
+          response: withErrors({ 200: handoffSchema }, [404, 409]),
+        },
+      },
+      async (request) => handoffs.accept(principalOf(request).workspaceId, request.params.id, request.body.member),
+    );
+
+    app.post(
+      '/handoffs/:id/messages',
+      {
+        schema: {
+          tags,
+          summary: 'Reply to the user as the member who accepted',
+          description: `Added to the conversation marked as from a person (\`author: "human:<email>"\`). Only the member who accepted replies (409 otherwise). ${MEMBER}`,
+          params: idParams,
+          body: replySchema,
+          response: withErrors({ 201: handoffMessageSchema }, [404, 409]),
+        },
+      },
+      async (request, reply) => {
+        const { member, text } = request.body;
+        return reply.code(201).send(await handoffs.reply(principalOf(request).workspaceId, request.params.id, member, text));
+      },
+    );
+
+    for (const [path, to, summary] of [
+      ['return', 'returned', 'Hand the conversation back to the persona (it answers again, the person’s messages in its history)'],
+      ['resolve', 'resolved', 'Close the handoff as resolved'],
+    ] as const) {
+      app.post(
+        `/handoffs/:id/${path}`,
+        {
+          schema: {
+            tags,
+            summary,
+            description: `The member who accepted it (or, before anyone has, any member; or the API without \`member\`). The user is told. Ended already → 409. ${MEMBER}`,
+            params: idParams,
+            body: endSchema,
+            response: withErrors({ 200: handoffSchema }, [404, 409]),
+          },
+        },
+        async (request) => handoffs.end(principalOf(request).workspaceId, request.params.id, to, request.body.member),
+      );
+    }
+  };
+}

@@ -1,0 +1,291 @@
+/**
+ * Human handoff (issue 29): a conversation the persona should not answer goes to a person of the
+ * persona's team, in the same session, and back.
+ *
+ * Routing: the handoff is offered to a member who is available now (team status and schedule, the
+ * member's status, as `availableNow` computes) with the fewest open handoffs; an offer not accepted
+ * within the team's `offerSeconds` goes to the next member (those it passed are skipped until every
+ * available member has had it). With nobody available it waits in the team's queue and the user is
+ * told when the team is next available. Any member may accept a queued or offered handoff; two at
+ * once: one wins (every move is made over the revision it read), the other gets a 409 naming the
+ * winner. While a person owns the conversation the persona stays silent in it; handing back returns
+ * it to the persona with the person's messages in its history. A member who goes off shift keeps
+ * what they accepted until they hand it back or resolve it.
+ *
+ * The sweep (every few seconds on every instance, and safe on all at once) re-offers lapsed offers
+ * and offers queued handoffs whose team became available.
+ */
+import type { HandoffRow } from '../../db/schema.js';
+import { ConflictError, NotFoundError, ValidationError } from '../../errors.js';
+import type { Clock } from '../../lib/clock.js';
+import type { IdGenerator } from '../../lib/ids.js';
+import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
+import type { Persona } from '../../core/personas/personas.schemas.js';
+import type { PersonaService } from '../../core/personas/personas.service.js';
+import { isAvailableNow, nextOpening, type Schedule } from '../teams/availability.js';
+import { emailKey } from '../teams/teams.service.js';
+import type { TeamStore } from '../teams/teams.store.js';
+import type { Handoff, HandoffMessage as ApiMessage } from './handoffs.schemas.js';
+import { type HandoffMessage, type HandoffStore, OPEN } from './handoffs.store.js';
+
+/** Handoffs the sweep looks at per pass. */
+const SWEEP_BATCH = 100;
+/** Messages of the conversation shown with a handoff (the console's Inbox, MCP). */
+const CONVERSATION_MESSAGES = 50;
+
+export function toHandoff(row: HandoffRow, nextAvailableAt: string | null = null): Handoff {
+  return {
+    id: row.id,
+    sessionId: row.session_id,
+    personaId: row.persona_id,
+    teamId: row.team_id,
+    status: row.status,
+    trigger: row.trigger,
+    reason: row.reason,
+    member: row.member,
+    offerUntil: row.status === 'offered' ? row.offer_until : null,
+    offers: row.offers,
+    nextAvailableAt,
+    createdAt: row.created_at,
+    acceptedAt: row.accepted_at,
+    firstReplyAt: row.first_reply_at,
+    endedAt: row.ended_at,
+    endedBy: row.ended_by,
+  };
+}
+
+export interface HandoffServiceDeps {
+  store: HandoffStore;
+  teams: TeamStore;
+  personas: PersonaService;
+  clock: Clock;
+  ids: IdGenerator;
+}
+
+export function createHandoffService({ store, teams, personas, clock, ids }: HandoffServiceDeps) {
+  const now = () => clock.now().toISOString();
+
+  async function find(workspaceId: string, id: string): Promise<HandoffRow> {
+    const row = await store.find(workspaceId, id);
+    if (!row) throw new NotFoundError('Handoff', id);
+    return row;
+  }
+
+  async function teamOf(workspaceId: string, teamId: string) {
+    const team = await teams.find(workspaceId, teamId);
+    if (!team) throw new NotFoundError('Team', teamId);
+    const schedule: Schedule = { status: team.team.status, timezone: team.team.timezone, weekly: JSON.parse(team.team.weekly) as Schedule['weekly'] };
+    return { ...team, schedule };
+  }
+
+  /** When the team can next take the conversation: now, a window's start, or null (nobody is available). */
+  function nextAvailable(team: Awaited<ReturnType<typeof teamOf>>): string | null {
+    if (team.schedule.status !== 'available' || !team.members.some((m) => m.status === 'available')) return null;
+    return nextOpening(team.schedule, clock.now())?.toISOString() ?? null;
+  }
+
+  /**
+   * Offers the handoff to the next member, or queues it when nobody is available now. Answers the
+   * row as it now stands (another instance's move wins: it is read again).
+   */
+  async function route(row: HandoffRow): Promise<HandoffRow> {
+    const team = await teamOf(row.workspace_id, row.team_id);
+    const at = now();
+    let patch: Partial<HandoffRow>;
+    if (isAvailableNow(team.schedule, team.members, clock.now())) {
+      let passed = new Set(JSON.parse(row.passed) as string[]);
+      const available = team.members.filter((m) => m.status === 'available');
+      // Every available member has let it lapse: round again.
+      if (available.every((m) => passed.has(m.email_key))) passed = new Set();
+      const load = await store.openPerMember(row.team_id);
+      const next = available
+        .filter((m) => !passed.has(m.email_key))
+        .sort((a, b) => (load.get(a.email_key) ?? 0) - (load.get(b.email_key) ?? 0) || (a.email_key < b.email_key ? -1 : 1))[0]!;
+      const until = new Date(clock.now().getTime() + team.team.offer_seconds * 1000).toISOString();
+      patch = { status: 'offered', member: next.email, offer_until: until, passed: JSON.stringify([...passed]), offers: row.offers + 1, updated_at: at };
+    } else {
+      if (row.status === 'queued') return row;
+      patch = { status: 'queued', member: null, offer_until: null, updated_at: at };
+    }
+    if (await store.move(row, patch)) return { ...row, ...patch, rev: row.rev + 1 };
+    return (await store.find(row.workspace_id, row.id)) ?? row;
+  }
+
+  /** What the user is told when the conversation goes to the team. */
+  function handingOverNotice(row: HandoffRow, teamName: string, nextAt: string | null): string {
+    if (row.status === 'offered') return `I'm passing this conversation to a person from ${teamName}. They will reply here.`;
+    if (nextAt !== null) return `Nobody from ${teamName} is available right now. The team is next available at ${nextAt}; your conversation waits in their queue and a person will reply here.`;
+    return `Nobody from ${teamName} is available right now; your conversation waits in their queue and a person will reply here.`;
+  }
+
+  async function note(sessionId: string | null, content: string, author = 'system', id = ids('msg')): Promise<ApiMessage | null> {
+    if (sessionId === null) return null;
+    const at = now();
+    const message: HandoffMessage = { id, session_id: sessionId, role: 'assistant', content, author, created_at: at };
+    await store.addMessages([message], sessionId, at);
+    return { id: message.id, role: message.role, content, author, createdAt: at };
+  }
+
+  /** The member of the team with this e-mail (case ignored), or a 400 naming `member`. */
+  async function memberOf(row: HandoffRow, email: string) {
+    const team = await teamOf(row.workspace_id, row.team_id);
+    const member = team.members.find((m) => m.email_key === emailKey(email));
+    if (!member) throw ValidationError.field('member', `is not a member of team ${row.team_id}`);
+    return { member, team };
+  }
+
+  /** Moves an open handoff, or 409 naming where it stands now. */
+  async function moveOpen(row: HandoffRow, allowed: HandoffRow['status'][], patch: Partial<HandoffRow>, verb: string): Promise<HandoffRow> {
+    const where = (r: HandoffRow) => (r.status === 'accepted' ? `accepted by ${r.member}` : r.status);
+    if (!allowed.includes(row.status)) throw new ConflictError(`Handoff ${row.id} is ${where(row)}; it cannot be ${verb}.`);
+    if (await store.move(row, patch)) return { ...row, ...patch, rev: row.rev + 1 };
+    const current = (await store.find(row.workspace_id, row.id))!;
+    throw new ConflictError(`Handoff ${row.id} is ${where(current)} now; it cannot be ${verb}.`);
+  }
+
+  return {
+    /**
+     * Hands the session's conversation to its persona's team (the open handoff when it has one).
+     * `notify`: tell the user in the conversation (not when the caller tells them itself).
+     */
+    async open(
+      workspaceId: string,
+      session: { id: string; persona_id: string },
+      trigger: HandoffRow['trigger'],
+      reason: string,
+      notify = true,
+      noticeId?: string,
+    ): Promise<{ handoff: Handoff; created: boolean; notice: string | null }> {
+      const persona = await personas.get(workspaceId, session.persona_id);
+      if (persona.teamId === null) throw new ConflictError(`Persona ${persona.id} has no team to hand the conversation to; set its teamId.`);
+      const team = await teamOf(workspaceId, persona.teamId);
+      const at = now();
+      const { row, created } = await store.open({
+        id: ids('hnd'),
+        workspace_id: workspaceId,
+        session_id: session.id,
+        persona_id: persona.id,
+        team_id: persona.teamId,
+        status: 'queued',
+        trigger,
+        reason: reason.slice(0, 1000),
+        member: null,
+        offer_until: null,
+        passed: '[]',
+        offers: 0,
+        accepted_at: null,
+        first_reply_at: null,
+        ended_at: null,
+        ended_by: null,
+        created_at: at,
+        updated_at: at,
+        rev: 0,
+      });
+      if (!created) return { handoff: toHandoff(row, row.status === 'queued' ? nextAvailable(team) : null), created, notice: null };
+      const routed = await route(row);
+      const nextAt = routed.status === 'queued' ? nextAvailable(team) : null;
+      const notice = handingOverNotice(routed, team.team.name, nextAt);
+      if (notify) await note(session.id, notice, 'system', noticeId);
+      return { handoff: toHandoff(routed, nextAt), created, notice };
+    },
+
+    /** The open handoff of a session: while there is one, the persona does not answer in it. */
+    openFor: (sessionId: string) => store.openFor(sessionId),
+
+    /** A user's message in a conversation a person has: stored for them; the persona stays silent. */
+    async userMessage(sessionId: string, id: string, text: string): Promise<void> {
+      const at = now();
+      await store.addMessages([{ id, session_id: sessionId, role: 'user', content: text, author: null, created_at: at }], sessionId, at);
+    },
+
+    async get(workspaceId: string, id: string) {
+      const row = await find(workspaceId, id);
+      const nextAt = row.status === 'queued' ? nextAvailable(await teamOf(workspaceId, row.team_id)) : null;
+      const messages = row.session_id === null ? [] : await store.conversation(row.session_id, CONVERSATION_MESSAGES);
+      return {
+        ...toHandoff(row, nextAt),
+        messages: messages.map((m) => ({ id: m.id, role: m.role as 'user' | 'assistant', content: m.content, author: m.author, createdAt: m.created_at })),
+      };
+    },
+
+    async list(workspaceId: string, page: PageRequest, filter: Parameters<HandoffStore['list']>[2]): Promise<Page<Handoff>> {
+      return mapPage(await store.list(workspaceId, page, filter), (row) => toHandoff(row));
+    },
+
+    /** A member takes the conversation: any member of the team, of a queued or offered handoff. */
+    async accept(workspaceId: string, id: string, email: string): Promise<Handoff> {
+      const row = await find(workspaceId, id);
+      const { member } = await memberOf(row, email);
+      const at = now();
+      const accepted = await moveOpen(row, ['queued', 'offered'], { status: 'accepted', member: member.email, offer_until: null, accepted_at: at, updated_at: at }, 'accepted');
+      await note(row.session_id, `${member.email} (a person) joined the conversation.`);
+      return toHandoff(accepted);
+    },
+
+    /** The owner's reply, added to the conversation as theirs. */
+    async reply(workspaceId: string, id: string, email: string, text: string): Promise<ApiMessage> {
+      const row = await find(workspaceId, id);
+      const { member } = await memberOf(row, email);
+      if (row.status !== 'accepted' || row.member === null || emailKey(row.member) !== member.email_key) {
+        throw new ConflictError(`Handoff ${id} is ${row.status}${row.member ? ` with ${row.member}` : ''}; only the member who accepted it replies.`);
+      }
+      if (row.session_id === null) throw new ConflictError(`Handoff ${id}'s conversation was deleted.`);
+      const message = (await note(row.session_id, text, `human:${member.email}`))!;
+      if (row.first_reply_at === null) await store.move(row, { first_reply_at: message.createdAt });
+      return message;
+    },
+
+    /**
+     * Ends a handoff: `returned` gives the conversation back to the persona (the person's messages
+     * in its history), `resolved` closes it as done. Its owner (or, with no owner yet, any member)
+     * may end it; `api` when no member is named.
+     */
+    async end(workspaceId: string, id: string, to: 'returned' | 'resolved', email: string | undefined): Promise<Handoff> {
+      const row = await find(workspaceId, id);
+      let by = 'api';
+      if (email !== undefined) {
+        const { member } = await memberOf(row, email);
+        if (row.status === 'accepted' && row.member !== null && emailKey(row.member) !== member.email_key) {
+          throw new ConflictError(`Handoff ${id} belongs to ${row.member}; only they hand it back or resolve it.`);
+        }
+        by = member.email;
+      }
+      const at = now();
+      const ended = await moveOpen(row, OPEN, { status: to, offer_until: null, ended_at: at, ended_by: by, updated_at: at }, to === 'returned' ? 'handed back' : 'resolved');
+      const persona = await personas.get(workspaceId, row.persona_id).catch(() => null);
+      const who = row.status === 'accepted' && row.member ? `${row.member} (a person)` : 'The team';
+      await note(row.session_id, to === 'returned' ? `${who} left the conversation; ${persona?.name ?? 'the assistant'} takes over again.` : `${who} closed the conversation as resolved.`);
+      return toHandoff(ended);
+    },
+
+    /** Re-offers lapsed offers and offers queued handoffs whose team became available; answers how many moved. */
+    async sweep(): Promise<number> {
+      let moved = 0;
+      for (const row of await store.due(now(), SWEEP_BATCH)) {
+        if (row.session_id === null) {
+          // Its conversation was deleted: nobody is left to answer.
+          const at = now();
+          if (await store.move(row, { status: 'resolved', offer_until: null, ended_at: at, ended_by: 'session deleted', updated_at: at })) moved++;
+          continue;
+        }
+        const passed = row.status === 'offered' && row.member ? [...new Set([...(JSON.parse(row.passed) as string[]), emailKey(row.member)])] : null;
+        const from = passed ? { ...row, passed: JSON.stringify(passed) } : row;
+        const after = await route(from).catch(() => row);
+        if (after.rev !== row.rev) moved++;
+      }
+      return moved;
+    },
+
+    /** Whether a user message hands the conversation over by the persona's rules: `/human`, or a keyword. */
+    triggerOf(persona: Pick<Persona, 'teamId' | 'handoff'>, message: string): { trigger: 'user' | 'rule'; reason: string } | null {
+      if (persona.teamId === null) return null;
+      const text = message.trim();
+      if (/^\/human\b/i.test(text)) return { trigger: 'user', reason: text.slice(6).trim() || 'The user asked for a person (/human).' };
+      const lower = text.toLowerCase();
+      const keyword = persona.handoff.keywords.find((k) => lower.includes(k.toLowerCase()));
+      return keyword ? { trigger: 'rule', reason: `The message contains "${keyword}".` } : null;
+    },
+  };
+}
+
+export type HandoffService = ReturnType<typeof createHandoffService>;

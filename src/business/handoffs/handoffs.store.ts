@@ -1,0 +1,108 @@
+import { type Kysely, sql } from 'kysely';
+import type { Database, HandoffRow, HandoffStatus } from '../../db/schema.js';
+import { type PageRequest, paginate } from '../../lib/pagination.js';
+
+export const OPEN: HandoffStatus[] = ['queued', 'offered', 'accepted'];
+
+/** A message a person or the platform adds to a handed-off conversation. */
+export interface HandoffMessage {
+  id: string;
+  session_id: string;
+  role: 'user' | 'assistant';
+  content: string;
+  author: string | null;
+  created_at: string;
+}
+
+/** Handoffs (issue 29); every query of a caller's filters by workspace. Moves are conditional on the row as read. */
+export function createHandoffStore(db: Kysely<Database>) {
+  return {
+    /** Inserts the handoff unless its session already has an open one; answers the open one either way. */
+    async open(row: HandoffRow): Promise<{ row: HandoffRow; created: boolean }> {
+      const inserted = await db
+        .insertInto('handoffs')
+        .values(row)
+        // The partial index's own predicate, as literals: SQLite matches the conflict target by its text.
+        .onConflict((oc) => oc.column('session_id').where(sql<boolean>`status IN ('queued', 'offered', 'accepted')`).doNothing())
+        .executeTakeFirst();
+      if (Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0) return { row, created: true };
+      const open = await db.selectFrom('handoffs').selectAll().where('session_id', '=', row.session_id).where('status', 'in', OPEN).executeTakeFirstOrThrow();
+      return { row: open, created: false };
+    },
+    find: (workspaceId: string, id: string) => db.selectFrom('handoffs').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
+    /** The open handoff of a session, if any: while there is one, the persona stays silent in it. */
+    openFor: (sessionId: string) => db.selectFrom('handoffs').selectAll().where('session_id', '=', sessionId).where('status', 'in', OPEN).executeTakeFirst(),
+    list: (workspaceId: string, page: PageRequest, filter: { status?: HandoffStatus | undefined; teamId?: string | undefined; member?: string | undefined }) => {
+      let q = db.selectFrom('handoffs').selectAll().where('workspace_id', '=', workspaceId);
+      if (filter.status !== undefined) q = q.where('status', '=', filter.status);
+      if (filter.teamId !== undefined) q = q.where('team_id', '=', filter.teamId);
+      if (filter.member !== undefined) q = q.where(sql<boolean>`lower(member) = ${filter.member.toLowerCase()}`);
+      return paginate(q, page);
+    },
+    /**
+     * Moves a handoff from the revision it was read at to `patch` (the next revision); false when
+     * anything moved it meanwhile (another member accepted, another instance re-offered).
+     */
+    async move(from: HandoffRow, patch: Partial<HandoffRow>): Promise<boolean> {
+      const r = await db
+        .updateTable('handoffs')
+        .set({ ...patch, rev: from.rev + 1 })
+        .where('id', '=', from.id)
+        .where('rev', '=', from.rev)
+        .executeTakeFirst();
+      return Number(r.numUpdatedRows) > 0;
+    },
+    /** Open handoffs per member (e-mail, lower case) of a team: routing prefers the member with the fewest. */
+    async openPerMember(teamId: string): Promise<Map<string, number>> {
+      const rows = await db
+        .selectFrom('handoffs')
+        .select([sql<string>`lower(member)`.as('member'), sql<number>`count(*)`.as('n')])
+        .where('team_id', '=', teamId)
+        .where('status', 'in', ['offered', 'accepted'])
+        .where('member', 'is not', null)
+        .groupBy(sql`lower(member)`)
+        .execute();
+      return new Map(rows.map((r) => [r.member, Number(r.n)]));
+    },
+    /** Offers that lapsed by `now`, queued handoffs, and open ones whose conversation was deleted, across workspaces (the sweep), oldest first. */
+    due: (now: string, limit: number) =>
+      db
+        .selectFrom('handoffs')
+        .selectAll()
+        .where((eb) =>
+          eb.or([
+            eb('status', '=', 'queued'),
+            eb.and([eb('status', '=', 'offered'), eb('offer_until', '<=', now)]),
+            eb.and([eb('status', 'in', OPEN), eb('session_id', 'is', null)]),
+          ]),
+        )
+        .orderBy('created_at')
+        .limit(limit)
+        .execute(),
+    /** Adds messages to the conversation (a member's reply, a notice) and counts them into its session. */
+    addMessages: (messages: HandoffMessage[], sessionId: string, now: string) =>
+      db.transaction().execute(async (trx) => {
+        await trx.insertInto('messages').values(messages.map((m) => ({ ...m, tool_calls: null, tool_call_id: null }))).execute();
+        await trx
+          .updateTable('sessions')
+          .set({ message_count: sql`message_count + ${messages.length}`, last_message_at: now })
+          .where('id', '=', sessionId)
+          .execute();
+      }),
+    /** The conversation so far, oldest first (tool rounds left out), at most `limit` of the latest. */
+    async conversation(sessionId: string, limit: number) {
+      const rows = await db
+        .selectFrom('messages')
+        .select(['id', 'role', 'content', 'author', 'created_at'])
+        .where('session_id', '=', sessionId)
+        .where('role', '!=', 'tool')
+        .where('tool_calls', 'is', null)
+        .orderBy('seq', 'desc')
+        .limit(limit)
+        .execute();
+      return rows.reverse();
+    },
+  };
+}
+
+export type HandoffStore = ReturnType<typeof createHandoffStore>;

@@ -1,0 +1,206 @@
+// Issue 29 through the HTTP API, on both backends: a conversation goes to an available member of the
+// persona's team (`/human`, a keyword, a low rating, the API), offers lapse to the next member, nobody
+// available queues it with the next opening, two accepts at once have one winner, the persona stays
+// silent while a person has it, the person's replies are the conversation's, and handing back gives
+// it to the persona again. Another workspace's handoff is a 404.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { manualClock } from '../../src/lib/clock.js';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { createPersona, createTeam } from '../helpers/factories.js';
+import { testBackends } from '../helpers/postgres.js';
+import { expectProblem } from '../helpers/problem.js';
+
+describe.each(testBackends())('human handoff on $kind', (backend) => {
+  let t: TestApp;
+  // Wednesday 25 November 2026, 10:00 UTC.
+  const clock = manualClock(new Date('2026-11-25T10:00:00.000Z'));
+
+  beforeAll(async () => {
+    t = await createTestApp({ backend, overrides: { clock } });
+  });
+  afterAll(async () => t?.close());
+
+  const post = (url: string, body: unknown = {}, as?: string) => t.request({ method: 'POST', url, body, ...(as ? { as } : {}) });
+  const get = (url: string, as?: string) => t.request({ method: 'GET', url, ...(as ? { as } : {}) });
+  /** A team of the given members (all available) and a persona that hands over to it. */
+  const setUp = async (members: string[], handoff: Record<string, unknown> = {}) => {
+    const team = await createTeam(t, { name: 'Support', members });
+    const persona = await createPersona(t, { name: 'Desk', teamId: team.id, handoff });
+    return { team, persona };
+  };
+  const ask = async (personaId: string, message: string, sessionId?: string) => {
+    const res = await post('/query', { personaId, message, ...(sessionId ? { sessionId } : {}) });
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json();
+  };
+  const answers = async (sessionId: string) =>
+    (await t.ctx.db.kysely.selectFrom('interactions').select(['model']).where('session_id', '=', sessionId).execute()).map((r) => r.model);
+
+  it('hands over on /human: offered to an available member, the user told, the persona silent until a person answers', async () => {
+    const { team, persona } = await setUp(['ada@example.com', 'bo@example.com']);
+    const first = await ask(persona.id, 'Where is my parcel?');
+    expect(first.handoff).toBeUndefined();
+
+    const asked = await ask(persona.id, '/human I need to talk to someone', first.sessionId);
+    expect(asked.handoff).toMatchObject({ status: 'offered', member: 'ada@example.com' });
+    expect(asked.response).toBe("I'm passing this conversation to a person from Support. They will reply here.");
+    const handoff = (await get(`/handoffs/${asked.handoff.id}`)).json();
+    expect(handoff).toMatchObject({ sessionId: first.sessionId, personaId: persona.id, teamId: team.id, status: 'offered', trigger: 'user', reason: 'I need to talk to someone', offers: 1 });
+    expect(handoff.offerUntil).toBe(new Date(clock.now().getTime() + 120_000).toISOString());
+
+    // While it waits for a person, the persona says nothing; the message is kept for them.
+    const waiting = await ask(persona.id, 'Hello? Anyone?', first.sessionId);
+    expect(waiting).toMatchObject({ response: '', handoff: { id: asked.handoff.id, status: 'offered' } });
+    expect(await answers(first.sessionId)).toEqual(['offline', 'handoff']);
+    const conversation = (await get(`/handoffs/${asked.handoff.id}`)).json().messages;
+    expect(conversation.map((m: { role: string; author: string | null; content: string }) => [m.role, m.author, m.content.slice(0, 21)])).toEqual([
+      ['user', null, 'Where is my parcel?'],
+      ['assistant', null, expect.any(String)],
+      ['user', null, '/human I need to talk'],
+      ['assistant', 'system', "I'm passing this conv"],
+      ['user', null, 'Hello? Anyone?'],
+    ]);
+
+    // Two members accept at once: one wins, the other is told who.
+    const [x, y] = await Promise.all([post(`/handoffs/${asked.handoff.id}/accept`, { member: 'ada@example.com' }), post(`/handoffs/${asked.handoff.id}/accept`, { member: 'BO@example.com' })]);
+    const codes = [x.statusCode, y.statusCode].sort();
+    expect(codes).toEqual([200, 409]);
+    const winner = (x.statusCode === 200 ? x : y).json().member as string;
+    const loser = x.statusCode === 200 ? y : x;
+    expect(loser.json().detail).toContain(`accepted by ${winner}`);
+
+    // Only the owner replies; the reply is the conversation's, marked as from a person.
+    const other = winner === 'ada@example.com' ? 'bo@example.com' : 'ada@example.com';
+    expectProblem(await post(`/handoffs/${asked.handoff.id}/messages`, { member: other, text: 'Me too' }), 409, 'conflict');
+    expectProblem(await post(`/handoffs/${asked.handoff.id}/messages`, { member: 'eve@example.com', text: 'Hi' }), 400, 'validation_failed', 'member');
+    const reply = await post(`/handoffs/${asked.handoff.id}/messages`, { member: winner, text: 'Hi, I am looking at your parcel now.' });
+    expect(reply.statusCode, reply.body).toBe(201);
+    expect(reply.json()).toMatchObject({ role: 'assistant', author: `human:${winner}`, content: 'Hi, I am looking at your parcel now.' });
+    const session = (await get(`/sessions/${first.sessionId}`)).json();
+    expect(session.messages.slice(-3).map((m: { author?: string; content: string }) => [m.author ?? null, m.content])).toEqual([
+      [null, 'Hello? Anyone?'],
+      ['system', `${winner} (a person) joined the conversation.`],
+      [`human:${winner}`, 'Hi, I am looking at your parcel now.'],
+    ]);
+    const accepted = (await get(`/handoffs/${asked.handoff.id}`)).json();
+    expect(accepted).toMatchObject({ status: 'accepted', member: winner, firstReplyAt: clock.now().toISOString() });
+
+    // Handed back: the persona answers again.
+    expectProblem(await post(`/handoffs/${asked.handoff.id}/return`, { member: other }), 409, 'conflict');
+    const back = await post(`/handoffs/${asked.handoff.id}/return`, { member: winner });
+    expect(back.statusCode, back.body).toBe(200);
+    expect(back.json()).toMatchObject({ status: 'returned', endedBy: winner });
+    const again = await ask(persona.id, 'Thanks! One more question about my parcel.', first.sessionId);
+    expect(again.handoff).toBeUndefined();
+    expect(again.response.length).toBeGreaterThan(0);
+    expect(await answers(first.sessionId)).toEqual(['offline', 'handoff', 'offline']);
+    expectProblem(await post(`/handoffs/${asked.handoff.id}/resolve`, {}), 409, 'conflict');
+  });
+
+  it('offers a lapsed handoff to the next member, round again when everyone let it lapse, and a member off shift keeps what they accepted', async () => {
+    const { team, persona } = await setUp(['cy@example.com', 'di@example.com']);
+    expect((await t.request({ method: 'PUT', url: `/business/teams/${team.id}/handoff`, body: { offerSeconds: 30 } })).json().handoff).toEqual({ offerSeconds: 30 });
+    expectProblem(await t.request({ method: 'PUT', url: `/business/teams/${team.id}/handoff`, body: { offerSeconds: 5 } }), 400, 'validation_failed', 'offerSeconds');
+    const asked = await ask(persona.id, '/human');
+    const id = asked.handoff.id as string;
+    expect(asked.handoff.member).toBe('cy@example.com');
+    clock.advance(29_000);
+    await t.ctx.services.handoffs.sweep();
+    expect((await get(`/handoffs/${id}`)).json().member).toBe('cy@example.com');
+    clock.advance(2_000);
+    await t.ctx.services.handoffs.sweep();
+    expect((await get(`/handoffs/${id}`)).json()).toMatchObject({ status: 'offered', member: 'di@example.com', offers: 2 });
+    clock.advance(31_000);
+    await t.ctx.services.handoffs.sweep();
+    expect((await get(`/handoffs/${id}`)).json()).toMatchObject({ status: 'offered', member: 'cy@example.com', offers: 3 });
+
+    // The next conversation goes to the member with fewer open handoffs.
+    const second = await ask(persona.id, '/human');
+    expect(second.handoff.member).toBe('di@example.com');
+
+    // Accepted, then off shift: it stays theirs.
+    expect((await post(`/handoffs/${id}/accept`, { member: 'cy@example.com' })).statusCode).toBe(200);
+    await t.request({ method: 'PUT', url: `/business/teams/${team.id}/availability`, body: { members: [{ email: 'cy@example.com', status: 'offline' }] } });
+    clock.advance(300_000);
+    await t.ctx.services.handoffs.sweep();
+    expect((await get(`/handoffs/${id}`)).json()).toMatchObject({ status: 'accepted', member: 'cy@example.com' });
+    expect((await post(`/handoffs/${id}/messages`, { member: 'cy@example.com', text: 'Still here.' })).statusCode).toBe(201);
+  });
+
+  it('queues a handoff when nobody is available, tells the user when the team is next available, and offers it once someone is', async () => {
+    const team = await createTeam(t, { name: 'Night desk', members: ['eli@example.com'] });
+    // Weekdays 09:00–17:00 in Berlin; it is Wednesday 18:00 there (17:00 UTC).
+    clock.set(new Date('2026-11-25T17:00:00.000Z'));
+    await t.request({ method: 'PUT', url: `/business/teams/${team.id}/availability`, body: { timezone: 'Europe/Berlin', weekly: ['mon', 'tue', 'wed', 'thu', 'fri'].map((day) => ({ day, start: '09:00', end: '17:00' })) } });
+    const persona = await createPersona(t, { name: 'After hours', teamId: team.id });
+    const asked = await ask(persona.id, '/human');
+    expect(asked.handoff).toMatchObject({ status: 'queued', member: null });
+    expect(asked.response).toBe('Nobody from Night desk is available right now. The team is next available at 2026-11-26T08:00:00.000Z; your conversation waits in their queue and a person will reply here.');
+    expect((await get(`/handoffs/${asked.handoff.id}`)).json()).toMatchObject({ status: 'queued', nextAvailableAt: '2026-11-26T08:00:00.000Z' });
+    expect((await get('/handoffs?status=queued')).json().data.map((h: { id: string }) => h.id)).toContain(asked.handoff.id);
+    await t.ctx.services.handoffs.sweep();
+    expect((await get(`/handoffs/${asked.handoff.id}`)).json().status).toBe('queued');
+    // A queued handoff may be taken from the queue by a member at any time.
+    clock.set(new Date('2026-11-26T08:00:30.000Z'));
+    await t.ctx.services.handoffs.sweep();
+    expect((await get(`/handoffs/${asked.handoff.id}`)).json()).toMatchObject({ status: 'offered', member: 'eli@example.com' });
+    clock.set(new Date('2026-11-25T10:00:00.000Z'));
+  });
+
+  it('hands over on a keyword, on a low rating, and through the API; a persona without a team answers /human itself', async () => {
+    const { persona } = await setUp(['fay@example.com'], { keywords: ['Speak to a Manager'], lowRating: true });
+    const keyword = await ask(persona.id, 'I want to speak to a manager now');
+    expect(keyword.handoff).toMatchObject({ status: 'offered' });
+    expect((await get(`/handoffs/${keyword.handoff.id}`)).json()).toMatchObject({ trigger: 'rule', reason: 'The message contains "Speak to a Manager".' });
+
+    const rated = await ask(persona.id, 'What are your opening hours?');
+    expect((await post(`/sessions/${rated.sessionId}/feedback`, { rating: 2 })).statusCode).toBe(201);
+    const fromRating = (await get('/handoffs?limit=100')).json().data.find((h: { sessionId: string }) => h.sessionId === rated.sessionId);
+    expect(fromRating).toMatchObject({ sessionId: rated.sessionId, trigger: 'rule', reason: 'An answer was rated 2/5.' });
+
+    const plain = await ask(persona.id, 'Hello');
+    const opened = await post(`/sessions/${plain.sessionId}/handoff`, { reason: 'VIP customer' });
+    expect(opened.statusCode, opened.body).toBe(201);
+    expect(opened.json()).toMatchObject({ trigger: 'api', reason: 'VIP customer', status: 'offered' });
+    const same = await post(`/sessions/${plain.sessionId}/handoff`, {});
+    expect(same.statusCode).toBe(200);
+    expect(same.json().id).toBe(opened.json().id);
+
+    const loner = await createPersona(t, { name: 'Alone' });
+    const answered = await ask(loner.id, '/human please');
+    expect(answered.handoff).toBeUndefined();
+    expectProblem(await post(`/sessions/${answered.sessionId}/handoff`, {}), 409, 'conflict');
+  });
+
+  it('keeps a persona’s team out of its versions, checks the team exists, and hides handoffs from another workspace', async () => {
+    const { team, persona } = await setUp(['gus@example.com']);
+    expect(persona).toMatchObject({ teamId: team.id, handoff: { tool: false, keywords: [], lowRating: false }, version: 1 });
+    const moved = await t.request({ method: 'PUT', url: `/personas/${persona.id}`, body: { teamId: null, handoff: { lowRating: true } } });
+    expect(moved.json()).toMatchObject({ teamId: null, handoff: { lowRating: true }, version: 1 });
+    expectProblem(await t.request({ method: 'PUT', url: `/personas/${persona.id}`, body: { teamId: 'team_nope' } }), 404, 'not_found');
+    expectProblem(await post('/personas', { name: 'X', instructions: 'Y', teamId: 'team_nope' }), 404, 'not_found');
+    await t.request({ method: 'PUT', url: `/personas/${persona.id}`, body: { teamId: team.id } });
+
+    const asked = await ask(persona.id, '/human');
+    const other = (await t.ctx.services.auth.createWorkspace('other-handoffs')).key.key;
+    for (const res of [
+      await get(`/handoffs/${asked.handoff.id}`, other),
+      await post(`/handoffs/${asked.handoff.id}/accept`, { member: 'gus@example.com' }, other),
+      await post(`/handoffs/${asked.handoff.id}/messages`, { member: 'gus@example.com', text: 'x' }, other),
+      await post(`/handoffs/${asked.handoff.id}/return`, {}, other),
+      await post(`/sessions/${asked.sessionId}/handoff`, {}, other),
+    ]) {
+      expectProblem(res, 404, 'not_found');
+    }
+    expect((await get('/handoffs', other)).json().data).toEqual([]);
+    expectProblem(await post(`/handoffs/${asked.handoff.id}/accept`, { member: 'not-an-email' }), 400, 'validation_failed', 'member');
+  });
+
+  it('ends a handoff whose conversation was deleted, keeping its numbers', async () => {
+    const { persona } = await setUp(['hal@example.com']);
+    const asked = await ask(persona.id, '/human');
+    expect((await t.request({ method: 'DELETE', url: `/sessions/${asked.sessionId}` })).statusCode).toBe(204);
+    await t.ctx.services.handoffs.sweep();
+    expect((await get(`/handoffs/${asked.handoff.id}`)).json()).toMatchObject({ sessionId: null, status: 'resolved', endedBy: 'session deleted', messages: [] });
+  });
+});
