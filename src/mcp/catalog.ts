@@ -6,10 +6,11 @@ import { abTestFeature } from '../business/ab-tests/ab-tests.tools.js';
 import { channelFeature } from '../business/channels/channels.tools.js';
 import { analyticsFeature } from '../business/analytics/analytics.tools.js';
 import { evaluationFeature } from '../business/evaluations/evaluations.tools.js';
+import { handoffFeature } from '../business/handoffs/handoffs.tools.js';
 import { chatFeature } from '../core/chat/chat.tools.js';
 import { knowledgeFeature } from '../core/knowledge/knowledge.tools.js';
 import { personaFeature } from '../core/personas/personas.tools.js';
 import { teamFeature } from '../business/teams/teams.tools.js';
 import type { McpFeature } from './tool-definition.js';
 
-export const MCP_FEATURES: McpFeature[] = [personaFeature, knowledgeFeature, chatFeature, teamFeature, abTestFeature, analyticsFeature, evaluationFeature, channelFeature];
+export const MCP_FEATURES: McpFeature[] = [personaFeature, knowledgeFeature, chatFeature, teamFeature, abTestFeature, analyticsFeature, evaluationFeature, handoffFeature, channelFeature];

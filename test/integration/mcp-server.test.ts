@@ -13,6 +13,7 @@ import { LOOPBACK_ONLY } from '../helpers/mcp-tools.js';
 import { OFFLINE_ANSWER, REFUND_TEXT, seedSupport } from './chat-helpers.js';
 
 const TOOLS = [
+  'accept_handoff',
   'add_knowledge',
   'ask_persona',
   'compare_runs',
@@ -23,17 +24,21 @@ const TOOLS = [
   'get_ab_test_results',
   'get_analytics',
   'get_evaluation_run',
+  'get_handoff',
   'get_persona',
   'get_session',
   'list_channels',
   'list_datasets',
+  'list_handoffs',
   'list_knowledge',
   'list_persona_versions',
   'list_personas',
   'list_sessions',
   'list_teams',
   'promote_ab_test',
+  'reply_to_handoff',
   'restore_persona_version',
+  'return_handoff',
   'run_evaluation',
   'search_knowledge',
   'send_channel_message',
@@ -236,11 +241,15 @@ describe.each(testBackends())('MCP server scopes and workspaces on $kind', (back
     const running = await createAbTest(t, { personaA: persona.id, personaB: other.id });
     expect((await t.request({ method: 'PUT', url: `/business/ab-tests/${running.id}/start` })).statusCode).toBe(200);
     const dataset = (await t.request({ method: 'POST', url: '/datasets', body: { name: 'Checks', cases: [{ input: 'When do parcels leave?' }] } })).json();
+    const deskTeam = await createTeam(t, { name: 'Desk', members: ['ada@example.com'] });
+    const desk = await createPersona(t, { name: 'Desk', teamId: deskTeam.id });
+    const handoff = (await t.request({ method: 'POST', url: '/query', body: { personaId: desk.id, message: '/human' } })).json().handoff;
     const finished = await createAbTest(t, { personaA: persona.id, personaB: other.id });
     for (const step of ['start', 'stop']) expect((await t.request({ method: 'PUT', url: `/business/ab-tests/${finished.id}/${step}` })).statusCode).toBe(200);
     const channel = await createChannel(t, { type: 'webhook', personaId: persona.id, credentials: { secret: 'webhook-secret-0123456789abcdef', outboundUrl: receiver.url } });
     /** A call each tool would carry out for a key that may write (checked below). */
     const calls: Record<string, Record<string, unknown>> = {
+      accept_handoff: { id: handoff.id, member: 'ada@example.com' },
       add_knowledge: { kind: 'text', name: 'New', content: 'Fresh text.' },
       ask_persona: { personaId: persona.id, message: 'When do parcels leave?' },
       create_ab_test: { name: 'New test', personaA: persona.id, personaB: other.id },
@@ -248,7 +257,9 @@ describe.each(testBackends())('MCP server scopes and workspaces on $kind', (back
       delete_knowledge: { id: source.id },
       delete_persona: { id: doomed.id },
       promote_ab_test: { id: finished.id, variant: 'A' },
+      reply_to_handoff: { id: handoff.id, member: 'ada@example.com', text: 'Hello from a person.' },
       restore_persona_version: { id: persona.id, version: 1 },
+      return_handoff: { id: handoff.id, member: 'ada@example.com' },
       run_evaluation: { datasetId: dataset.id, personaId: persona.id },
       send_channel_message: { channelId: channel.id, to: 'conv-1', message: 'Hello' },
       start_ab_test: { id: draft.id },
@@ -293,12 +304,16 @@ describe.each(testBackends())('MCP server scopes and workspaces on $kind', (back
       const abTest = await createAbTest(t, { personaA: persona.id, personaB: second.id }, key);
       const channel = await createChannel(t, { type: 'webhook', personaId: persona.id, credentials: { secret: 'webhook-secret-0123456789abcdef' } }, key);
       const team = await createTeam(t, { name: `Team ${word}` }, key);
+      const desk = await createPersona(t, { name: `Desk ${word}`, teamId: team.id }, key);
+      const handedOver = (await t.request({ method: 'POST', url: '/query', body: { personaId: desk.id, message: '/human' }, as: key })).json();
+      const handoff = handedOver.handoff;
       const dataset = (await t.request({ method: 'POST', url: '/datasets', body: { name: `Cases ${word}`, cases: [{ input: `Where is the ${word} crossing?`, mustContain: ['dawn'] }] }, as: key })).json();
       const run = (await t.request({ method: 'POST', url: '/evaluations/runs', body: { datasetId: dataset.id, personaId: persona.id }, as: key })).json();
       await t.ctx.services.evaluations.idle();
       return {
-        key, word, personas: [persona.id, second.id].sort(), persona: persona.id, source: source.id as string, session: asked.json().sessionId as string,
-        abTest: abTest.id, channel: channel.id, team: team.id, dataset: dataset.id as string, run: run.id as string,
+        key, word, personas: [persona.id, second.id, desk.id].sort(), persona: persona.id, source: source.id as string, session: asked.json().sessionId as string,
+        sessions: [asked.json().sessionId as string, handedOver.sessionId as string].sort(),
+        abTest: abTest.id, channel: channel.id, team: team.id, dataset: dataset.id as string, run: run.id as string, handoff: handoff.id as string, desk: desk.id as string,
       };
     };
     const north = await seed('north', 'zebra');
@@ -329,7 +344,7 @@ describe.each(testBackends())('MCP server scopes and workspaces on $kind', (back
           expect((await callOk(client, 'search_knowledge', { query: own.word, mode: 'keyword' })).data.map((h: { sourceId: string }) => h.sourceId)).toEqual([own.source]);
         },
         list_sessions: async () => {
-          expect(ids(await callOk(client, 'list_sessions'))).toEqual([own.session]);
+          expect(ids(await callOk(client, 'list_sessions'))).toEqual(own.sessions);
           expectNotFound(await callError(client, 'list_sessions', { personaId: foreign.persona }), foreign.persona);
           expectNotFound(await callError(client, 'list_sessions', { channelId: foreign.channel }), foreign.channel);
         },
@@ -342,13 +357,18 @@ describe.each(testBackends())('MCP server scopes and workspaces on $kind', (back
           expect((await callOk(client, 'get_ab_test_results', { id: own.abTest })).testId).toBe(own.abTest);
         },
         get_analytics: async () => {
-          expect((await callOk(client, 'get_analytics', { timeframe: '1h' })).metrics.conversations.total).toBe(1);
+          expect((await callOk(client, 'get_analytics', { timeframe: '1h' })).metrics.conversations.total).toBe(2);
           expectNotFound(await callError(client, 'get_analytics', { personaId: foreign.persona }), foreign.persona);
           expectNotFound(await callError(client, 'get_analytics', { channelId: foreign.channel }), foreign.channel);
         },
         list_teams: async () => expect(ids(await callOk(client, 'list_teams'))).toEqual([own.team]),
         list_channels: async () => expect(ids(await callOk(client, 'list_channels'))).toEqual([own.channel]),
         list_datasets: async () => expect(ids(await callOk(client, 'list_datasets'))).toEqual([own.dataset]),
+        list_handoffs: async () => expect(ids(await callOk(client, 'list_handoffs'))).toEqual([own.handoff]),
+        get_handoff: async () => {
+          expectNotFound(await callError(client, 'get_handoff', { id: foreign.handoff }), foreign.handoff);
+          expect((await callOk(client, 'get_handoff', { id: own.handoff })).messages.length).toBe(2);
+        },
         get_evaluation_run: async () => {
           expectNotFound(await callError(client, 'get_evaluation_run', { id: foreign.run }), foreign.run);
           expect((await callOk(client, 'get_evaluation_run', { id: own.run })).status).toBe('completed');
@@ -374,6 +394,9 @@ describe.each(testBackends())('MCP server scopes and workspaces on $kind', (back
         ['start_ab_test', { id: foreign.abTest }, foreign.abTest],
         ['promote_ab_test', { id: foreign.abTest, variant: 'A' }, foreign.abTest],
         ['run_evaluation', { datasetId: foreign.dataset, personaId: own.persona }, foreign.dataset],
+        ['accept_handoff', { id: foreign.handoff, member: 'ada@example.com' }, foreign.handoff],
+        ['reply_to_handoff', { id: foreign.handoff, member: 'ada@example.com', text: 'x' }, foreign.handoff],
+        ['return_handoff', { id: foreign.handoff }, foreign.handoff],
         ['run_evaluation', { datasetId: own.dataset, personaId: foreign.persona }, foreign.persona],
         ['restore_persona_version', { id: foreign.persona, version: 1 }, foreign.persona],
         ['delete_knowledge', { id: foreign.source }, foreign.source],
