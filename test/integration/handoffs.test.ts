@@ -172,6 +172,24 @@ describe.each(testBackends())('human handoff on $kind', (backend) => {
     expectProblem(await post(`/sessions/${answered.sessionId}/handoff`, {}), 409, 'conflict');
   });
 
+  it('hands over when the persona calls its handoff tool, only when its rules offer it', async () => {
+    const { persona } = await setUp(['ivy@example.com'], { tool: true });
+    // The offline model calls a tool it is offered when the message says `/tool <name> {json}`.
+    const called = await ask(persona.id, '/tool handoff.request {"reason":"The customer wants a refund above my limit."}');
+    expect(called.toolCalls.map((c: { name: string }) => c.name)).toEqual(['handoff.request']);
+    expect(called.handoff).toMatchObject({ status: 'offered', member: 'ivy@example.com' });
+    expect((await get(`/handoffs/${called.handoff.id}`)).json()).toMatchObject({ trigger: 'tool', reason: 'The customer wants a refund above my limit.' });
+    // The persona's answer, then the notice.
+    const messages = (await get(`/sessions/${called.sessionId}`)).json().messages;
+    expect(messages.at(-1)).toMatchObject({ author: 'system', content: "I'm passing this conversation to a person from Support. They will reply here." });
+
+    const { persona: plain } = await setUp(['jo@example.com']);
+    const refused = await ask(plain.id, '/tool handoff.request {"reason":"x"}');
+    expect(refused.handoff).toBeUndefined();
+    expect(refused.toolCalls).toEqual([]);
+    expect(refused.response).toContain('I cannot call handoff.request');
+  });
+
   it('keeps a persona’s team out of its versions, checks the team exists, and hides handoffs from another workspace', async () => {
     const { team, persona } = await setUp(['gus@example.com']);
     expect(persona).toMatchObject({ teamId: team.id, handoff: { tool: false, keywords: [], lowRating: false }, version: 1 });

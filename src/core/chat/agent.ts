@@ -47,7 +47,26 @@ export interface AgentInput {
   signal: AbortSignal;
   /** False when the events are not read until the answer is whole: the model is then asked for one completion, not a stream. */
   streamed?: boolean | undefined;
+  /** Offer the built-in `handoff` tool (the persona's rules allow it and it has a team): its call hands the conversation to a person. */
+  handoff?: boolean | undefined;
 }
+
+/** The qualified name of the built-in handoff tool: a call the chat service acts on once the answer is stored. */
+export const HANDOFF_TOOL = 'handoff.request';
+
+const handoffSpec: ToolSpec = {
+  name: 'handoff',
+  qualifiedName: HANDOFF_TOOL,
+  description:
+    'Hands this conversation to a person of your team, who replies here. Call it when the user asks for a person, in any words, or when you should not answer ' +
+    '(a complaint, a decision you may not make, something outside what you know). Then tell the user a person will reply.',
+  parameters: {
+    type: 'object',
+    properties: { reason: { type: 'string', description: 'Why a person should take over, in a sentence, for the team.' } },
+    required: ['reason'],
+    additionalProperties: false,
+  },
+};
 
 export interface AgentOutcome {
   content: string;
@@ -117,6 +136,8 @@ export function createAgent(deps: AgentDeps) {
     if (args === null || typeof args !== 'object' || Array.isArray(args)) {
       return { result: { error: 'The arguments must be a JSON object.' }, isError: true };
     }
+    // Nothing to run: the chat service hands the conversation over once this answer is stored.
+    if (spec.qualifiedName === HANDOFF_TOOL) return { result: { handedOver: true, note: 'A person of your team takes the conversation after this answer; tell the user they will reply here.' }, isError: false };
     const dot = spec.qualifiedName.indexOf('.');
     // One deadline: it aborts the tool's signal and ends the wait even for a tool that ignores it.
     const deadline = new AbortController();
@@ -144,7 +165,7 @@ export function createAgent(deps: AgentDeps) {
   async function run(input: AgentInput, emit: (event: AgentEvent) => Promise<void> | void): Promise<AgentOutcome> {
     const started = performance.now();
     const { passages, sources } = await retrieve(input.workspaceId, input.persona.id, input.message);
-    const tools = input.enableTools ? await offeredTools(input.workspaceId, input.persona) : [];
+    const tools = [...(input.enableTools ? await offeredTools(input.workspaceId, input.persona) : []), ...(input.handoff ? [handoffSpec] : [])];
     const model = modelFor(input.persona, input.model);
     const messages: ChatMessage[] = [
       { role: 'system', content: systemPrompt({ persona: input.persona, passages, callerInstructions: input.callerInstructions, withTools: tools.length > 0 }) },

@@ -9,7 +9,7 @@ import type { IdGenerator } from '../../lib/ids.js';
 import type { ChatMessage } from '../../llm/llm-client.js';
 import type { Persona } from '../personas/personas.schemas.js';
 import type { PersonaService } from '../personas/personas.service.js';
-import type { Agent, AgentEvent, AgentOutcome } from './agent.js';
+import { type Agent, type AgentEvent, type AgentOutcome, HANDOFF_TOOL } from './agent.js';
 import type { Answer } from './chat.schemas.js';
 import type { ChatStore, NewInteraction, NewMessage } from './chat.store.js';
 
@@ -251,6 +251,7 @@ export function createChatService(deps: ChatServiceDeps) {
               maxTokens: request.maxTokens,
               signal,
               streamed: options?.streamed ?? true,
+              handoff: deps.handoffs !== undefined && persona.teamId !== null && persona.handoff.tool,
             },
             emit,
           );
@@ -285,7 +286,16 @@ export function createChatService(deps: ChatServiceDeps) {
           tools: toolCalls.map((c) => ({ name: c.name, isError: c.isError })),
         });
         if (!stored) throw new ConflictError(`Session ${sessionId} was deleted while the answer was written; nothing was stored.`);
+        // The persona called `handoff`: its answer is stored; now its team takes the conversation.
+        const handoffCall = deps.handoffs ? toolCalls.find((c) => c.name === HANDOFF_TOOL && !c.isError) : undefined;
+        let handedOver: Answer['handoff'];
+        if (handoffCall && deps.handoffs) {
+          const reason = (handoffCall.arguments as { reason?: unknown } | null)?.reason;
+          const opened = await deps.handoffs.open(workspaceId, { id: sessionId, persona_id: persona.id }, 'tool', typeof reason === 'string' && reason.trim() ? reason : 'The persona handed the conversation over.');
+          handedOver = { id: opened.handoff.id, status: opened.handoff.status as 'queued', member: opened.handoff.member };
+        }
         return {
+          ...(handedOver ? { handoff: handedOver } : {}),
           sessionId,
           messageId: answer.id,
           personaId: persona.id,
