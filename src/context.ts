@@ -286,7 +286,8 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const agent = createAgent({ llm, knowledge, tools, logger, limits: overrides.agent });
   const { hot } = backend;
   const chatStore = createChatStore(db, hot.chat);
-  const handoffs = createHandoffService({ store: createHandoffStore(db.kysely), teams: teamStore, personas, clock, ids });
+  const handoffStore = createHandoffStore(db.kysely);
+  const handoffs = createHandoffService({ store: handoffStore, teams: teamStore, personas, clock, ids });
   const chat = createChatService({ store: chatStore, personas, abTests, handoffs, agent, clock, ids });
   const openai = createOpenAiService({ chat, personas, abTests, threads: createOpenAiThreadStore(db, hot.threads), clock });
   const channelStore = createChannelStore(db, hot.channels);
@@ -305,7 +306,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     leases: { owner: instanceOwner, ms: config.leaseSeconds * 1000, shared: config.database !== undefined },
   });
   personas.guardDeletion((workspaceId, personaId) => evaluations.personaInUse(workspaceId, personaId));
-  const analytics = createAnalyticsService({ store: createAnalyticsStore(db, backend.analytics), personas, channelExists, clock });
+  const analytics = createAnalyticsService({ store: createAnalyticsStore(db, backend.analytics), personas, channelExists, clock, handoffsIn: handoffStore.openedIn });
   const inbox = createInbox({ store: channelStore, chat, sessions, clock, logger, recoveryWindowMs: overrides.channels?.recoveryWindowMs, owner: instanceOwner });
   const channels = createChannelService({
     store: channelStore,

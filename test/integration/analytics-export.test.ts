@@ -100,11 +100,11 @@ describe.each(testBackends())('analytics export on $kind', (backend) => {
     expect((await exportFile({ timeframe: '7d', dataset: 'answers', format: 'json' })).json()).toHaveLength(3);
   });
 
-  it('documents the four datasets in the OpenAPI document', async () => {
+  it('documents the five datasets in the OpenAPI document', async () => {
     const doc = (await t.request({ method: 'GET', url: '/openapi.json' })).json();
     const dataset = doc.paths['/business/analytics/export'].post.requestBody.content['application/json'].schema.properties.dataset;
-    expect(dataset.enum).toEqual(['conversations', 'messages', 'answers', 'metrics']);
-    expect(dataset.description).toMatch(/messages: the conversations’ text.*answers: one row per answer/s);
+    expect(dataset.enum).toEqual(['conversations', 'messages', 'answers', 'handoffs', 'metrics']);
+    expect(dataset.description).toMatch(/messages: the conversations’ text.*answers: one row per answer.*handoffs: one row per handoff/s);
   });
 
   it('refuses bad bodies naming the field', async () => {

@@ -214,6 +214,43 @@ describe.each(testBackends())('human handoff on $kind', (backend) => {
     expectProblem(await post(`/handoffs/${asked.handoff.id}/accept`, { member: 'not-an-email' }), 400, 'validation_failed', 'member');
   });
 
+  it('reports the handoff rate and the times to accept, to the first human reply and to resolution, per team and persona, and exports them', async () => {
+    const key = (await t.ctx.services.auth.createWorkspace('handoff-figures')).key.key;
+    const team = await createTeam(t, { name: 'Figures', members: ['kim@example.com'] }, key);
+    const persona = await createPersona(t, { name: 'Counted', teamId: team.id }, key);
+    const as = (url: string, body: unknown = {}) => post(url, body, key);
+    expect((await as('/query', { personaId: persona.id, message: 'Hi' })).statusCode).toBe(200);
+    const asked = (await as('/query', { personaId: persona.id, message: '/human' })).json();
+    clock.advance(30_000);
+    await as(`/handoffs/${asked.handoff.id}/accept`, { member: 'kim@example.com' });
+    clock.advance(30_000);
+    await as(`/handoffs/${asked.handoff.id}/messages`, { member: 'kim@example.com', text: 'Hello!' });
+    clock.advance(60_000);
+    await as(`/handoffs/${asked.handoff.id}/resolve`, { member: 'kim@example.com' });
+
+    const report = await get('/business/analytics/handoffs?timeframe=1d', key);
+    expect(report.statusCode, report.body).toBe(200);
+    const ms = (p: number) => ({ avg: p, p50: p, p95: p });
+    expect(report.json()).toMatchObject({
+      handoffs: 1,
+      conversations: 2,
+      rate: 0.5,
+      byStatus: { queued: 0, offered: 0, accepted: 0, resolved: 1, returned: 0 },
+      acceptMs: ms(30_000),
+      firstReplyMs: ms(60_000),
+      resolutionMs: ms(120_000),
+      byTeam: [{ teamId: team.id, handoffs: 1, firstReplyMs: ms(60_000), resolutionMs: ms(120_000) }],
+      byPersona: [{ personaId: persona.id, handoffs: 1, conversations: 2, rate: 0.5 }],
+    });
+    const exported = await post('/business/analytics/export', { timeframe: '1d', dataset: 'handoffs', format: 'json' }, key);
+    expect(exported.statusCode, exported.body).toBe(200);
+    expect(exported.json()).toEqual([
+      expect.objectContaining({ handoffId: asked.handoff.id, teamId: team.id, trigger: 'user', status: 'resolved', member: 'kim@example.com', endedBy: 'kim@example.com', acceptMs: 30_000, firstReplyMs: 60_000, resolutionMs: 120_000 }),
+    ]);
+    const csv = await post('/business/analytics/export', { timeframe: '1d', dataset: 'handoffs', format: 'csv' }, key);
+    expect(csv.body.split('\r\n')[0]).toBe('createdAt,handoffId,sessionId,personaId,teamId,trigger,status,member,acceptedAt,firstReplyAt,endedAt,endedBy,acceptMs,firstReplyMs,resolutionMs');
+  });
+
   it('ends a handoff whose conversation was deleted, keeping its numbers', async () => {
     const { persona } = await setUp(['hal@example.com']);
     const asked = await ask(persona.id, '/human');

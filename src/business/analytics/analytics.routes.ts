@@ -14,6 +14,8 @@ import {
   reportQuerySchema,
   versionsQuerySchema,
   versionsReportSchema,
+  handoffsQuerySchema,
+  handoffsReportSchema,
 } from './analytics.schemas.js';
 
 const exportFile = {
@@ -82,6 +84,19 @@ export function analyticsRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request) => analytics.versions(principalOf(request).workspaceId, request.query),
+    );
+
+    app.get(
+      '/business/analytics/handoffs',
+      {
+        schema: {
+          tags,
+          summary: 'Handoffs to people: rate, times to accept, to the first human reply and to resolution, per team and persona',
+          querystring: handoffsQuerySchema,
+          response: withErrors({ 200: handoffsReportSchema }),
+        },
+      },
+      async (request) => analytics.handoffs(principalOf(request).workspaceId, request.query),
     );
 
     app.post(

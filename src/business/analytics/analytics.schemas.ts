@@ -99,6 +99,29 @@ export const conversationsReportSchema = z
   })
   .meta({ id: 'AnalyticsConversations' });
 
+const durations = z.object({ avg: z.number().nullable(), p50: z.number().nullable(), p95: z.number().nullable() });
+
+export const handoffsReportSchema = z
+  .object({
+    timeframe: z.string(),
+    from: z.string(),
+    to: z.string(),
+    handoffs: z.number().int().describe('Handoffs opened in the timeframe.'),
+    conversations: z.number().int().describe('Conversations opened in the timeframe.'),
+    rate: z.number().describe('Handoffs over conversations; 0 when there were none.'),
+    byStatus: z.record(z.enum(['queued', 'offered', 'accepted', 'resolved', 'returned']), z.number().int()),
+    acceptMs: durations.describe('From the handoff to a member accepting it.'),
+    firstReplyMs: durations.describe('From the handoff to the first reply of a person.'),
+    resolutionMs: durations.describe('From the handoff to its end (resolved or returned).'),
+    byTeam: z.array(z.object({ teamId: z.string(), handoffs: z.number().int(), firstReplyMs: durations, resolutionMs: durations })).describe('Most handoffs first.'),
+    byPersona: z
+      .array(z.object({ personaId: z.string(), handoffs: z.number().int(), conversations: z.number().int(), rate: z.number(), firstReplyMs: durations, resolutionMs: durations }))
+      .describe('Most handoffs first.'),
+  })
+  .meta({ id: 'AnalyticsHandoffsReport' });
+
+export const handoffsQuerySchema = z.strictObject({ timeframe: timeframeSchema });
+
 export const versionsReportSchema = z
   .object({
     timeframe: z.string(),
@@ -135,7 +158,7 @@ export const performanceReportSchema = z
   })
   .meta({ id: 'AnalyticsPerformance' });
 
-export const EXPORT_DATASETS = ['conversations', 'messages', 'answers', 'metrics'] as const;
+export const EXPORT_DATASETS = ['conversations', 'messages', 'answers', 'handoffs', 'metrics'] as const;
 export const EXPORT_FORMATS = ['csv', 'json', 'ndjson'] as const;
 export type ExportDataset = (typeof EXPORT_DATASETS)[number];
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -152,6 +175,7 @@ export const exportBodySchema = z.strictObject({
         '`latencyMs, promptTokens, completionTokens, rating` (null, or an empty CSV cell, on user messages; `rating` is the latest feedback on that answer, ' +
         'and feedback sent without a messageId rates the session’s latest answer at that time); userId is the exchange’s; deleted sessions have no messages. ' +
         'answers: one row per answer started in the window, failed ones and those of deleted sessions included, with its figures and no text. ' +
+        'handoffs: one row per handoff opened in the window, with its team, member, states and times (to accept, to the first reply, to resolve). ' +
         'metrics: the bucketed series.',
     ),
   format: z.enum(EXPORT_FORMATS),
@@ -162,3 +186,4 @@ export type Overview = z.infer<typeof overviewSchema>;
 export type ConversationsReport = z.infer<typeof conversationsReportSchema>;
 export type PerformanceReport = z.infer<typeof performanceReportSchema>;
 export type VersionsReport = z.infer<typeof versionsReportSchema>;
+export type HandoffsReport = z.infer<typeof handoffsReportSchema>;

@@ -28,14 +28,42 @@ import type {
   Timeframe,
   VersionsQuery,
   VersionsReport,
+  HandoffsReport,
 } from './analytics.schemas.js';
 import type { AnalyticsStore, Filter } from './analytics.store.js';
+
+/** A handoff as analytics reads it (business/handoffs owns them). */
+export interface HandoffFigures {
+  id: string;
+  session_id: string | null;
+  persona_id: string;
+  team_id: string;
+  status: 'queued' | 'offered' | 'accepted' | 'resolved' | 'returned';
+  trigger: string;
+  member: string | null;
+  created_at: string;
+  accepted_at: string | null;
+  first_reply_at: string | null;
+  ended_at: string | null;
+  ended_by: string | null;
+}
 
 export interface AnalyticsServiceDeps {
   store: AnalyticsStore;
   personas: PersonaService;
   channelExists: ChannelExists;
   clock: Clock;
+  /** The handoffs opened in a range, oldest first. */
+  handoffsIn?: (workspaceId: string, lo: string, hi: string) => Promise<HandoffFigures[]>;
+}
+
+const since = (from: string, to: string | null) => (to === null ? null : Date.parse(to) - Date.parse(from));
+
+/** Average and nearest-rank p50/p95 of the durations that exist (ms). */
+function durationsOf(values: Array<number | null>) {
+  const known = values.filter((v): v is number => v !== null);
+  const [p50, p95] = nearestRankPercentiles(known, [0.5, 0.95]);
+  return { avg: known.length > 0 ? Math.round(known.reduce((a, b) => a + b, 0) / known.length) : null, p50: p50 ?? null, p95: p95 ?? null };
 }
 
 const RECENT_SESSIONS = 10;
@@ -50,7 +78,7 @@ export interface ExportFile {
 
 export const EXTENSIONS = { csv: 'csv', json: 'json', ndjson: 'ndjson' } as const;
 
-export function createAnalyticsService({ store, personas, channelExists, clock }: AnalyticsServiceDeps) {
+export function createAnalyticsService({ store, personas, channelExists, clock, handoffsIn }: AnalyticsServiceDeps) {
   /** The filter of a request, its ids checked: an unknown persona or channel → 404. */
   async function filterOf(workspaceId: string, query: { personaId?: string | undefined; channelId?: string | undefined }): Promise<Filter> {
     if (query.personaId !== undefined) await personas.get(workspaceId, query.personaId);
@@ -121,6 +149,41 @@ export function createAnalyticsService({ store, personas, channelExists, clock }
     },
 
     /** GET /business/analytics/performance. */
+    /** Handoff rate and times to accept, to the first human reply and to resolution, per team and persona. */
+    async handoffs(workspaceId: string, query: { timeframe: Timeframe }): Promise<HandoffsReport> {
+      const w = windowFor(query.timeframe);
+      const [rows, perPersona] = await Promise.all([handoffsIn ? handoffsIn(workspaceId, w.lo, w.hi) : [], store.conversationsBy({ workspaceId }, w, 'persona')]);
+      const conversationsOf = new Map(perPersona);
+      const conversations = perPersona.reduce((a, [, n]) => a + n, 0);
+      const figures = (of: HandoffFigures[]) => ({
+        firstReplyMs: durationsOf(of.map((h) => since(h.created_at, h.first_reply_at))),
+        resolutionMs: durationsOf(of.map((h) => since(h.created_at, h.ended_at))),
+      });
+      const group = (key: (h: HandoffFigures) => string) => {
+        const out = new Map<string, HandoffFigures[]>();
+        for (const h of rows) out.set(key(h), [...(out.get(key(h)) ?? []), h]);
+        return [...out.entries()].sort(([a, x], [b, y]) => y.length - x.length || (a < b ? -1 : 1));
+      };
+      const byStatus = { queued: 0, offered: 0, accepted: 0, resolved: 0, returned: 0 };
+      for (const h of rows) byStatus[h.status]++;
+      return {
+        timeframe: w.timeframe,
+        from: w.from,
+        to: w.to,
+        handoffs: rows.length,
+        conversations,
+        rate: conversations > 0 ? round(rows.length / conversations, 4) : 0,
+        byStatus,
+        acceptMs: durationsOf(rows.map((h) => since(h.created_at, h.accepted_at))),
+        ...figures(rows),
+        byTeam: group((h) => h.team_id).map(([teamId, of]) => ({ teamId, handoffs: of.length, ...figures(of) })),
+        byPersona: group((h) => h.persona_id).map(([personaId, of]) => {
+          const n = conversationsOf.get(personaId) ?? 0;
+          return { personaId, handoffs: of.length, conversations: n, rate: n > 0 ? round(of.length / n, 4) : 0, ...figures(of) };
+        }),
+      };
+    },
+
     /** One persona's figures per version that answered in the timeframe, newest version first. */
     async versions(workspaceId: string, query: VersionsQuery): Promise<VersionsReport> {
       await personas.get(workspaceId, query.personaId);
@@ -175,6 +238,27 @@ export function createAnalyticsService({ store, personas, channelExists, clock }
       if (body.dataset === 'answers') {
         return { columns: ANSWER_COLUMNS, batches: store.answerRows(workspaceId, w) as ExportFile['batches'], filename };
       }
+      if (body.dataset === 'handoffs') {
+        const rows = handoffsIn ? await handoffsIn(workspaceId, w.lo, w.hi) : [];
+        const records = rows.map((h) => ({
+          createdAt: h.created_at,
+          handoffId: h.id,
+          sessionId: h.session_id,
+          personaId: h.persona_id,
+          teamId: h.team_id,
+          trigger: h.trigger,
+          status: h.status,
+          member: h.member,
+          acceptedAt: h.accepted_at,
+          firstReplyAt: h.first_reply_at,
+          endedAt: h.ended_at,
+          endedBy: h.ended_by,
+          acceptMs: since(h.created_at, h.accepted_at),
+          firstReplyMs: since(h.created_at, h.first_reply_at),
+          resolutionMs: since(h.created_at, h.ended_at),
+        }));
+        return { columns: HANDOFF_COLUMNS, batches: (async function* () { yield records; })(), filename };
+      }
       if (body.dataset === 'conversations') {
         return { columns: CONVERSATION_COLUMNS, batches: store.conversationRows(workspaceId, w) as ExportFile['batches'], filename };
       }
@@ -198,6 +282,11 @@ export const MESSAGE_COLUMNS = [
 export const ANSWER_COLUMNS = [
   'startedAt', 'sessionId', 'personaId', 'personaVersion', 'abTestId', 'variant', 'channelId', 'userId', 'model',
   'latencyMs', 'ttftMs', 'promptTokens', 'completionTokens', 'toolCalls', 'error', 'rating',
+];
+/** `handoffs`: one row per handoff, its states and times. */
+export const HANDOFF_COLUMNS = [
+  'createdAt', 'handoffId', 'sessionId', 'personaId', 'teamId', 'trigger', 'status', 'member', 'acceptedAt', 'firstReplyAt', 'endedAt', 'endedBy',
+  'acceptMs', 'firstReplyMs', 'resolutionMs',
 ];
 export const CONVERSATION_COLUMNS = [
   'sessionId', 'personaId', 'abTestId', 'variant', 'channelId', 'userId', 'title', 'messageCount', 'createdAt', 'lastMessageAt',

@@ -79,6 +79,17 @@ export function createHandoffStore(db: Kysely<Database>) {
         .orderBy('created_at')
         .limit(limit)
         .execute(),
+    /** The handoffs opened in [lo, hi), oldest first (analytics and its export). */
+    openedIn: (workspaceId: string, lo: string, hi: string) =>
+      db
+        .selectFrom('handoffs')
+        .select(['id', 'session_id', 'persona_id', 'team_id', 'status', 'trigger', 'member', 'created_at', 'accepted_at', 'first_reply_at', 'ended_at', 'ended_by'])
+        .where('workspace_id', '=', workspaceId)
+        .where('created_at', '>=', lo)
+        .where('created_at', '<', hi)
+        .orderBy('created_at')
+        .orderBy('id')
+        .execute(),
     /** Adds messages to the conversation (a member's reply, a notice) and counts them into its session. */
     addMessages: (messages: HandoffMessage[], sessionId: string, now: string) =>
       db.transaction().execute(async (trx) => {
