@@ -4,6 +4,7 @@
 // silent while a person has it, the person's replies are the conversation's, and handing back gives
 // it to the persona again. Another workspace's handoff is a 404.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signature } from '../../bridges/webhook/webhook-bridge.js';
 import { manualClock } from '../../src/lib/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createPersona, createTeam } from '../helpers/factories.js';
@@ -249,6 +250,22 @@ describe.each(testBackends())('human handoff on $kind', (backend) => {
     ]);
     const csv = await post('/business/analytics/export', { timeframe: '1d', dataset: 'handoffs', format: 'csv' }, key);
     expect(csv.body.split('\r\n')[0]).toBe('createdAt,handoffId,sessionId,personaId,teamId,trigger,status,member,acceptedAt,firstReplyAt,endedAt,endedBy,acceptMs,firstReplyMs,resolutionMs');
+  });
+
+  it('hands over a webhook channel’s conversation: the notice is the reply, then the persona stays silent', async () => {
+    const { persona } = await setUp(['lee@example.com']);
+    const secret = 'webhook-secret-0123456789abcdef';
+    const channel = (await post('/business/channels', { type: 'webhook', name: 'Site', personaId: persona.id, credentials: { secret } })).json();
+    const inbound = (message: string) => {
+      const raw = JSON.stringify({ conversationId: 'visitor-7', userId: 'visitor-7', message });
+      return t.app.inject({ method: 'POST', url: `/business/channels/${channel.id}/inbound`, headers: { 'content-type': 'application/json', 'x-switchboard-signature': signature(secret, raw) }, payload: raw });
+    };
+    const handed = await inbound('/human please');
+    expect(handed.statusCode, handed.body).toBe(200);
+    expect(handed.json()).toMatchObject({ reply: "I'm passing this conversation to a person from Support. They will reply here.", handoff: { status: 'offered', member: 'lee@example.com' } });
+    const silent = await inbound('Are you there?');
+    expect(silent.json()).toMatchObject({ reply: '', handoff: { id: handed.json().handoff.id, status: 'offered' } });
+    expect((await get(`/handoffs/${handed.json().handoff.id}`)).json().messages.at(-1)).toMatchObject({ role: 'user', content: 'Are you there?' });
   });
 
   it('ends a handoff whose conversation was deleted, keeping its numbers', async () => {

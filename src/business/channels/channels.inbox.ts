@@ -88,6 +88,11 @@ export function createInbox(deps: InboxDeps) {
   async function answerStored(channel: RoutedChannel, seq: number, message: InboundMessage, writer: ReplyWriter): Promise<Answer | null> {
     try {
       const answer = await respond(channel, message.conversationId, message.text, message.userId, (soFar) => writer.progress(soFar));
+      // A person has the conversation: the persona says nothing, and nothing is posted.
+      if (answer.handoff && answer.response === '') {
+        await store.settle(seq, 'answered', now());
+        return answer;
+      }
       const parts = await writer.finish(answer.response);
       const at = now();
       await store.posted(parts.map((externalId) => ({ channel_id: channel.id, external_id: externalId, session_id: answer.sessionId, message_id: answer.messageId, created_at: at })));

@@ -84,7 +84,15 @@ export const sendResultSchema = z.object({
   status: z.literal('sent'),
 });
 
-export const webhookReplySchema = z.object({ sessionId: z.string(), messageId: z.string(), reply: z.string() });
+export const webhookReplySchema = z.object({
+  sessionId: z.string(),
+  messageId: z.string(),
+  reply: z.string().describe('The answer; empty while a person of the persona’s team has the conversation (see `handoff`).'),
+  handoff: z
+    .object({ id: z.string(), status: z.enum(['queued', 'offered', 'accepted', 'resolved', 'returned']), member: z.string().nullable() })
+    .optional()
+    .describe('Present when the conversation is with (or going to) a person: the persona did not answer.'),
+});
 
 export type ChannelSettings = z.infer<typeof settingsSchema>;
 export type CreateChannelInput = z.infer<typeof createChannelSchema>;

@@ -480,7 +480,7 @@ export function createChannelService(deps: ChannelServiceDeps) {
       const delivery = request.headers['x-switchboard-delivery'];
       const externalId = typeof delivery === 'string' && delivery.length <= 200 ? delivery : crypto.randomUUID();
       const answer = await inbox.answerNow(routed(state.row), { externalId, conversationId, conversationRef: conversationId, userId: userId ?? conversationId, text: message, direct: true, mentioned: true, replyTo: {} });
-      return { sessionId: answer.sessionId, messageId: answer.messageId, reply: answer.response };
+      return { sessionId: answer.sessionId, messageId: answer.messageId, reply: answer.response, ...(answer.handoff ? { handoff: answer.handoff } : {}) };
     },
 
     /** `POST /business/channels/:id/slack/events`: handed to the channel's Bolt receiver. */
