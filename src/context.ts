@@ -287,7 +287,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const { hot } = backend;
   const chatStore = createChatStore(db, hot.chat);
   const handoffStore = createHandoffStore(db.kysely);
-  const handoffs = createHandoffService({ store: handoffStore, teams: teamStore, personas, clock, ids });
+  const handoffs = createHandoffService({ store: handoffStore, teams: teamStore, personas, clock, ids, owner: instanceOwner, logger });
   const chat = createChatService({ store: chatStore, personas, abTests, handoffs, agent, clock, ids });
   const openai = createOpenAiService({ chat, personas, abTests, threads: createOpenAiThreadStore(db, hot.threads), clock });
   const channelStore = createChannelStore(db, hot.channels);
@@ -326,6 +326,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   });
   personas.guardDeletion((workspaceId, personaId) => channels.personaInUse(workspaceId, personaId));
   abTests.onPromote((workspaceId, testId, winner) => channels.moveToWinner(workspaceId, testId, winner.personaId));
+  handoffs.relayWith((workspaceId, channelId, conversationId, text) => channels.relay(workspaceId, channelId, conversationId, text));
   for (const tool of channelHubTools(channels)) hub.addBuiltin(tool);
   // Client ID Metadata Documents pass the same address guard (and test overrides) as every other URL.
   const oauth = createOAuthService({
@@ -349,6 +350,8 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     setInterval(() => void abTests.enforceGuardrails().catch((err) => logger.error({ err }, 'A/B guardrail check failed')), 60_000),
     // Lapsed handoff offers go to the next member, and queued handoffs to a team that became available.
     setInterval(() => void handoffs.sweep().catch((err) => logger.error({ err }, 'handoff sweep failed')), HANDOFF_SWEEP_MS),
+    // A person's messages to users on channels: retried, and taken over from an instance that died.
+    setInterval(() => void handoffs.deliver().catch((err) => logger.error({ err }, 'handoff deliveries failed')), HANDOFF_SWEEP_MS),
   ];
   for (const t of timers) t.unref();
 

@@ -11,6 +11,7 @@ export interface Database {
   eval_runs: EvalRunsTable;
   eval_results: EvalResultsTable;
   handoffs: HandoffsTable;
+  handoff_outbox: HandoffOutboxTable;
   idempotency_keys: IdempotencyKeysTable;
   knowledge_sources: KnowledgeSourcesTable;
   knowledge_chunks: KnowledgeChunksTable;
@@ -728,3 +729,25 @@ export interface HandoffsTable {
   rev: number;
 }
 export type HandoffRow = Selectable<HandoffsTable>;
+
+/** A message of a handed-off conversation still to be sent to the user on its channel (issue 29). */
+export interface HandoffOutboxTable {
+  seq: Generated<number>;
+  workspace_id: string;
+  handoff_id: string;
+  channel_id: string;
+  /** The channel's conversation (a Slack thread `<channel>:<ts>`, a Discord channel, a webhook conversationId). */
+  conversation_id: string;
+  message_id: string;
+  text: string;
+  status: 'pending' | 'sent' | 'failed';
+  attempts: number;
+  /** Not before this time (back-off after a failure). */
+  next_at: string;
+  claimed_by: string | null;
+  /** A claim lapses: another instance (or this one, restarted) takes the delivery over. */
+  claimed_until: string | null;
+  error: string | null;
+  created_at: string;
+  sent_at: string | null;
+}

@@ -25,7 +25,7 @@ const TABLES = [
   'workspaces', 'settings', 'api_keys', 'personas', 'persona_versions', 'idempotency_keys', 'knowledge_sources', 'knowledge_chunks', 'sessions', 'messages',
   'interactions', 'feedback', 'interaction_tools', 'ab_tests', 'channels', 'channel_inbox', 'channel_conversations', 'channel_messages',
   'mcp_servers', 'mcp_server_oauth', 'tool_executions', 'teams', 'team_members', 'oauth_clients', 'oauth_grants', 'oauth_codes', 'oauth_tokens', 'openai_threads',
-  'datasets', 'dataset_cases', 'eval_runs', 'eval_results', 'handoffs',
+  'datasets', 'dataset_cases', 'eval_runs', 'eval_results', 'handoffs', 'handoff_outbox',
 ];
 
 const WEBHOOK_SECRET = 'webhook-secret-0123456789abcdef';
@@ -221,6 +221,13 @@ describe.skipIf(!postgresUrl())('switchboard copy-data', { timeout: 120_000 }, (
       const inbound = await t.app.inject({ method: 'POST', url: `/business/channels/${channelId}/inbound`, headers: { 'content-type': 'application/json', 'x-switchboard-signature': signature(WEBHOOK_SECRET, raw) }, payload: raw });
       expect(inbound.statusCode, inbound.body).toBe(200);
       await ok(t.request({ method: 'POST', url: `/business/channels/${channelId}/send`, body: { to: 'conv-1', message: 'Your boat is ready' } }), 202);
+      // A handoff in a channel conversation: the person's notice is queued for the user there.
+      const deskChannel = (await createChannel(t, { type: 'webhook', name: 'Desk chat', personaId: desk.id, credentials: { secret: WEBHOOK_SECRET, outboundUrl: receiver.url } })).id;
+      const human = JSON.stringify({ conversationId: 'conv-2', userId: 'visitor', message: '/human' });
+      const handed = await t.app.inject({ method: 'POST', url: `/business/channels/${deskChannel}/inbound`, headers: { 'content-type': 'application/json', 'x-switchboard-signature': signature(WEBHOOK_SECRET, human) }, payload: human });
+      expect(handed.statusCode, handed.body).toBe(200);
+      await ok(t.request({ method: 'POST', url: `/handoffs/${handed.json().handoff.id}/accept`, body: { member: 'ada@example.com' } }), 200);
+      await t.ctx.services.handoffs.deliver();
 
       serverId = (await ok(t.request({ method: 'POST', url: '/api/mcp/servers', body: { name: 'remote', transport: 'http', url: 'http://127.0.0.1:9/mcp', credentials: { API_TOKEN: MCP_TOKEN } } }), 201)).id;
       // A tool server with a pre-registered OAuth client: its sign-in row moves too.

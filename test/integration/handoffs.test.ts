@@ -6,7 +6,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signature } from '../../bridges/webhook/webhook-bridge.js';
 import { manualClock } from '../../src/lib/clock.js';
+import { startReceiver } from '../fakes/webhook-receiver.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { LOOPBACK_ONLY } from '../helpers/mcp-tools.js';
 import { createPersona, createTeam } from '../helpers/factories.js';
 import { testBackends } from '../helpers/postgres.js';
 import { expectProblem } from '../helpers/problem.js';
@@ -17,7 +19,7 @@ describe.each(testBackends())('human handoff on $kind', (backend) => {
   const clock = manualClock(new Date('2026-11-25T10:00:00.000Z'));
 
   beforeAll(async () => {
-    t = await createTestApp({ backend, overrides: { clock } });
+    t = await createTestApp({ backend, overrides: { clock, fetch: LOOPBACK_ONLY } });
   });
   afterAll(async () => t?.close());
 
@@ -252,10 +254,12 @@ describe.each(testBackends())('human handoff on $kind', (backend) => {
     expect(csv.body.split('\r\n')[0]).toBe('createdAt,handoffId,sessionId,personaId,teamId,trigger,status,member,acceptedAt,firstReplyAt,endedAt,endedBy,acceptMs,firstReplyMs,resolutionMs');
   });
 
-  it('hands over a webhook channel’s conversation: the notice is the reply, then the persona stays silent', async () => {
+  it('hands over a webhook channel’s conversation: the notice is the reply, the persona stays silent, and the person’s messages reach the user once, retried until they do', async () => {
     const { persona } = await setUp(['lee@example.com']);
     const secret = 'webhook-secret-0123456789abcdef';
-    const channel = (await post('/business/channels', { type: 'webhook', name: 'Site', personaId: persona.id, credentials: { secret } })).json();
+    // The first four posts are refused (429): the webhook's own retries give up, the outbox tries again later.
+    const receiver = await startReceiver(4);
+    const channel = (await post('/business/channels', { type: 'webhook', name: 'Site', personaId: persona.id, credentials: { secret, outboundUrl: receiver.url } })).json();
     const inbound = (message: string) => {
       const raw = JSON.stringify({ conversationId: 'visitor-7', userId: 'visitor-7', message });
       return t.app.inject({ method: 'POST', url: `/business/channels/${channel.id}/inbound`, headers: { 'content-type': 'application/json', 'x-switchboard-signature': signature(secret, raw) }, payload: raw });
@@ -266,6 +270,31 @@ describe.each(testBackends())('human handoff on $kind', (backend) => {
     const silent = await inbound('Are you there?');
     expect(silent.json()).toMatchObject({ reply: '', handoff: { id: handed.json().handoff.id, status: 'offered' } });
     expect((await get(`/handoffs/${handed.json().handoff.id}`)).json().messages.at(-1)).toMatchObject({ role: 'user', content: 'Are you there?' });
+
+    try {
+      const id = handed.json().handoff.id as string;
+      expect((await post(`/handoffs/${id}/accept`, { member: 'lee@example.com' })).statusCode).toBe(200);
+      expect(await t.ctx.services.handoffs.deliver()).toBe(0);
+      expect(receiver.refused()).toBe(4);
+      const pending = await t.ctx.db.kysely.selectFrom('handoff_outbox').select(['status', 'attempts', 'conversation_id']).where('handoff_id', '=', id).execute();
+      expect(pending).toEqual([{ status: 'pending', attempts: 1, conversation_id: 'visitor-7' }]);
+      clock.advance(5_000);
+      await post(`/handoffs/${id}/messages`, { member: 'lee@example.com', text: 'Hi, Lee here. How can I help?' });
+      await post(`/handoffs/${id}/return`, { member: 'lee@example.com' });
+      await t.ctx.services.handoffs.deliver();
+      const sent = receiver.deliveries.map((d) => JSON.parse(d.body) as { conversationId: string; message: string });
+      expect(sent.map((d) => [d.conversationId, d.message])).toEqual([
+        ['visitor-7', 'lee@example.com (a person) joined the conversation.'],
+        ['visitor-7', 'Hi, Lee here. How can I help?'],
+        ['visitor-7', 'lee@example.com (a person) left the conversation; Desk takes over again.'],
+      ]);
+      for (const d of receiver.deliveries) expect(d.signature).toBe(signature(secret, d.body));
+      // Delivered once: another pass sends nothing again.
+      expect(await t.ctx.services.handoffs.deliver()).toBe(0);
+      expect(receiver.deliveries).toHaveLength(3);
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('ends a handoff whose conversation was deleted, keeping its numbers', async () => {

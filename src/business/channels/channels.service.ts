@@ -524,6 +524,19 @@ export function createChannelService(deps: ChannelServiceDeps) {
       return channel ? `Persona ${personaId} answers in channel ${channel.id} (${channel.name}); route the channel elsewhere first.` : null;
     },
 
+    /**
+     * Posts a text into one of the channel's conversations, as its answers go: a Slack thread
+     * (`<channel>:<thread ts>`), a Discord channel or thread, a webhook conversation. What a person
+     * of a handoff sends the user.
+     */
+    async relay(workspaceId: string, id: string, conversationId: string, text: string): Promise<void> {
+      const row = await find(workspaceId, id);
+      const colon = conversationId.lastIndexOf(':');
+      const target =
+        row.type === 'slack' && colon > 0 ? { to: conversationId.slice(0, colon), threadId: conversationId.slice(colon + 1) } : { to: conversationId, threadId: undefined };
+      await this.send(workspaceId, id, { ...target, message: text, priority: 'normal' });
+    },
+
     /** A promoted A/B test's channels answer with its winner's persona from now on. */
     async moveToWinner(workspaceId: string, abTestId: string, personaId: string): Promise<void> {
       for (const { id } of await store.usingAbTest(workspaceId, abTestId)) await this.updateSettings(workspaceId, id, { personaId });

@@ -15,6 +15,7 @@
  * The sweep (every few seconds on every instance, and safe on all at once) re-offers lapsed offers
  * and offers queued handoffs whose team became available.
  */
+import type { Logger } from 'pino';
 import type { HandoffRow } from '../../db/schema.js';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors.js';
 import type { Clock } from '../../lib/clock.js';
@@ -54,15 +55,30 @@ export function toHandoff(row: HandoffRow, nextAvailableAt: string | null = null
   };
 }
 
+/** Sends a text to a user in a channel conversation (the channels service); throws when it could not. */
+export type ChannelRelay = (workspaceId: string, channelId: string, conversationId: string, text: string) => Promise<void>;
+
 export interface HandoffServiceDeps {
   store: HandoffStore;
   teams: TeamStore;
   personas: PersonaService;
   clock: Clock;
   ids: IdGenerator;
+  /** This instance, as it claims deliveries. */
+  owner?: string;
+  logger?: Logger;
 }
 
-export function createHandoffService({ store, teams, personas, clock, ids }: HandoffServiceDeps) {
+/** Deliveries claimed per pass, how long a claim holds, and the retries of one that fails. */
+const DELIVERY_BATCH = 20;
+const CLAIM_MS = 60_000;
+const MAX_ATTEMPTS = 6;
+const retryDelayMs = (attempt: number) => Math.min(5 * 60_000, 2_000 * 2 ** attempt);
+
+export function createHandoffService({ store, teams, personas, clock, ids, owner = 'local', logger }: HandoffServiceDeps) {
+  let relay: ChannelRelay | null = null;
+  let delivering: Promise<number> | null = null;
+  let again = false;
   const now = () => clock.now().toISOString();
 
   async function find(workspaceId: string, id: string): Promise<HandoffRow> {
@@ -118,12 +134,66 @@ export function createHandoffService({ store, teams, personas, clock, ids }: Han
     return `Nobody from ${teamName} is available right now; your conversation waits in their queue and a person will reply here.`;
   }
 
-  async function note(sessionId: string | null, content: string, author = 'system', id = ids('msg')): Promise<ApiMessage | null> {
+  /**
+   * Adds a notice or a person's reply to the conversation; for a channel's conversation it is also
+   * queued for the user there (`toChannel: false` when the caller posts it itself: the notice that
+   * answers a user's `/human`).
+   */
+  async function note(row: Pick<HandoffRow, 'id' | 'workspace_id' | 'session_id'>, content: string, author = 'system', id = ids('msg'), toChannel = true): Promise<ApiMessage | null> {
+    const sessionId = row.session_id;
     if (sessionId === null) return null;
     const at = now();
     const message: HandoffMessage = { id, session_id: sessionId, role: 'assistant', content, author, created_at: at };
-    await store.addMessages([message], sessionId, at);
+    const conversation = toChannel ? await store.channelConversation(sessionId) : undefined;
+    await store.addMessages([message], sessionId, at, conversation ? { workspace_id: row.workspace_id, handoff_id: row.id, ...conversation } : undefined);
+    if (conversation) kick();
     return { id: message.id, role: message.role, content, author, createdAt: at };
+  }
+
+  /** Delivers soon (after this turn): a person's reply should not wait for the next timer. */
+  function kick(): void {
+    if (relay) setImmediate(() => void deliver().catch((err: unknown) => logger?.warn({ err: (err as Error).message }, 'handoff deliveries failed; retrying')));
+  }
+
+  /**
+   * Sends what is due to channel users; one pass at a time per instance, and another pass when more
+   * was queued meanwhile (the caller's promise covers it). Answers how many were sent.
+   */
+  function deliver(): Promise<number> {
+    if (delivering) {
+      again = true;
+      return delivering;
+    }
+    delivering = (async () => {
+      let sent = 0;
+      try {
+        for (;;) {
+          const at = clock.now();
+          const batch = await store.claimDue(owner, at.toISOString(), new Date(at.getTime() + CLAIM_MS).toISOString(), DELIVERY_BATCH);
+          for (const d of batch) {
+            try {
+              await relay!(d.workspace_id, d.channel_id, d.conversation_id, d.text);
+              await store.settleDelivery(d.seq, owner, { status: 'sent', sent_at: now(), error: null });
+              sent++;
+            } catch (err) {
+              const attempts = d.attempts + 1;
+              const error = err instanceof Error ? err.message.slice(0, 500) : String(err);
+              logger?.warn({ channelId: d.channel_id, attempts, err: error }, 'handoff message not delivered; retrying later');
+              await store.settleDelivery(
+                d.seq,
+                owner,
+                attempts >= MAX_ATTEMPTS ? { status: 'failed', attempts, error } : { status: 'pending', attempts, error, next_at: new Date(clock.now().getTime() + retryDelayMs(attempts)).toISOString() },
+              );
+            }
+          }
+          if (batch.length < DELIVERY_BATCH && !again) return sent;
+          again = false;
+        }
+      } finally {
+        delivering = null;
+      }
+    })();
+    return delivering;
   }
 
   /** The member of the team with this e-mail (case ignored), or a 400 naming `member`. */
@@ -185,7 +255,8 @@ export function createHandoffService({ store, teams, personas, clock, ids }: Han
       const routed = await route(row);
       const nextAt = routed.status === 'queued' ? nextAvailable(team) : null;
       const notice = handingOverNotice(routed, team.team.name, nextAt);
-      if (notify) await note(session.id, notice, 'system', noticeId);
+      // A notice with the answer's id is the answer: the channel posts it itself.
+      if (notify) await note(routed, notice, 'system', noticeId, noticeId === undefined);
       return { handoff: toHandoff(routed, nextAt), created, notice };
     },
 
@@ -218,7 +289,7 @@ export function createHandoffService({ store, teams, personas, clock, ids }: Han
       const { member } = await memberOf(row, email);
       const at = now();
       const accepted = await moveOpen(row, ['queued', 'offered'], { status: 'accepted', member: member.email, offer_until: null, accepted_at: at, updated_at: at }, 'accepted');
-      await note(row.session_id, `${member.email} (a person) joined the conversation.`);
+      await note(row, `${member.email} (a person) joined the conversation.`);
       return toHandoff(accepted);
     },
 
@@ -230,7 +301,7 @@ export function createHandoffService({ store, teams, personas, clock, ids }: Han
         throw new ConflictError(`Handoff ${id} is ${row.status}${row.member ? ` with ${row.member}` : ''}; only the member who accepted it replies.`);
       }
       if (row.session_id === null) throw new ConflictError(`Handoff ${id}'s conversation was deleted.`);
-      const message = (await note(row.session_id, text, `human:${member.email}`))!;
+      const message = (await note(row, text, `human:${member.email}`))!;
       if (row.first_reply_at === null) await store.move(row, { first_reply_at: message.createdAt });
       return message;
     },
@@ -254,7 +325,7 @@ export function createHandoffService({ store, teams, personas, clock, ids }: Han
       const ended = await moveOpen(row, OPEN, { status: to, offer_until: null, ended_at: at, ended_by: by, updated_at: at }, to === 'returned' ? 'handed back' : 'resolved');
       const persona = await personas.get(workspaceId, row.persona_id).catch(() => null);
       const who = row.status === 'accepted' && row.member ? `${row.member} (a person)` : 'The team';
-      await note(row.session_id, to === 'returned' ? `${who} left the conversation; ${persona?.name ?? 'the assistant'} takes over again.` : `${who} closed the conversation as resolved.`);
+      await note(row, to === 'returned' ? `${who} left the conversation; ${persona?.name ?? 'the assistant'} takes over again.` : `${who} closed the conversation as resolved.`);
       return toHandoff(ended);
     },
 
@@ -275,6 +346,14 @@ export function createHandoffService({ store, teams, personas, clock, ids }: Han
       }
       return moved;
     },
+
+    /** How messages reach users on channels (the channels service is built after this one). */
+    relayWith(fn: ChannelRelay): void {
+      relay = fn;
+    },
+
+    /** Sends what is due to users on channels (also on a timer, and right after a message is queued). */
+    deliver: (): Promise<number> => (relay ? deliver() : Promise.resolve(0)),
 
     /** Whether a user message hands the conversation over by the persona's rules: `/human`, or a keyword. */
     triggerOf(persona: Pick<Persona, 'teamId' | 'handoff'>, message: string): { trigger: 'user' | 'rule'; reason: string } | null {

@@ -90,8 +90,12 @@ export function createHandoffStore(db: Kysely<Database>) {
         .orderBy('created_at')
         .orderBy('id')
         .execute(),
-    /** Adds messages to the conversation (a member's reply, a notice) and counts them into its session. */
-    addMessages: (messages: HandoffMessage[], sessionId: string, now: string) =>
+    /**
+     * Adds messages to the conversation (a member's reply, a notice), counts them into its session
+     * and, when `relay` names the channel conversation, queues each for the user there: all in one
+     * transaction, so nothing is sent that was not stored and nothing stored is left unsent.
+     */
+    addMessages: (messages: HandoffMessage[], sessionId: string, now: string, relay?: { workspace_id: string; handoff_id: string; channel_id: string; conversation_id: string }) =>
       db.transaction().execute(async (trx) => {
         await trx.insertInto('messages').values(messages.map((m) => ({ ...m, tool_calls: null, tool_call_id: null }))).execute();
         await trx
@@ -99,7 +103,44 @@ export function createHandoffStore(db: Kysely<Database>) {
           .set({ message_count: sql`message_count + ${messages.length}`, last_message_at: now })
           .where('id', '=', sessionId)
           .execute();
+        if (relay) {
+          await trx
+            .insertInto('handoff_outbox')
+            .values(messages.map((m) => ({ ...relay, message_id: m.id, text: m.content, status: 'pending' as const, attempts: 0, next_at: now, created_at: now })))
+            .execute();
+        }
       }),
+    /** The channel conversation of a session, if it came from a channel. */
+    channelConversation: (sessionId: string) =>
+      db.selectFrom('channel_conversations').select(['channel_id', 'conversation_id']).where('session_id', '=', sessionId).executeTakeFirst(),
+    /** Claims up to `limit` deliveries that are due and unclaimed (or whose claim lapsed), oldest first. */
+    claimDue: (owner: string, now: string, until: string, limit: number) =>
+      db.transaction().execute(async (trx) => {
+        const due = await trx
+          .selectFrom('handoff_outbox')
+          .selectAll()
+          .where('status', '=', 'pending')
+          .where('next_at', '<=', now)
+          .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
+          .orderBy('seq')
+          .limit(limit)
+          .execute();
+        const claimed = [];
+        for (const row of due) {
+          const r = await trx
+            .updateTable('handoff_outbox')
+            .set({ claimed_by: owner, claimed_until: until })
+            .where('seq', '=', row.seq)
+            .where('status', '=', 'pending')
+            .where((eb) => (row.claimed_until === null ? eb('claimed_until', 'is', null) : eb('claimed_until', '=', row.claimed_until)))
+            .executeTakeFirst();
+          if (Number(r.numUpdatedRows) > 0) claimed.push(row);
+        }
+        return claimed;
+      }),
+    /** Settles a delivery this owner claimed: sent, or back to pending (later), or failed for good. */
+    settleDelivery: (seq: number, owner: string, patch: { status: 'pending' | 'sent' | 'failed'; attempts?: number; next_at?: string; error?: string | null; sent_at?: string | null }) =>
+      db.updateTable('handoff_outbox').set({ ...patch, claimed_by: null, claimed_until: null }).where('seq', '=', seq).where('claimed_by', '=', owner).execute(),
     /** The conversation so far, oldest first (tool rounds left out), at most `limit` of the latest. */
     async conversation(sessionId: string, limit: number) {
       const rows = await db

@@ -30,6 +30,7 @@ import * as m026 from './026-persona-versions.js';
 import * as m027 from './027-ab-test-versions.js';
 import * as m028 from './028-evaluations.js';
 import * as m029 from './029-handoffs.js';
+import * as m030 from './030-handoff-outbox.js';
 
 /** A step of the one chain both backends run; it branches on the dialect only through its type helpers. */
 interface DialectMigration {
@@ -67,6 +68,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '027-ab-test-versions': m027,
   '028-evaluations': m028,
   '029-handoffs': m029,
+  '030-handoff-outbox': m030,
 };
 
 /**
