@@ -9,7 +9,7 @@ import { type AppContext, createContext } from '../../src/context.js';
 import { type FakeSlack, startFakeSlack } from '../fakes/slack-api.js';
 import { appMentionEvent, eventCallback, messageEvent, nextTs, reactionEvent, signSlackRequest } from '../fakes/slack-events.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { createAbTest, createChannel, createPersona } from '../helpers/factories.js';
+import { createAbTest, createChannel, createPersona, createTeam } from '../helpers/factories.js';
 import { captureLogs } from '../helpers/mcp-tools.js';
 import { expectProblem } from '../helpers/problem.js';
 import { REFUND_TEXT, seedSupport } from '../integration/chat-helpers.js';
@@ -88,6 +88,48 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
     expect(sessions[0]).toMatchObject({ channelId, userId: 'U42', personaId: persona, messageCount: 2 });
     const analytics = (await t.request({ method: 'GET', url: `/business/analytics/conversations?timeframe=1h&channelId=${channelId}` })).json();
     expect(analytics.total).toBe(1);
+  });
+
+  it('hands a thread to a person of the persona’s team: the member accepts, their replies reach the user in the thread, and after hand back the persona answers again', async () => {
+    const team = await createTeam(t, { name: 'Support people', members: ['ada@example.com'] });
+    const desk = await createPersona(t, { name: 'Refund desk', instructions: 'Answer questions about refunds.', teamId: team.id });
+    await t.request({ method: 'POST', url: '/knowledge', body: { kind: 'text', name: 'Refunds', content: REFUND_TEXT, personaId: desk.id } });
+    await t.ctx.services.knowledge.idle();
+    const deskChannel = (await createChannel(t, { type: 'slack', name: 'Desk Slack', personaId: desk.id, credentials: { botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET } })).id;
+    const ts = nextTs();
+    const mention = (text: string, extra: Record<string, unknown> = {}) =>
+      deliver(eventCallback(messageEvent({ text: `<@${fake.botUserId}> ${text}`, user: 'U77', ...extra }), { botUserId: fake.botUserId }), {}, deskChannel);
+    const inThread = () => fake.ok('chat.postMessage').filter((c) => c.body.thread_ts === ts).map((c) => String(c.body.text));
+
+    expect((await mention('/human my refund never arrived', { ts })).statusCode).toBe(200);
+    await fake.waitFor('the hand-over notice', () => settled(ts) && inThread().some((x) => x.includes('passing this conversation to a person')), 8_000);
+    const [session] = (await t.request({ method: 'GET', url: `/sessions?channelId=${deskChannel}` })).json().data;
+    const [handoff] = (await t.request({ method: 'GET', url: '/handoffs?status=offered' })).json().data.filter((h: { sessionId: string }) => h.sessionId === session.id);
+    expect(handoff).toMatchObject({ member: 'ada@example.com', trigger: 'user', reason: 'my refund never arrived' });
+
+    const accepted = await t.request({ method: 'POST', url: `/handoffs/${handoff.id}/accept`, body: { member: 'ada@example.com' } });
+    expect(accepted.statusCode, accepted.body).toBe(200);
+    await t.ctx.services.handoffs.deliver();
+    expect(inThread().at(-1)).toBe('ada@example.com (a person) joined the conversation.');
+
+    // The user writes while a person has the thread: stored for them, nothing posted by the persona.
+    const posts = inThread().length;
+    expect((await mention('is anyone there?', { thread_ts: ts })).statusCode).toBe(200);
+    const latest = t.ctx.sqlite().sqlite.prepare('SELECT content FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT 1').pluck();
+    await fake.waitFor('the message to be stored, silently', () => latest.get(session.id) === 'is anyone there?' && settled(ts), 8_000);
+    expect((await t.request({ method: 'GET', url: `/handoffs/${handoff.id}` })).json().messages.at(-1)).toMatchObject({ role: 'user', content: 'is anyone there?' });
+    expect(inThread()).toHaveLength(posts);
+
+    await t.request({ method: 'POST', url: `/handoffs/${handoff.id}/messages`, body: { member: 'ada@example.com', text: 'Hi, Ada here: your refund left today.' } });
+    await t.request({ method: 'POST', url: `/handoffs/${handoff.id}/return`, body: { member: 'ada@example.com' } });
+    await t.ctx.services.handoffs.deliver();
+    expect(inThread().slice(posts)).toEqual(['Hi, Ada here: your refund left today.', 'ada@example.com (a person) left the conversation; Refund desk takes over again.']);
+
+    // Handed back: the persona answers the thread again, with the person's reply in its history.
+    expect((await mention('How long do refunds take?', { thread_ts: ts })).statusCode).toBe(200);
+    await fake.waitFor('the persona’s answer', () => settled(ts) && inThread().length > posts + 2, 8_000);
+    const history = (await t.request({ method: 'GET', url: `/sessions/${session.id}` })).json().messages;
+    expect(history.map((m: { author?: string }) => m.author ?? null)).toContain('human:ada@example.com');
   });
 
   it('answers a retried delivery once, ignores its own and other bots’ messages, and answers url_verification', async () => {
