@@ -140,7 +140,7 @@ describe.each(testBackends())('human handoff on $kind', (backend) => {
     expect(asked.handoff).toMatchObject({ status: 'queued', member: null });
     expect(asked.response).toBe('Nobody from Night desk is available right now. The team is next available at 2026-11-26T08:00:00.000Z; your conversation waits in their queue and a person will reply here.');
     expect((await get(`/handoffs/${asked.handoff.id}`)).json()).toMatchObject({ status: 'queued', nextAvailableAt: '2026-11-26T08:00:00.000Z' });
-    expect((await get('/handoffs?status=queued')).json().data.map((h: { id: string }) => h.id)).toContain(asked.handoff.id);
+    expect((await get('/handoffs?status=queued')).json().data.find((h: { id: string }) => h.id === asked.handoff.id)).toMatchObject({ nextAvailableAt: '2026-11-26T08:00:00.000Z' });
     await t.ctx.services.handoffs.sweep();
     expect((await get(`/handoffs/${asked.handoff.id}`)).json().status).toBe('queued');
     // A queued handoff may be taken from the queue by a member at any time.

@@ -280,7 +280,13 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
     },
 
     async list(workspaceId: string, page: PageRequest, filter: Parameters<HandoffStore['list']>[2]): Promise<Page<Handoff>> {
-      return mapPage(await store.list(workspaceId, page, filter), (row) => toHandoff(row));
+      const rows = await store.list(workspaceId, page, filter);
+      // Queued ones say when their team is next available: each team read once.
+      const nextOf = new Map<string, string | null>();
+      for (const row of rows.data) {
+        if (row.status === 'queued' && !nextOf.has(row.team_id)) nextOf.set(row.team_id, nextAvailable(await teamOf(workspaceId, row.team_id)));
+      }
+      return mapPage(rows, (row) => toHandoff(row, row.status === 'queued' ? (nextOf.get(row.team_id) ?? null) : null));
     },
 
     /** A member takes the conversation: any member of the team, of a queued or offered handoff. */
