@@ -5,6 +5,7 @@ import { AbTestsPage } from './pages/AbTests';
 import { AnalyticsPage } from './pages/Analytics';
 import { ChannelsPage } from './pages/Channels';
 import { EvaluationsPage } from './pages/Evaluations';
+import { InboxPage } from './pages/Inbox';
 import { KeysPage } from './pages/Keys';
 import { KnowledgePage } from './pages/Knowledge';
 import { PersonasPage } from './pages/Personas';
@@ -15,6 +16,7 @@ const PAGES = [
   ['personas', 'Personas', PersonasPage],
   ['knowledge', 'Knowledge', KnowledgePage],
   ['playground', 'Playground', PlaygroundPage],
+  ['inbox', 'Inbox', InboxPage],
   ['analytics', 'Analytics', AnalyticsPage],
   ['ab-tests', 'A/B tests', AbTestsPage],
   ['evaluations', 'Evaluations', EvaluationsPage],

@@ -132,8 +132,20 @@ export interface Persona {
   tools: string[];
   /** The current version (GET /personas/{id}/versions). */
   version: number;
+  /** The team whose members take over its conversations (not versioned). */
+  teamId: string | null;
+  /** When a conversation goes to the team; `/human` from the user always does. */
+  handoff: HandoffPolicy;
   createdAt: string;
   updatedAt: string;
+}
+export interface HandoffPolicy {
+  /** The persona has the built-in `handoff` tool. */
+  tool: boolean;
+  /** A user message containing one of these (case ignored) goes to a person. */
+  keywords: string[];
+  /** A rating of 1 or 2 hands the conversation over. */
+  lowRating: boolean;
 }
 /** One version of a persona: its fields as they were, who changed them and when. */
 export interface PersonaVersion {
@@ -205,4 +217,52 @@ export interface Session {
   messageCount: number;
   createdAt: string;
   lastMessageAt: string | null;
+}
+export interface TeamMember {
+  email: string;
+  role: 'member' | 'lead';
+  status: 'available' | 'busy' | 'offline';
+}
+export interface Team {
+  id: string;
+  name: string;
+  members: TeamMember[];
+  availability: { status: 'available' | 'busy' | 'offline'; timezone: string; weekly: { day: string; start: string; end: string }[] };
+  availableNow: boolean;
+  handoff: { offerSeconds: number };
+  createdAt: string;
+  updatedAt: string;
+}
+export type HandoffStatus = 'queued' | 'offered' | 'accepted' | 'resolved' | 'returned';
+export interface Handoff {
+  id: string;
+  /** null once its conversation was deleted. */
+  sessionId: string | null;
+  personaId: string;
+  teamId: string;
+  status: HandoffStatus;
+  trigger: 'user' | 'tool' | 'rule' | 'api';
+  reason: string;
+  /** Offered to, or accepted by. */
+  member: string | null;
+  offerUntil: string | null;
+  offers: number;
+  /** Queued: when the team is next available. */
+  nextAvailableAt: string | null;
+  createdAt: string;
+  acceptedAt: string | null;
+  firstReplyAt: string | null;
+  endedAt: string | null;
+  endedBy: string | null;
+}
+export interface HandoffMessage {
+  id: string;
+  role: 'user' | 'assistant';
+  content: string;
+  /** null: the user, or the persona on an assistant message; `human:<email>`: a team member; `system`: a notice. */
+  author: string | null;
+  createdAt: string;
+}
+export interface HandoffDetail extends Handoff {
+  messages: HandoffMessage[];
 }

@@ -1,4 +1,4 @@
-import { type ButtonHTMLAttributes, type ReactNode, useCallback, useEffect, useId, useState } from 'react';
+import { type ButtonHTMLAttributes, type ReactNode, useCallback, useEffect, useId, useRef, useState } from 'react';
 import { ApiError, get, type List, parsePersonaRef, type PersonaVersion } from './api';
 import type { Scope } from './api';
 import { useAuth } from './auth';
@@ -39,16 +39,23 @@ export interface Loaded<T> {
   reload: () => void;
 }
 
-/** Loads once per `deps` change; `reload` asks again. The screen shows only what the API said. */
-export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
+/**
+ * Loads once per `deps` change; `reload` asks again. The screen shows only what the API said.
+ * `every` (ms): also asks again that often while the page is visible (not in a background tab); a
+ * refresh that fails keeps the last answer beside its error.
+ */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[], opts: { every?: number } = {}): Loaded<T> {
   const [state, setState] = useState<{ data?: T; error?: unknown; loading: boolean }>({ loading: true });
   const [tick, setTick] = useState(0);
+  const polled = useRef(false);
   useEffect(() => {
     let live = true;
+    const keep = polled.current;
+    polled.current = false;
     setState((s) => ({ ...s, loading: true }));
     load().then(
       (data) => live && setState({ data, loading: false }),
-      (error: unknown) => live && setState({ error, loading: false }),
+      (error: unknown) => live && setState((s) => ({ ...(keep ? { data: s.data } : {}), error, loading: false })),
     );
     return () => {
       live = false;
@@ -56,7 +63,41 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [...deps, tick]);
   const reload = useCallback(() => setTick((t) => t + 1), []);
+  const refresh = useCallback(() => {
+    polled.current = true;
+    setTick((t) => t + 1);
+  }, []);
+  usePoll(refresh, opts.every);
   return { data: state.data, error: state.error, loading: state.loading, reload };
+}
+
+/** Calls `fn` every `ms` while the page is visible, and at once when it becomes visible again; no `ms`: never. */
+export function usePoll(fn: () => void, ms: number | undefined) {
+  const latest = useRef(fn);
+  latest.current = fn;
+  useEffect(() => {
+    if (!ms) return;
+    let timer: ReturnType<typeof setInterval> | undefined;
+    const start = () => {
+      if (timer === undefined && document.visibilityState === 'visible') timer = setInterval(() => latest.current(), ms);
+    };
+    const stop = () => {
+      if (timer !== undefined) clearInterval(timer);
+      timer = undefined;
+    };
+    const onVisibility = () => {
+      if (document.visibilityState === 'visible') {
+        latest.current();
+        start();
+      } else stop();
+    };
+    start();
+    document.addEventListener('visibilitychange', onVisibility);
+    return () => {
+      stop();
+      document.removeEventListener('visibilitychange', onVisibility);
+    };
+  }, [ms]);
 }
 
 /** A button a key without `scope` cannot use: disabled, with the reason next to it. */

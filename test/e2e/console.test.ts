@@ -11,7 +11,7 @@ import { createTestApp, type TestApp } from '../helpers/app.js';
 import { listen } from '../integration/chat-helpers.js';
 import { axeSerious, expectClean, goTo, launch, openPage, screenshot, signIn, UI_WAIT_MS, waitSettled, type Watched } from './console-helpers.js';
 
-const PAGES = ['Personas', 'Knowledge', 'Playground', 'Analytics', 'A/B tests', 'Evaluations', 'Channels', 'Tools', 'API keys'];
+const PAGES = ['Personas', 'Knowledge', 'Playground', 'Inbox', 'Analytics', 'A/B tests', 'Evaluations', 'Channels', 'Tools', 'API keys'];
 const REFUNDS = '# Refunds\n\nRefunds take 5 business days. Contact billing for exceptions.\n';
 
 describe('web console in Chromium', { timeout: 90_000 }, () => {

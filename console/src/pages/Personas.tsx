@@ -1,18 +1,36 @@
 import { type FormEvent, useState } from 'react';
-import { api, ApiError, type ApiKey, get, type List, type Persona, type PersonaVersion, qs } from '../api';
+import { api, ApiError, type ApiKey, get, type List, type Persona, type PersonaVersion, qs, type Team } from '../api';
 import { useAuth } from '../auth';
 import { type DiffLine, lineDiff } from '../diff';
-import { Empty, Field, Loading, ms, Pager, pct, ProblemView, ScopedButton, useAction, useCursor, useLoad, when } from '../ui';
+import { Empty, Field, type Loaded, Loading, ms, Pager, pct, ProblemView, ScopedButton, useAction, useCursor, useLoad, when } from '../ui';
 
 const splitList = (s: string) =>
   s
     .split(/[\n,]/)
     .map((x) => x.trim())
     .filter(Boolean);
+/** One item a line (keywords may hold commas). */
+const lines = (s: string) =>
+  s
+    .split('\n')
+    .map((x) => x.trim())
+    .filter(Boolean);
+
+/** When a persona hands over, in one line: "Human handoff to Support: /human, keywords refund, chargeback, a low rating". */
+function handoffLine(p: Persona, teams: Team[] | undefined): string | null {
+  if (!p.teamId) return null;
+  const team = teams?.find((t) => t.id === p.teamId)?.name ?? p.teamId;
+  const ways = ['/human'];
+  if (p.handoff.keywords.length) ways.push(`keywords ${p.handoff.keywords.join(', ')}`);
+  if (p.handoff.lowRating) ways.push('a low rating');
+  if (p.handoff.tool) ways.push('the handoff tool');
+  return `Human handoff to ${team}: ${ways.join('; ')}`;
+}
 
 export function PersonasPage() {
   const [q, setQ] = useState('');
   const list = useLoad(() => get<List<Persona>>(`/personas${qs({ q, limit: 100 })}`), [q]);
+  const teams = useLoad(() => get<List<Team>>('/business/teams?limit=100'), []);
   const [editing, setEditing] = useState<Persona | 'new' | null>(null);
   const [versionsOf, setVersionsOf] = useState<string | null>(null);
   const del = useAction();
@@ -47,6 +65,7 @@ export function PersonasPage() {
       {editing && (
         <PersonaForm
           persona={editing === 'new' ? null : editing}
+          teams={teams}
           onDone={() => {
             setEditing(null);
             list.reload();
@@ -66,6 +85,7 @@ export function PersonasPage() {
               </p>
               <p className="clip">{p.instructions}</p>
               {p.traits.length > 0 && <p>Traits: {p.traits.join(', ')}</p>}
+              {handoffLine(p, teams.data?.data) && <p className="muted">{handoffLine(p, teams.data?.data)}</p>}
               <div className="row">
                 <ScopedButton scope="write" className="secondary" onClick={() => setEditing(p)} aria-label={`Edit ${p.name}`}>
                   Edit
@@ -91,7 +111,7 @@ export function PersonasPage() {
   );
 }
 
-function PersonaForm({ persona, onDone }: { persona: Persona | null; onDone: () => void }) {
+function PersonaForm({ persona, teams, onDone }: { persona: Persona | null; teams: Loaded<List<Team>>; onDone: () => void }) {
   const [name, setName] = useState(persona?.name ?? '');
   const [instructions, setInstructions] = useState(persona?.instructions ?? '');
   const [traits, setTraits] = useState(persona?.traits.join(', ') ?? '');
@@ -99,6 +119,11 @@ function PersonaForm({ persona, onDone }: { persona: Persona | null; onDone: () 
   const [tools, setTools] = useState(persona?.tools.join(', ') ?? '');
   const [temperature, setTemperature] = useState(persona?.temperature?.toString() ?? '');
   const [maxTokens, setMaxTokens] = useState(persona?.maxTokens?.toString() ?? '');
+  const [teamId, setTeamId] = useState(persona?.teamId ?? '');
+  const [handoffTool, setHandoffTool] = useState(persona?.handoff.tool ?? false);
+  const [keywords, setKeywords] = useState(persona?.handoff.keywords.join('\n') ?? '');
+  const [lowRating, setLowRating] = useState(persona?.handoff.lowRating ?? false);
+  const teamList = teams.data?.data ?? [];
   const save = useAction();
   const submit = (e: FormEvent) => {
     e.preventDefault();
@@ -111,6 +136,8 @@ function PersonaForm({ persona, onDone }: { persona: Persona | null; onDone: () 
         temperature: temperature.trim() === '' ? null : Number(temperature),
         maxTokens: maxTokens.trim() === '' ? null : Number(maxTokens),
         tools: splitList(tools),
+        teamId: teamId || null,
+        handoff: { tool: handoffTool, keywords: lines(keywords), lowRating },
       };
       if (persona) await api('PUT', `/personas/${persona.id}`, body);
       else await api('POST', '/personas', body);
@@ -140,6 +167,38 @@ function PersonaForm({ persona, onDone }: { persona: Persona | null; onDone: () 
       <Field label="Tools allow-list" hint="Comma-separated tool.action or tool.*, e.g. knowledge.*">
         {(id) => <input id={id} value={tools} onChange={(e) => setTools(e.target.value)} />}
       </Field>
+      <fieldset className="handoff-rules">
+        <legend>Human handoff</legend>
+        <p className="muted">
+          With a team, the user can ask for a person by sending <code>/human</code>; the rules below hand conversations over too. Team members take them in the Inbox.
+          These settings are not versioned.
+        </p>
+        <Field label="Team" hint="Whose members take over its conversations; no team: the persona never hands over">
+          {(id) => (
+            <select id={id} value={teamId} onChange={(e) => setTeamId(e.target.value)} disabled={teams.loading && !teams.data}>
+              <option value="">No team</option>
+              {teamId && !teamList.some((t) => t.id === teamId) && <option value={teamId}>{teamId}</option>}
+              {teamList.map((t) => (
+                <option key={t.id} value={t.id}>
+                  {t.name} ({t.members.length} {t.members.length === 1 ? 'member' : 'members'})
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <ProblemView error={teams.error} />
+        {teams.data?.data.length === 0 && <p className="muted">No teams yet: create one with POST /business/teams.</p>}
+        <Field label="Handoff keywords" hint="One a line (up to 20): a user message containing one (case ignored) goes to a person">
+          {(id) => <textarea id={id} rows={3} value={keywords} onChange={(e) => setKeywords(e.target.value)} />}
+        </Field>
+        <label className="check">
+          <input type="checkbox" checked={lowRating} onChange={(e) => setLowRating(e.target.checked)} /> Hand over after a rating of 1 or 2
+        </label>
+        <label className="check">
+          <input type="checkbox" checked={handoffTool} onChange={(e) => setHandoffTool(e.target.checked)} /> Let the persona hand over itself (the built-in handoff tool)
+        </label>
+        {!teamId && (keywords.trim() || lowRating || handoffTool) && <p className="muted">These rules apply once the persona has a team.</p>}
+      </fieldset>
       <ProblemView error={save.error} />
       <div className="row">
         <button type="submit" disabled={save.busy}>
