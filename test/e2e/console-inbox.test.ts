@@ -162,7 +162,8 @@ describe('the Inbox: human handoff in the console, in Chromium', { timeout: 60_0
     await ana.page.reload();
     await ana.page.getByRole('navigation').waitFor();
     await ana.page.getByRole('heading', { level: 1, name: 'Inbox' }).waitFor();
-    expect(await ana.page.getByLabel('Acting as').inputValue()).toBe(ANA);
+    // The members' list loads after the page: the choice shows once its option is there.
+    await expect.poll(() => ana.page.getByLabel('Acting as').inputValue(), { timeout: 10_000 }).toBe(ANA);
     expectClean(ana);
     expectClean(ben);
   });
