@@ -100,9 +100,11 @@ export async function sharedChangeSignals(db: Kysely<Database>, logger: Logger, 
         INSERT INTO change_signals (topic, seq) VALUES (${topic}, 1)
         ON CONFLICT (topic) DO UPDATE SET seq = change_signals.seq + 1
         RETURNING seq`.execute(db);
-      // Our own change: handled now, and not again when the next read sees the new number.
+      // Our own change: handled now, and not again when the next read sees the new number. A read
+      // that was under way may have seen it first and run the handlers already: then not twice.
       const seq = row.rows[0]!.seq;
-      if ((seen.get(topic) ?? 0) < seq) seen.set(topic, seq);
+      if ((seen.get(topic) ?? 0) >= seq) return;
+      seen.set(topic, seq);
       h.run(topic);
     },
     onChange: (topic, handler) => h.add(topic, handler),
