@@ -57,6 +57,7 @@ import { createLeaseStore, startHeartbeat } from './db/leases.js';
 import type { ChangeCounters } from './http/response-cache.js';
 import { type Backend, databaseFile, openBackend } from './db/open.js';
 import type { PostgresDb } from './db/postgres/connection.js';
+import { guardedFetch } from './lib/guarded-fetch.js';
 import { type Cipher, createCipher, loadSecretKey } from './lib/cipher.js';
 import { type Clock, systemClock } from './lib/clock.js';
 import { type IdGenerator, randomIds } from './lib/ids.js';
@@ -287,7 +288,16 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const { hot } = backend;
   const chatStore = createChatStore(db, hot.chat);
   const handoffStore = createHandoffStore(db.kysely);
-  const handoffs = createHandoffService({ store: handoffStore, teams: teamStore, personas, clock, ids, owner: instanceOwner, logger });
+  const handoffs = createHandoffService({
+    store: handoffStore,
+    teams: teamStore,
+    personas,
+    clock,
+    ids,
+    owner: instanceOwner,
+    logger,
+    webhooks: { cipher, fetch: guardedFetch(fetchOptions), guard: fetchOptions },
+  });
   const chat = createChatService({ store: chatStore, personas, abTests, handoffs, agent, clock, ids });
   const openai = createOpenAiService({ chat, personas, abTests, threads: createOpenAiThreadStore(db, hot.threads), clock });
   const channelStore = createChannelStore(db, hot.channels);

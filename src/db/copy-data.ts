@@ -86,6 +86,7 @@ const TABLES = [
   { name: 'eval_results', key: ['run_id', 'case_id'], scope: { via: 'run_id', parent: 'eval_runs' } },
   { name: 'handoffs', key: ['id'], scope: WS },
   { name: 'handoff_outbox', key: ['seq'], serial: 'seq', scope: WS },
+  { name: 'handoff_notifications', key: ['seq'], serial: 'seq', scope: WS },
   { name: 'openai_threads', key: ['workspace_id', 'model', 'user_key', 'history_hash'], scope: WS },
 ] as const satisfies readonly TablePlan[];
 

@@ -12,6 +12,7 @@ export interface Database {
   eval_results: EvalResultsTable;
   handoffs: HandoffsTable;
   handoff_outbox: HandoffOutboxTable;
+  handoff_notifications: HandoffNotificationsTable;
   idempotency_keys: IdempotencyKeysTable;
   knowledge_sources: KnowledgeSourcesTable;
   knowledge_chunks: KnowledgeChunksTable;
@@ -463,6 +464,9 @@ export interface TeamsTable {
   updated_at: string;
   /** How long a handoff offered to a member waits for them before it goes to the next. */
   offer_seconds: Generated<number>;
+  /** Where the team is told of handoffs (a signed webhook), and its secret, sealed. */
+  notify_url: Generated<string | null>;
+  notify_secret: Generated<string | null>;
 }
 
 export interface TeamMembersTable {
@@ -746,6 +750,26 @@ export interface HandoffOutboxTable {
   next_at: string;
   claimed_by: string | null;
   /** A claim lapses: another instance (or this one, restarted) takes the delivery over. */
+  claimed_until: string | null;
+  error: string | null;
+  created_at: string;
+  sent_at: string | null;
+}
+
+/** A handoff event for a team's webhook (issue 29), delivered like the outbox. */
+export interface HandoffNotificationsTable {
+  seq: Generated<number>;
+  workspace_id: string;
+  team_id: string;
+  handoff_id: string;
+  /** `handoff.offered`, `handoff.queued`, `handoff.accepted`, `handoff.message`, `handoff.ended`. */
+  event: string;
+  /** The JSON posted. */
+  body: string;
+  status: 'pending' | 'sent' | 'failed';
+  attempts: number;
+  next_at: string;
+  claimed_by: string | null;
   claimed_until: string | null;
   error: string | null;
   created_at: string;

@@ -25,7 +25,7 @@ const TABLES = [
   'workspaces', 'settings', 'api_keys', 'personas', 'persona_versions', 'idempotency_keys', 'knowledge_sources', 'knowledge_chunks', 'sessions', 'messages',
   'interactions', 'feedback', 'interaction_tools', 'ab_tests', 'channels', 'channel_inbox', 'channel_conversations', 'channel_messages',
   'mcp_servers', 'mcp_server_oauth', 'tool_executions', 'teams', 'team_members', 'oauth_clients', 'oauth_grants', 'oauth_codes', 'oauth_tokens', 'openai_threads',
-  'datasets', 'dataset_cases', 'eval_runs', 'eval_results', 'handoffs', 'handoff_outbox',
+  'datasets', 'dataset_cases', 'eval_runs', 'eval_results', 'handoffs', 'handoff_outbox', 'handoff_notifications',
 ];
 
 const WEBHOOK_SECRET = 'webhook-secret-0123456789abcdef';
@@ -213,6 +213,7 @@ describe.skipIf(!postgresUrl())('switchboard copy-data', { timeout: 120_000 }, (
 
       const team = await createTeam(t, { name: 'Harbor staff', members: ['ada@example.com'] });
       await ok(t.request({ method: 'POST', url: `/business/teams/${team.id}/members`, body: { email: 'Bo@example.com', role: 'lead' } }), 201);
+      await ok(t.request({ method: 'PUT', url: `/business/teams/${team.id}/handoff`, body: { notify: { url: receiver.url, secret: 'team-webhook-secret-0123' } } }), 200);
       const desk = await ok(t.request({ method: 'POST', url: '/personas', body: { name: 'Harbor desk', instructions: 'Hand over.', teamId: team.id } }), 201);
       await ok(t.request({ method: 'POST', url: '/query', body: { personaId: desk.id, message: '/human the lantern is out' } }), 200);
 

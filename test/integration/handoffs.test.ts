@@ -102,7 +102,7 @@ describe.each(testBackends())('human handoff on $kind', (backend) => {
 
   it('offers a lapsed handoff to the next member, round again when everyone let it lapse, and a member off shift keeps what they accepted', async () => {
     const { team, persona } = await setUp(['cy@example.com', 'di@example.com']);
-    expect((await t.request({ method: 'PUT', url: `/business/teams/${team.id}/handoff`, body: { offerSeconds: 30 } })).json().handoff).toEqual({ offerSeconds: 30 });
+    expect((await t.request({ method: 'PUT', url: `/business/teams/${team.id}/handoff`, body: { offerSeconds: 30 } })).json().handoff).toEqual({ offerSeconds: 30, notifyUrl: null });
     expectProblem(await t.request({ method: 'PUT', url: `/business/teams/${team.id}/handoff`, body: { offerSeconds: 5 } }), 400, 'validation_failed', 'offerSeconds');
     const asked = await ask(persona.id, '/human');
     const id = asked.handoff.id as string;
@@ -292,6 +292,50 @@ describe.each(testBackends())('human handoff on $kind', (backend) => {
       // Delivered once: another pass sends nothing again.
       expect(await t.ctx.services.handoffs.deliver()).toBe(0);
       expect(receiver.deliveries).toHaveLength(3);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('tells the team by a signed webhook: offered (with the conversation), accepted, the user’s messages, ended; retried until received', async () => {
+    const receiver = await startReceiver(1);
+    try {
+      const secret = 'team-webhook-secret-0123';
+      const { team, persona } = await setUp(['max@example.com']);
+      const set = await t.request({ method: 'PUT', url: `/business/teams/${team.id}/handoff`, body: { notify: { url: receiver.url, secret } } });
+      expect(set.statusCode, set.body).toBe(200);
+      expect(set.json().handoff).toEqual({ offerSeconds: 120, notifyUrl: receiver.url });
+      expect(set.body).not.toContain(secret);
+      expectProblem(await t.request({ method: 'PUT', url: `/business/teams/${team.id}/handoff`, body: { notify: { url: 'http://10.0.0.7/hook', secret } } }), 400, 'validation_failed', 'notify.url');
+      expectProblem(await t.request({ method: 'PUT', url: `/business/teams/${team.id}/handoff`, body: { notify: { url: receiver.url, secret: 'short' } } }), 400, 'validation_failed', 'notify.secret');
+
+      const asked = await ask(persona.id, '/human about my invoice');
+      // The first post is refused (429): it is tried again after its back-off.
+      await t.ctx.services.handoffs.deliver();
+      expect(receiver.refused()).toBe(1);
+      clock.advance(5_000);
+      await post(`/handoffs/${asked.handoff.id}/accept`, { member: 'max@example.com' });
+      await ask(persona.id, 'Here is my invoice number: 42', asked.sessionId);
+      await post(`/handoffs/${asked.handoff.id}/resolve`, { member: 'max@example.com' });
+      await t.ctx.services.handoffs.deliver();
+      const events = receiver.deliveries.map((d) => JSON.parse(d.body) as { event: string; handoff: { id: string; status: string }; messages?: Array<{ content: string }>; message?: { content: string } });
+      expect(events.map((e) => [e.event, e.handoff.status])).toEqual([
+        ['handoff.offered', 'offered'],
+        ['handoff.accepted', 'accepted'],
+        ['handoff.message', 'accepted'],
+        ['handoff.ended', 'resolved'],
+      ]);
+      expect(events.every((e) => e.handoff.id === asked.handoff.id)).toBe(true);
+      expect(events[0]!.messages!.map((m) => m.content)).toEqual(['/human about my invoice']);
+      expect(events[2]!.message!.content).toBe('Here is my invoice number: 42');
+      for (const d of receiver.deliveries) expect(d.signature).toBe(signature(secret, d.body));
+      expect(await t.ctx.services.handoffs.deliver()).toBe(0);
+
+      // Removed: nothing more is sent.
+      await t.request({ method: 'PUT', url: `/business/teams/${team.id}/handoff`, body: { notify: null } });
+      await ask(persona.id, '/human again');
+      await t.ctx.services.handoffs.deliver();
+      expect(receiver.deliveries).toHaveLength(4);
     } finally {
       await receiver.close();
     }

@@ -42,7 +42,7 @@ describe.each(testBackends())('teams (API.md §8) on $kind', (backend) => {
       ],
       availability: { status: 'available', timezone: 'UTC', weekly: [] },
       availableNow: true,
-      handoff: { offerSeconds: 120 },
+      handoff: { offerSeconds: 120, notifyUrl: null },
       createdAt: '2026-03-09T12:00:00.000Z',
       updatedAt: '2026-03-09T12:00:00.000Z',
     });

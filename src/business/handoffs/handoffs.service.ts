@@ -27,7 +27,11 @@ import { isAvailableNow, nextOpening, type Schedule } from '../teams/availabilit
 import { emailKey } from '../teams/teams.service.js';
 import type { TeamStore } from '../teams/teams.store.js';
 import type { Handoff, HandoffMessage as ApiMessage } from './handoffs.schemas.js';
-import { type HandoffMessage, type HandoffStore, OPEN } from './handoffs.store.js';
+import { type HandoffMessage, type HandoffStore, OPEN, type Queue, type QueueRow } from './handoffs.store.js';
+import type { Cipher } from '../../lib/cipher.js';
+import { type AddressGuardOptions, assertPublicUrl } from '../../lib/address-guard.js';
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { SIGNATURE_HEADER, signature } from '../../../bridges/webhook/webhook-bridge.js';
 
 /** Handoffs the sweep looks at per pass. */
 const SWEEP_BATCH = 100;
@@ -67,7 +71,15 @@ export interface HandoffServiceDeps {
   /** This instance, as it claims deliveries. */
   owner?: string;
   logger?: Logger;
+  /** Teams' webhooks: secrets are sealed with `cipher`; URLs and posts pass the address guard. */
+  webhooks?: { cipher: Cipher; fetch: FetchLike; guard: AddressGuardOptions };
 }
+
+/** A team's webhook secret is sealed for that team only. */
+export const notifyContext = (teamId: string) => `team-notify:${teamId}`;
+const WEBHOOK_TIMEOUT_MS = 10_000;
+/** Messages of the conversation an offer's event carries. */
+const EVENT_MESSAGES = 20;
 
 /** Deliveries claimed per pass, how long a claim holds, and the retries of one that fails. */
 const DELIVERY_BATCH = 20;
@@ -75,7 +87,7 @@ const CLAIM_MS = 60_000;
 const MAX_ATTEMPTS = 6;
 const retryDelayMs = (attempt: number) => Math.min(5 * 60_000, 2_000 * 2 ** attempt);
 
-export function createHandoffService({ store, teams, personas, clock, ids, owner = 'local', logger }: HandoffServiceDeps) {
+export function createHandoffService({ store, teams, personas, clock, ids, owner = 'local', logger, webhooks }: HandoffServiceDeps) {
   let relay: ChannelRelay | null = null;
   let delivering: Promise<number> | null = null;
   let again = false;
@@ -123,7 +135,15 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
       if (row.status === 'queued') return row;
       patch = { status: 'queued', member: null, offer_until: null, updated_at: at };
     }
-    if (await store.move(row, patch)) return { ...row, ...patch, rev: row.rev + 1 };
+    if (await store.move(row, patch)) {
+      const moved = { ...row, ...patch, rev: row.rev + 1 };
+      // The team hears of each offer (with the conversation so far), and of a handoff that waits in its queue.
+      const conversation = moved.session_id === null ? [] : await store.conversation(moved.session_id, EVENT_MESSAGES);
+      await tell(moved, moved.status === 'offered' ? 'handoff.offered' : 'handoff.queued', {
+        messages: conversation.map((m) => ({ id: m.id, role: m.role, content: m.content, author: m.author, createdAt: m.created_at })),
+      });
+      return moved;
+    }
     return (await store.find(row.workspace_id, row.id)) ?? row;
   }
 
@@ -152,7 +172,7 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
 
   /** Delivers soon (after this turn): a person's reply should not wait for the next timer. */
   function kick(): void {
-    if (relay) setImmediate(() => void deliver().catch((err: unknown) => logger?.warn({ err: (err as Error).message }, 'handoff deliveries failed; retrying')));
+    setImmediate(() => void deliver().catch((err: unknown) => logger?.warn({ err: (err as Error).message }, 'handoff deliveries failed; retrying')));
   }
 
   /**
@@ -168,32 +188,72 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
       let sent = 0;
       try {
         for (;;) {
-          const at = clock.now();
-          const batch = await store.claimDue(owner, at.toISOString(), new Date(at.getTime() + CLAIM_MS).toISOString(), DELIVERY_BATCH);
-          for (const d of batch) {
-            try {
-              await relay!(d.workspace_id, d.channel_id, d.conversation_id, d.text);
-              await store.settleDelivery(d.seq, owner, { status: 'sent', sent_at: now(), error: null });
-              sent++;
-            } catch (err) {
-              const attempts = d.attempts + 1;
-              const error = err instanceof Error ? err.message.slice(0, 500) : String(err);
-              logger?.warn({ channelId: d.channel_id, attempts, err: error }, 'handoff message not delivered; retrying later');
-              await store.settleDelivery(
-                d.seq,
-                owner,
-                attempts >= MAX_ATTEMPTS ? { status: 'failed', attempts, error } : { status: 'pending', attempts, error, next_at: new Date(clock.now().getTime() + retryDelayMs(attempts)).toISOString() },
-              );
-            }
-          }
-          if (batch.length < DELIVERY_BATCH && !again) return sent;
           again = false;
+          if (relay) {
+            const send = relay;
+            sent += await drain('handoff_outbox', (d) => send(d.workspace_id, d.channel_id, d.conversation_id, d.text));
+          }
+          sent += await drain('handoff_notifications', toTeam);
+          if (!again) return sent;
         }
       } finally {
         delivering = null;
       }
     })();
     return delivering;
+  }
+
+  /** Sends every due delivery of one queue, batch by batch; a failure is retried later, then given up. */
+  async function drain<Q extends Queue>(queue: Q, send: (d: QueueRow[Q]) => Promise<void>): Promise<number> {
+    let sent = 0;
+    for (;;) {
+      const at = clock.now();
+      const batch = await store.claimDue(queue, owner, at.toISOString(), new Date(at.getTime() + CLAIM_MS).toISOString(), DELIVERY_BATCH);
+      for (const d of batch) {
+        try {
+          await send(d);
+          await store.settleDelivery(queue, d.seq, owner, { status: 'sent', sent_at: now(), error: null });
+          sent++;
+        } catch (err) {
+          const attempts = d.attempts + 1;
+          const error = err instanceof Error ? err.message.slice(0, 500) : String(err);
+          logger?.warn({ queue, handoffId: d.handoff_id, attempts, err: error }, 'handoff delivery failed; retrying later');
+          await store.settleDelivery(
+            queue,
+            d.seq,
+            owner,
+            attempts >= MAX_ATTEMPTS ? { status: 'failed', attempts, error } : { status: 'pending', attempts, error, next_at: new Date(clock.now().getTime() + retryDelayMs(attempts)).toISOString() },
+          );
+        }
+      }
+      if (batch.length < DELIVERY_BATCH) return sent;
+    }
+  }
+
+  /** Posts one event to its team's webhook, signed with the team's secret; the delivery id lets the receiver drop a repeat. */
+  async function toTeam(d: QueueRow['handoff_notifications']): Promise<void> {
+    const hook = await store.teamWebhook(d.team_id);
+    if (!hook?.notify_url || !hook.notify_secret || !webhooks) throw new Error('the team has no webhook any more');
+    const secret = webhooks.cipher.decrypt(hook.notify_secret, notifyContext(d.team_id));
+    const res = await webhooks.fetch(hook.notify_url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', [SIGNATURE_HEADER]: signature(secret, d.body), 'x-switchboard-delivery': `hnd-event-${d.seq}` },
+      body: d.body,
+      signal: AbortSignal.timeout(WEBHOOK_TIMEOUT_MS),
+    });
+    await res.body?.cancel().catch(() => {});
+    if (!res.ok) throw new Error(`the team's webhook answered ${res.status}`);
+  }
+
+  /** Queues an event for the team's webhook, when it has one. */
+  async function tell(row: HandoffRow, event: string, extra: Record<string, unknown> = {}): Promise<void> {
+    if (!webhooks) return;
+    const hook = await store.teamWebhook(row.team_id);
+    if (!hook?.notify_url) return;
+    const at = now();
+    const body = JSON.stringify({ event, handoff: toHandoff(row), ...extra, sentFor: at });
+    await store.notify({ workspace_id: row.workspace_id, team_id: row.team_id, handoff_id: row.id, event, body, status: 'pending', attempts: 0, next_at: at, created_at: at });
+    kick();
   }
 
   /** The member of the team with this e-mail (case ignored), or a 400 naming `member`. */
@@ -263,10 +323,12 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
     /** The open handoff of a session: while there is one, the persona does not answer in it. */
     openFor: (sessionId: string) => store.openFor(sessionId),
 
-    /** A user's message in a conversation a person has: stored for them; the persona stays silent. */
+    /** A user's message in a conversation a person has: stored for them (and told to the team's webhook); the persona stays silent. */
     async userMessage(sessionId: string, id: string, text: string): Promise<void> {
       const at = now();
       await store.addMessages([{ id, session_id: sessionId, role: 'user', content: text, author: null, created_at: at }], sessionId, at);
+      const open = await store.openFor(sessionId);
+      if (open) await tell(open, 'handoff.message', { message: { id, role: 'user', content: text, author: null, createdAt: at } });
     },
 
     async get(workspaceId: string, id: string) {
@@ -296,6 +358,7 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
       const at = now();
       const accepted = await moveOpen(row, ['queued', 'offered'], { status: 'accepted', member: member.email, offer_until: null, accepted_at: at, updated_at: at }, 'accepted');
       await note(row, `${member.email} (a person) joined the conversation.`);
+      await tell(accepted, 'handoff.accepted');
       return toHandoff(accepted);
     },
 
@@ -329,6 +392,7 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
       }
       const at = now();
       const ended = await moveOpen(row, OPEN, { status: to, offer_until: null, ended_at: at, ended_by: by, updated_at: at }, to === 'returned' ? 'handed back' : 'resolved');
+      await tell(ended, 'handoff.ended');
       const persona = await personas.get(workspaceId, row.persona_id).catch(() => null);
       const who = row.status === 'accepted' && row.member ? `${row.member} (a person)` : 'The team';
       await note(row, to === 'returned' ? `${who} left the conversation; ${persona?.name ?? 'the assistant'} takes over again.` : `${who} closed the conversation as resolved.`);
@@ -353,13 +417,25 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
       return moved;
     },
 
+    /**
+     * Where the team is told of handoffs: a URL that passes the address guard and a secret (sealed;
+     * never shown again), or null to stop. Events are signed like a webhook channel's messages.
+     */
+    async setTeamWebhook(workspaceId: string, teamId: string, notify: { url: string; secret: string } | null): Promise<void> {
+      await teamOf(workspaceId, teamId);
+      if (notify === null) return void (await store.setTeamWebhook(workspaceId, teamId, null, null));
+      if (!webhooks) throw new ConflictError('Team webhooks are not available in this process.');
+      await assertPublicUrl(notify.url, webhooks.guard, 'notify.url');
+      await store.setTeamWebhook(workspaceId, teamId, notify.url, webhooks.cipher.encrypt(notify.secret, notifyContext(teamId)));
+    },
+
     /** How messages reach users on channels (the channels service is built after this one). */
     relayWith(fn: ChannelRelay): void {
       relay = fn;
     },
 
-    /** Sends what is due to users on channels (also on a timer, and right after a message is queued). */
-    deliver: (): Promise<number> => (relay ? deliver() : Promise.resolve(0)),
+    /** Sends what is due to users on channels and to teams' webhooks (also on a timer, and right after something is queued). */
+    deliver: (): Promise<number> => deliver(),
 
     /** Whether a user message hands the conversation over by the persona's rules: `/human`, or a keyword. */
     triggerOf(persona: Pick<Persona, 'teamId' | 'handoff'>, message: string): { trigger: 'user' | 'rule'; reason: string } | null {

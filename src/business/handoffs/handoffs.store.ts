@@ -1,8 +1,15 @@
-import { type Kysely, sql } from 'kysely';
+import { type Insertable, type Kysely, type Selectable, sql } from 'kysely';
 import type { Database, HandoffRow, HandoffStatus } from '../../db/schema.js';
 import { type PageRequest, paginate } from '../../lib/pagination.js';
 
 export const OPEN: HandoffStatus[] = ['queued', 'offered', 'accepted'];
+
+/** The two delivery queues: messages to channel users, events to teams' webhooks. Same columns for claims. */
+export type Queue = 'handoff_outbox' | 'handoff_notifications';
+export interface QueueRow {
+  handoff_outbox: Selectable<Database['handoff_outbox']>;
+  handoff_notifications: Selectable<Database['handoff_notifications']>;
+}
 
 /** A message a person or the platform adds to a handed-off conversation. */
 export interface HandoffMessage {
@@ -113,11 +120,15 @@ export function createHandoffStore(db: Kysely<Database>) {
     /** The channel conversation of a session, if it came from a channel. */
     channelConversation: (sessionId: string) =>
       db.selectFrom('channel_conversations').select(['channel_id', 'conversation_id']).where('session_id', '=', sessionId).executeTakeFirst(),
-    /** Claims up to `limit` deliveries that are due and unclaimed (or whose claim lapsed), oldest first. */
-    claimDue: (owner: string, now: string, until: string, limit: number) =>
+    /**
+     * Claims up to `limit` deliveries of a queue that are due and unclaimed (or whose claim lapsed),
+     * oldest first. Either queue by name: typed as the outbox, whose claim columns both share.
+     */
+    claimDue: <Q extends Queue>(queue: Q, owner: string, now: string, until: string, limit: number): Promise<QueueRow[Q][]> =>
       db.transaction().execute(async (trx) => {
+        const table = queue as 'handoff_outbox';
         const due = await trx
-          .selectFrom('handoff_outbox')
+          .selectFrom(table)
           .selectAll()
           .where('status', '=', 'pending')
           .where('next_at', '<=', now)
@@ -128,7 +139,7 @@ export function createHandoffStore(db: Kysely<Database>) {
         const claimed = [];
         for (const row of due) {
           const r = await trx
-            .updateTable('handoff_outbox')
+            .updateTable(table)
             .set({ claimed_by: owner, claimed_until: until })
             .where('seq', '=', row.seq)
             .where('status', '=', 'pending')
@@ -136,11 +147,22 @@ export function createHandoffStore(db: Kysely<Database>) {
             .executeTakeFirst();
           if (Number(r.numUpdatedRows) > 0) claimed.push(row);
         }
-        return claimed;
+        return claimed as unknown as QueueRow[Q][];
       }),
     /** Settles a delivery this owner claimed: sent, or back to pending (later), or failed for good. */
-    settleDelivery: (seq: number, owner: string, patch: { status: 'pending' | 'sent' | 'failed'; attempts?: number; next_at?: string; error?: string | null; sent_at?: string | null }) =>
-      db.updateTable('handoff_outbox').set({ ...patch, claimed_by: null, claimed_until: null }).where('seq', '=', seq).where('claimed_by', '=', owner).execute(),
+    settleDelivery: (queue: Queue, seq: number, owner: string, patch: { status: 'pending' | 'sent' | 'failed'; attempts?: number; next_at?: string; error?: string | null; sent_at?: string | null }) =>
+      db
+        .updateTable(queue as 'handoff_outbox')
+        .set({ ...patch, claimed_by: null, claimed_until: null })
+        .where('seq', '=', seq)
+        .where('claimed_by', '=', owner)
+        .execute(),
+    /** Queues an event for the team's webhook. */
+    notify: (row: Insertable<Database['handoff_notifications']>) => db.insertInto('handoff_notifications').values(row).execute(),
+    setTeamWebhook: (workspaceId: string, teamId: string, url: string | null, sealedSecret: string | null) =>
+      db.updateTable('teams').set({ notify_url: url, notify_secret: sealedSecret }).where('workspace_id', '=', workspaceId).where('id', '=', teamId).execute(),
+    /** The team's webhook: its URL and sealed secret (null when it has none). */
+    teamWebhook: (teamId: string) => db.selectFrom('teams').select(['notify_url', 'notify_secret']).where('id', '=', teamId).executeTakeFirst(),
     /** The conversation so far, oldest first (tool rounds left out), at most `limit` of the latest. */
     async conversation(sessionId: string, limit: number) {
       const rows = await db

@@ -80,13 +80,21 @@ export function teamRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         schema: {
           tags,
           summary: 'Set how the team takes handoffs',
-          description: '`offerSeconds`: how long a conversation offered to a member waits for them to accept before it goes to the next available member.',
+          description:
+            '`offerSeconds`: how long a conversation offered to a member waits for them to accept before it goes to the next available member. `notify`: the team’s webhook for handoff events, signed with its secret (never shown again); null removes it.',
           params: idParams,
           body: handoffSettingsSchema,
           response: withErrors({ 200: teamSchema }, [404]),
         },
       },
-      async (request) => teams.setHandoff(principalOf(request).workspaceId, request.params.id, request.body),
+      async (request) => {
+        const { workspaceId } = principalOf(request);
+        const { offerSeconds, notify } = request.body;
+        // The URL is checked (and the secret sealed) first: a refused URL changes nothing.
+        if (notify !== undefined) await ctx.services.handoffs.setTeamWebhook(workspaceId, request.params.id, notify);
+        if (offerSeconds !== undefined) await teams.setOfferSeconds(workspaceId, request.params.id, offerSeconds);
+        return teams.get(workspaceId, request.params.id);
+      },
     );
 
     app.post(

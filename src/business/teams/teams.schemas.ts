@@ -85,14 +85,25 @@ export const teamSchema = z
       weekly: z.array(z.object({ day: z.enum(WEEKDAYS), start: z.string(), end: z.string() })),
     }),
     availableNow: z.boolean().describe('Status available, now inside a weekly window (or none), and a member available.'),
-    handoff: z.object({ offerSeconds: z.number().int().describe('How long a handoff offered to a member waits for them before it goes to the next.') }),
+    handoff: z.object({
+      offerSeconds: z.number().int().describe('How long a handoff offered to a member waits for them before it goes to the next.'),
+      notifyUrl: z.string().nullable().describe('Where handoff events are posted (its secret is never shown).'),
+    }),
     createdAt: z.string(),
     updatedAt: z.string(),
   })
   .meta({ id: 'Team' });
 
 export const handoffSettingsSchema = z.strictObject({
-  offerSeconds: z.number().int().min(10).max(86_400).describe('How long a handoff offered to a member waits before it goes to the next (10 s – 1 day; default 120).'),
+  offerSeconds: z.number().int().min(10).max(86_400).optional().describe('How long a handoff offered to a member waits before it goes to the next (10 s – 1 day; default 120).'),
+  notify: z
+    .strictObject({
+      url: z.string().max(2048).describe('Where handoff events are posted (JSON, `X-Switchboard-Signature: sha256=<hmac>`); passes the address guard.'),
+      secret: z.string().min(16).max(256).describe('The HMAC key of the signature (write-only).'),
+    })
+    .nullable()
+    .optional()
+    .describe('The team’s webhook for handoff events (offered, queued, accepted, message, ended); null removes it.'),
 });
 
 export type CreateTeamInput = z.infer<typeof createTeamSchema>;

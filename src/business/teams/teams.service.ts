@@ -36,7 +36,7 @@ export function toTeam({ team, members }: StoredTeam, now: Date): Team {
     members: list,
     availability,
     availableNow: isAvailableNow(availability, list, now),
-    handoff: { offerSeconds: team.offer_seconds },
+    handoff: { offerSeconds: team.offer_seconds, notifyUrl: team.notify_url },
     createdAt: team.created_at,
     updatedAt: team.updated_at,
   };
@@ -72,6 +72,8 @@ export function createTeamService({ store, clock, ids }: TeamServiceDeps) {
         created_at: now,
         updated_at: now,
         offer_seconds: DEFAULT_OFFER_SECONDS,
+        notify_url: null,
+        notify_secret: null,
       };
       const members = input.members.map((email) => ({
         team_id: team.id,
@@ -107,10 +109,9 @@ export function createTeamService({ store, clock, ids }: TeamServiceDeps) {
       return get(workspaceId, id);
     },
 
-    async setHandoff(workspaceId: string, id: string, input: { offerSeconds: number }): Promise<Team> {
+    async setOfferSeconds(workspaceId: string, id: string, offerSeconds: number): Promise<void> {
       await load(workspaceId, id);
-      await store.setOfferSeconds(workspaceId, id, input.offerSeconds, clock.now().toISOString());
-      return get(workspaceId, id);
+      await store.setOfferSeconds(workspaceId, id, offerSeconds, clock.now().toISOString());
     },
 
     async addMember(workspaceId: string, id: string, input: AddMemberInput): Promise<Team> {
