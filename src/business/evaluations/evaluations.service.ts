@@ -395,9 +395,7 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
     },
     async deleteDataset(workspaceId: string, id: string): Promise<void> {
       await findDataset(workspaceId, id);
-      const { data } = await store.listRuns(workspaceId, { limit: 1 }, { datasetId: id, status: 'running' });
-      const { data: queued } = await store.listRuns(workspaceId, { limit: 1 }, { datasetId: id, status: 'queued' });
-      const busy = data[0] ?? queued[0];
+      const busy = await store.unfinishedRun(workspaceId, { datasetId: id });
       if (busy) throw new ConflictError(`Dataset ${id} is being evaluated by run ${busy.id}; cancel it first.`);
       if (!(await store.deleteDataset(workspaceId, id))) throw new NotFoundError('Dataset', id);
     },
@@ -491,11 +489,8 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
     getRun: async (workspaceId: string, id: string): Promise<EvalRun> => toEvalRun(await findRun(workspaceId, id)),
     /** Why a persona may not be deleted now (a run is answering with it), or null. */
     async personaInUse(workspaceId: string, personaId: string): Promise<string | null> {
-      for (const status of ['running', 'queued'] as const) {
-        const [run] = (await store.listRuns(workspaceId, { limit: 1 }, { personaId, status })).data;
-        if (run) return `Persona ${personaId} is answering evaluation run ${run.id}; cancel it first.`;
-      }
-      return null;
+      const run = await store.unfinishedRun(workspaceId, { personaId });
+      return run ? `Persona ${personaId} is answering evaluation run ${run.id}; cancel it first.` : null;
     },
     async listRuns(workspaceId: string, page: PageRequest, filter: Parameters<EvaluationStore['listRuns']>[2]): Promise<Page<EvalRun>> {
       if (filter.datasetId !== undefined) await findDataset(workspaceId, filter.datasetId);

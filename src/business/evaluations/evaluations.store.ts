@@ -114,6 +114,15 @@ export function createEvaluationStore(db: Kysely<Database>) {
       if (owner !== null) q = q.where('lease_owner', '=', owner);
       return Number((await q.executeTakeFirst()).numUpdatedRows) > 0;
     },
+    /** A queued or running run over a dataset, or of a persona, if any: what may not be deleted under it. */
+    unfinishedRun: (workspaceId: string, of: { datasetId: string } | { personaId: string }) =>
+      db
+        .selectFrom('eval_runs')
+        .select('id')
+        .where('workspace_id', '=', workspaceId)
+        .where('datasetId' in of ? 'dataset_id' : 'persona_id', '=', 'datasetId' in of ? of.datasetId : of.personaId)
+        .where('status', 'in', UNFINISHED)
+        .executeTakeFirst(),
     /** A finished run's count and summary (a cancelled run's, over what it answered). */
     setSummary: (id: string, done: number, summary: string) => db.updateTable('eval_runs').set({ done, summary }).where('id', '=', id).execute(),
     /** The latest rating of an answer, from its interaction; null when unrated. */
