@@ -42,6 +42,23 @@ export interface InboundMessage {
   mentioned: boolean;
   /** Where the reply to this message goes. */
   replyTo: ReplyTarget;
+  /**
+   * false: the channel's settings would not answer it (a thread reply without a mention, or outside
+   * `allowedConversations`). Such a message is delivered only from a thread, where it may be a team
+   * member's reply in a handoff's desk thread; the service drops it otherwise. Absent: true.
+   */
+  addressed?: boolean;
+}
+
+/** A click on a button the bot posted (`OutboundMessage.buttons`). */
+export interface InboundAction {
+  /** The button's id and value as posted. */
+  actionId: string;
+  value: string;
+  /** The platform's user id of who clicked. */
+  userId: string;
+  /** The conversation a reply in the clicked message's thread carries (as `InboundMessage.conversationId`). */
+  conversationId: string;
 }
 
 /** A 👍 or 👎 on one of the bot's messages. */
@@ -57,6 +74,8 @@ export interface InboundReaction {
 export interface BridgeEvents {
   onMessage(message: InboundMessage): Promise<void>;
   onReaction(reaction: InboundReaction): Promise<void>;
+  /** A button click (Slack `block_actions`, a Discord component); acknowledged by the bridge first. */
+  onAction?(action: InboundAction): Promise<void>;
   /** The connection's state, with a readable reason (e.g. "Slack rejected the bot token (invalid_auth)"). */
   onStatus(status: 'connecting' | 'connected' | 'error', detail: string | null): void;
 }
@@ -81,6 +100,22 @@ export interface OutboundMessage {
   /** Slack thread ts / Discord message id to reply to. */
   threadId?: string | undefined;
   priority: 'low' | 'normal' | 'high';
+  /** Buttons under the text (Slack `actions` block, Discord buttons); a click arrives as `onAction`. */
+  buttons?: OutboundButton[] | undefined;
+}
+
+export interface OutboundButton {
+  id: string;
+  label: string;
+  value: string;
+  style?: 'primary' | 'danger' | undefined;
+}
+
+export interface SendResult {
+  /** The platform's id of the (first part of the) message. */
+  externalId: string;
+  /** The conversation a reply in this message's thread carries (as `InboundMessage.conversationId`), where the platform says. */
+  thread?: string | undefined;
 }
 
 /** A raw HTTP request handed to a bridge by its inbound route (Slack Events API). */
@@ -101,7 +136,7 @@ export interface ChannelBridge {
   /** Disconnects; pending replies may still finish. Safe to call twice. */
   stop(): Promise<void>;
   /** Posts a message (split at the platform's limit; `high` priority goes ahead of queued sends). Answers the first part's platform id. */
-  send(message: OutboundMessage): Promise<{ externalId: string }>;
+  send(message: OutboundMessage): Promise<SendResult>;
   /** Starts a reply to `target` (Discord shows "typing…" until the first text). */
   reply(target: ReplyTarget): ReplyWriter;
   /**

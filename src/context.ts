@@ -332,11 +332,12 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     guard: fetchOptions,
     limits: overrides.channels,
     signals: backend.signals,
+    desk: handoffs,
     ...(leaseStore ? { leases: { owner: instanceOwner, ms: config.leaseSeconds * 1000, store: leaseStore } } : {}),
   });
   personas.guardDeletion((workspaceId, personaId) => channels.personaInUse(workspaceId, personaId));
   abTests.onPromote((workspaceId, testId, winner) => channels.moveToWinner(workspaceId, testId, winner.personaId));
-  handoffs.relayWith((workspaceId, channelId, conversationId, text) => channels.relay(workspaceId, channelId, conversationId, text));
+  handoffs.channelsWith(channels);
   for (const tool of channelHubTools(channels)) hub.addBuiltin(tool);
   // Client ID Metadata Documents pass the same address guard (and test overrides) as every other URL.
   const oauth = createOAuthService({

@@ -46,6 +46,17 @@ const eventCallbackSchema = z.looseObject({
   authorizations: z.array(z.looseObject({})).optional(),
 });
 
+/** A button click (`block_actions`) as Bolt and the bridge read it. */
+const blockActionsSchema = z.looseObject({
+  type: z.literal('block_actions'),
+  user: z.looseObject({ id: z.string() }),
+  channel: z.looseObject({ id: z.string() }).optional(),
+  container: z.looseObject({ channel_id: text, message_ts: text, thread_ts: text }).optional(),
+  message: z.looseObject({ ts: text, thread_ts: text }).optional(),
+  team: z.looseObject({ id: text }).nullable().optional(),
+  actions: z.array(z.looseObject({ action_id: z.string(), value: text, type: text })).max(25),
+});
+
 export type SlackDelivery =
   | { kind: 'url_verification'; challenge: string }
   | { kind: 'ssl_check' }
@@ -75,9 +86,13 @@ export function readSlackDelivery(raw: string, contentType: string): SlackDelive
   }
   const envelope = check(envelopeSchema, body, where);
   if (envelope.type === 'url_verification') return { kind: 'url_verification', challenge: check(urlVerificationSchema, body, where).challenge };
-  // Interactivity payloads have no listener in the bridge: acknowledged, not handed to Bolt.
   if (envelope.type === 'event_callback' && where === 'body') {
     check(eventCallbackSchema, body, where);
+    return { kind: 'event', body: envelope };
+  }
+  // Button clicks go to Bolt's action listeners; other interactivity has none: acknowledged, not handed on.
+  if (envelope.type === 'block_actions' && where === 'payload') {
+    check(blockActionsSchema, body, where);
     return { kind: 'event', body: envelope };
   }
   return { kind: 'other' };

@@ -66,7 +66,7 @@ function convertLine(line: string): string {
 }
 
 const CODE_SPAN = /(`+)([^`]|[^`][\s\S]*?[^`])\1(?!`)/g;
-const LINK = /!?\[([^\]\n]*)\]\(\s*<?([^\s()<>]+(?:\([^\s()<>]*\))?)>?(?:\s+"[^"\n]*")?\s*\)|<((?:https?|mailto):[^\s<>]+)>/g;
+const LINK = /!?\[([^\]\n]*)\]\(\s*<?([^\s()<>]+(?:\([^\s()<>]*\))?)>?(?:\s+"[^"\n]*")?\s*\)|<((?:https?|mailto):[^\s<>]+)>|<@([UW][A-Z0-9]{2,20})>/g;
 
 /** One line outside code blocks: code spans kept, links converted, the rest restyled and escaped. */
 function inline(text: string): string {
@@ -85,10 +85,15 @@ function links(text: string): string {
   let last = 0;
   for (const match of text.matchAll(LINK)) {
     out += style(escapeEntities(text.slice(last, match.index)));
+    last = match.index + match[0].length;
+    // A user mention (`<@U…>`, as a handoff desk names a member) stays one: Slack notifies them.
+    if (match[4] !== undefined) {
+      out += `<@${match[4]}>`;
+      continue;
+    }
     const url = escapeEntities(match[2] ?? match[3] ?? '');
     const label = match[1] === undefined ? '' : style(escapeEntities(match[1])).replace(/\|/g, '¦');
     out += label === '' || label === url ? `<${url}>` : `<${url}|${label}>`;
-    last = match.index + match[0].length;
   }
   return out + style(escapeEntities(text.slice(last)));
 }

@@ -10,7 +10,7 @@
  * of the delivered one (same `event_id`) goes through again — the service de-duplicates retries by
  * `externalId`.
  */
-import type { ChannelSettings, InboundMessage, InboundReaction } from '../bridge.js';
+import type { ChannelSettings, InboundAction, InboundMessage, InboundReaction } from '../bridge.js';
 import { slackToPlain } from './format.js';
 
 export interface BotIdentity {
@@ -59,12 +59,14 @@ export class InboundMapper {
     if (event.bot_id !== undefined || !event.user || event.user === bot.userId) return null;
     const { channel, ts } = event;
     if (!channel || !ts) return null;
-    if (settings.allowedConversations.length > 0 && !settings.allowedConversations.includes(channel)) return null;
+    const allowed = settings.allowedConversations.length === 0 || settings.allowedConversations.includes(channel);
 
     const raw = event.text ?? '';
     const direct = event.channel_type === 'im' || (event.channel_type === undefined && channel.startsWith('D'));
     const mentioned = event.type === 'app_mention' || raw.includes(`<@${bot.userId}>`) || raw.includes(`<@${bot.userId}|`);
-    if (settings.respondTo === 'mentions' && !mentioned && !direct) return null;
+    const addressed = allowed && (settings.respondTo === 'all' || mentioned || direct);
+    // A thread reply the settings would not answer may still be a member's, in a handoff's desk thread: the service decides.
+    if (!addressed && event.thread_ts === undefined) return null;
 
     const text = slackToPlain(raw, bot.userId);
     if (text === '') return null;
@@ -86,6 +88,7 @@ export class InboundMapper {
       direct,
       mentioned,
       replyTo: { channel, thread_ts: thread ?? (settings.replyInThread ? ts : null) },
+      ...(addressed ? {} : { addressed: false }),
     };
   }
 
@@ -97,6 +100,25 @@ export class InboundMapper {
       if (oldest !== undefined) this.delivered.delete(oldest);
     }
   }
+}
+
+/** The fields of a `block_actions` interaction the bridge reads (events-body.ts checks their types). */
+export interface SlackBlockActions {
+  type: string;
+  user?: { id?: string };
+  channel?: { id?: string };
+  container?: { channel_id?: string; message_ts?: string; thread_ts?: string };
+  message?: { ts?: string; thread_ts?: string };
+  actions?: Array<{ action_id?: string; value?: string }>;
+}
+
+/** The button clicks of a `block_actions` interaction; the conversation is the clicked message's thread. */
+export function toAction(body: SlackBlockActions): InboundAction[] {
+  const userId = body.user?.id;
+  const channel = body.channel?.id ?? body.container?.channel_id;
+  const ts = body.message?.thread_ts ?? body.container?.thread_ts ?? body.message?.ts ?? body.container?.message_ts;
+  if (body.type !== 'block_actions' || !userId || !channel || !ts) return [];
+  return (body.actions ?? []).flatMap((a) => (a.action_id && a.value !== undefined ? [{ actionId: a.action_id, value: a.value, userId, conversationId: `${channel}:${ts}` }] : []));
 }
 
 const RATINGS: Record<string, 5 | 1> = { '+1': 5, thumbsup: 5, '-1': 1, thumbsdown: 1 };

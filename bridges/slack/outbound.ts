@@ -5,7 +5,7 @@
  */
 import type { webApi } from '@slack/bolt';
 import type { Logger } from 'pino';
-import type { OutboundMessage, ReplyTarget, ReplyWriter } from '../bridge.js';
+import type { OutboundButton, OutboundMessage, ReplyTarget, ReplyWriter, SendResult } from '../bridge.js';
 import { markdownToMrkdwn, SLACK_PART_LIMIT, toSlackParts } from './format.js';
 import { splitMessage } from '../split.js';
 
@@ -26,9 +26,14 @@ export class SlackOutbound {
   ) {}
 
   async post(channel: string, text: string, threadTs: string | null): Promise<string> {
-    const result = await this.web.chat.postMessage({ channel, text, ...(threadTs ? { thread_ts: threadTs } : {}) });
+    return (await this.postIn(channel, text, threadTs)).ts;
+  }
+
+  /** Posts, with buttons in an `actions` block when given; answers the ts and the channel it landed in (a user id names their DM). */
+  private async postIn(channel: string, text: string, threadTs: string | null, buttons: OutboundButton[] = []): Promise<{ ts: string; channel: string }> {
+    const result = await this.web.chat.postMessage({ channel, text, ...(threadTs ? { thread_ts: threadTs } : {}), ...(buttons.length > 0 ? { blocks: withButtons(text, buttons) } : {}) });
     if (!result.ts) throw new Error('Slack answered chat.postMessage without a ts.');
-    return result.ts;
+    return { ts: result.ts, channel: result.channel ?? channel };
   }
 
   async update(channel: string, ts: string, text: string): Promise<void> {
@@ -39,14 +44,17 @@ export class SlackOutbound {
    * Posts a message through the bridge's queue: one send at a time, `high` priority ahead of the
    * sends still waiting (after other `high` ones) and marked with HIGH_PRIORITY_MARK.
    */
-  send(message: OutboundMessage): Promise<{ externalId: string }> {
+  send(message: OutboundMessage): Promise<SendResult> {
     const high = message.priority === 'high';
     const text = high ? `${HIGH_PRIORITY_MARK}${message.text}` : message.text;
     return this.enqueue(high, async () => {
       const parts = toSlackParts(text);
-      const first = await this.post(message.to, parts[0] ?? '', message.threadId ?? null);
-      for (const part of parts.slice(1)) await this.post(message.to, part, message.threadId ?? first);
-      return { externalId: first };
+      const buttons = message.buttons ?? [];
+      // Buttons go under the last part, where the reader finishes.
+      const first = await this.postIn(message.to, parts[0] ?? '', message.threadId ?? null, parts.length === 1 ? buttons : []);
+      const thread = message.threadId ?? first.ts;
+      for (const [i, part] of parts.slice(1).entries()) await this.postIn(first.channel, part, thread, i === parts.length - 2 ? buttons : []);
+      return { externalId: first.ts, thread: `${first.channel}:${thread}` };
     });
   }
 
@@ -166,4 +174,19 @@ class ProgressiveReply implements ReplyWriter {
       if (!this.done && this.latest !== null) this.schedule();
     });
   }
+}
+
+/** Slack's limit for a section block's text; the message's `text` keeps all of it (notifications, clients without blocks). */
+const SECTION_LIMIT = 3000;
+
+/** The text as a section, then the buttons in an `actions` block. */
+function withButtons(text: string, buttons: OutboundButton[]) {
+  const section = text.length > SECTION_LIMIT ? `${text.slice(0, SECTION_LIMIT - 1)}…` : text;
+  return [
+    { type: 'section', text: { type: 'mrkdwn', text: section } },
+    {
+      type: 'actions',
+      elements: buttons.map((b) => ({ type: 'button', action_id: b.id, value: b.value, text: { type: 'plain_text', text: b.label }, ...(b.style ? { style: b.style } : {}) })),
+    },
+  ];
 }

@@ -10,8 +10,8 @@
 import { App, LogLevel, SocketModeReceiver, webApi, type Logger as BoltLogger } from '@slack/bolt';
 import type { Logger } from 'pino';
 import { UnavailableError } from '../../src/errors.js';
-import type { BridgeFactory, BridgeOptions, ChannelBridge, OutboundMessage, RawHttpRequest, RawHttpResponse, ReplyTarget, ReplyWriter, SlackCredentials } from '../bridge.js';
-import { InboundMapper, toReaction, type BotIdentity, type SlackMessageEvent, type SlackReactionEvent } from './inbound.js';
+import type { BridgeFactory, BridgeOptions, ChannelBridge, OutboundMessage, RawHttpRequest, RawHttpResponse, ReplyTarget, ReplyWriter, SendResult, SlackCredentials } from '../bridge.js';
+import { InboundMapper, toAction, toReaction, type BotIdentity, type SlackBlockActions, type SlackMessageEvent, type SlackReactionEvent } from './inbound.js';
 import { SlackOutbound } from './outbound.js';
 import { EventsApiReceiver } from './receiver.js';
 
@@ -79,6 +79,11 @@ class SlackBridge implements ChannelBridge {
     this.app.event('message', async ({ event, body }) => this.onMessage(event as SlackMessageEvent, body.event_id));
     this.app.event('app_mention', async ({ event, body }) => this.onMessage(event as SlackMessageEvent, body.event_id));
     this.app.event('reaction_added', async ({ event }) => this.onReaction(event as SlackReactionEvent));
+    // Buttons the bridge posted: acknowledged at once (Slack wants it within 3 s), then handed on.
+    this.app.action(/.*/, async ({ ack, body }) => {
+      await ack();
+      await this.onActions(body as unknown as SlackBlockActions);
+    });
     this.app.error(async (err) => this.logger.error({ err }, 'slack: a listener failed'));
   }
 
@@ -120,7 +125,7 @@ class SlackBridge implements ChannelBridge {
     else await this.app.stop();
   }
 
-  send(message: OutboundMessage): Promise<{ externalId: string }> {
+  send(message: OutboundMessage): Promise<SendResult> {
     return this.outbound.send(message);
   }
 
@@ -147,6 +152,17 @@ class SlackBridge implements ChannelBridge {
       await this.options.events.onReaction(reaction);
     } catch (err) {
       this.logger.error({ err }, 'slack: the channels service did not take a reaction');
+    }
+  }
+
+  private async onActions(body: SlackBlockActions): Promise<void> {
+    if (!this.bot || !this.options.events.onAction || !this.options.settings().enabled) return;
+    for (const action of toAction(body)) {
+      try {
+        await this.options.events.onAction(action);
+      } catch (err) {
+        this.logger.error({ err, actionId: action.actionId }, 'slack: the channels service did not take a button click');
+      }
     }
   }
 

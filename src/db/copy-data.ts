@@ -87,6 +87,7 @@ const TABLES = [
   { name: 'handoffs', key: ['id'], scope: WS },
   { name: 'handoff_outbox', key: ['seq'], serial: 'seq', scope: WS },
   { name: 'handoff_notifications', key: ['seq'], serial: 'seq', scope: WS },
+  { name: 'handoff_desk_threads', key: ['seq'], serial: 'seq', scope: WS },
   { name: 'openai_threads', key: ['workspace_id', 'model', 'user_key', 'history_hash'], scope: WS },
 ] as const satisfies readonly TablePlan[];
 

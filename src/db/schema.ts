@@ -13,6 +13,7 @@ export interface Database {
   handoffs: HandoffsTable;
   handoff_outbox: HandoffOutboxTable;
   handoff_notifications: HandoffNotificationsTable;
+  handoff_desk_threads: HandoffDeskThreadsTable;
   idempotency_keys: IdempotencyKeysTable;
   knowledge_sources: KnowledgeSourcesTable;
   knowledge_chunks: KnowledgeChunksTable;
@@ -467,6 +468,9 @@ export interface TeamsTable {
   /** Where the team is told of handoffs (a signed webhook), and its secret, sealed. */
   notify_url: Generated<string | null>;
   notify_secret: Generated<string | null>;
+  /** Where members work handoffs in chat: a Slack or Discord channel of the workspace and a conversation in it (`dm`: the offered member's direct messages). */
+  desk_channel_id: Generated<string | null>;
+  desk_conversation: Generated<string | null>;
 }
 
 export interface TeamMembersTable {
@@ -480,6 +484,8 @@ export interface TeamMembersTable {
   role: 'member' | 'lead';
   status: TeamStatus;
   created_at: string;
+  /** The member's user id on the team's desk platform (Slack `U…`, Discord snowflake): who clicks Accept and replies there. */
+  chat_user_id: Generated<string | null>;
 }
 
 export type TeamRow = Selectable<TeamsTable>;
@@ -754,6 +760,29 @@ export interface HandoffOutboxTable {
   error: string | null;
   created_at: string;
   sent_at: string | null;
+  /**
+   * `user`: to the user in their conversation. `desk-card`: a handoff's card (with buttons) posted to
+   * the team's desk (`conversation_id` a channel, or a member's user id for `dm`), starting a desk
+   * thread. `desk`: a line in the handoff's desk thread (resolved when sent).
+   */
+  kind: Generated<'user' | 'desk-card' | 'desk'>;
+  /** JSON `OutboundButton[]` under the text. */
+  buttons: Generated<string | null>;
+  /** A `desk-card` sent to one member's direct messages: theirs (lower-cased e-mail). */
+  member_key: Generated<string | null>;
+}
+
+/** A desk thread of a handoff (issue 29): where its card was posted; the accepting member's replies in it reach the user. */
+export interface HandoffDeskThreadsTable {
+  seq: Generated<number>;
+  workspace_id: string;
+  handoff_id: string;
+  channel_id: string;
+  /** The platform conversation of the thread, as an inbound reply names it (Slack `<channel>:<card ts>`). */
+  conversation_id: string;
+  /** A card sent to one member's direct messages: theirs; null for the team's channel. */
+  member_key: string | null;
+  created_at: string;
 }
 
 /** A handoff event for a team's webhook (issue 29), delivered like the outbox. */

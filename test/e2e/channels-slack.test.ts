@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { type AppContext, createContext } from '../../src/context.js';
 import { type FakeSlack, startFakeSlack } from '../fakes/slack-api.js';
-import { appMentionEvent, eventCallback, messageEvent, nextTs, reactionEvent, signSlackRequest } from '../fakes/slack-events.js';
+import { appMentionEvent, blockActions, eventCallback, messageEvent, nextTs, reactionEvent, signSlackForm, signSlackRequest } from '../fakes/slack-events.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createAbTest, createChannel, createPersona, createTeam } from '../helpers/factories.js';
 import { captureLogs } from '../helpers/mcp-tools.js';
@@ -130,6 +130,92 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
     await fake.waitFor('the persona’s answer', () => settled(ts) && inThread().length > posts + 2, 8_000);
     const history = (await t.request({ method: 'GET', url: `/sessions/${session.id}` })).json().messages;
     expect(history.map((m: { author?: string }) => m.author ?? null)).toContain('human:ada@example.com');
+  });
+
+  it('works a handoff from Slack: the card with Accept in the team’s channel, a click accepts, the member’s thread replies reach the user, Hand back returns the thread to the persona', async () => {
+    const team = await createTeam(t, { name: 'Billing people', members: ['ada@example.com', 'bo@example.com'] });
+    const desk = await createPersona(t, { name: 'Billing desk', instructions: 'Answer questions about refunds.', teamId: team.id });
+    await t.request({ method: 'POST', url: '/knowledge', body: { kind: 'text', name: 'Refunds', content: REFUND_TEXT, personaId: desk.id } });
+    await t.ctx.services.knowledge.idle();
+    const userChannel = (await createChannel(t, { type: 'slack', name: 'Billing Slack', personaId: desk.id, credentials: { botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET } })).id;
+    const set = await t.request({
+      method: 'PUT',
+      url: `/business/teams/${team.id}/handoff`,
+      body: { desk: { channelId: userChannel, conversation: 'CTEAM' }, chatUsers: [{ email: 'ada@example.com', chatUserId: 'UADA' }, { email: 'BO@example.com', chatUserId: 'UBO' }] },
+    });
+    expect(set.statusCode, set.body).toBe(200);
+    expect(set.json().handoff.desk).toEqual({ channelId: userChannel, conversation: 'CTEAM' });
+    expect(set.json().members.map((m: { chatUserId: string }) => m.chatUserId)).toEqual(['UADA', 'UBO']);
+
+    const ts = nextTs();
+    const post = (body: Record<string, unknown>) => deliver(eventCallback(body, { botUserId: fake.botUserId }), {}, userChannel);
+    const click = (user: string, actionId: string, value: string, messageTs: string, threadTs?: string) => {
+      const form = signSlackForm(blockActions({ user, actionId, value, channel: 'CTEAM', messageTs, ...(threadTs ? { threadTs } : {}) }), SIGNING_SECRET);
+      return t.app.inject({ method: 'POST', url: `/business/channels/${userChannel}/slack/events`, headers: form.headers, payload: form.body });
+    };
+    const posts = (channel: string, thread?: string) =>
+      fake.ok('chat.postMessage').filter((c) => c.body.channel === channel && (thread === undefined || c.body.thread_ts === thread));
+    const texts = (channel: string, thread: string) => posts(channel, thread).map((c) => String(c.body.text));
+    const deliverAll = () => t.ctx.services.handoffs.deliver();
+
+    expect((await post(messageEvent({ text: `<@${fake.botUserId}> /human I was charged twice`, user: 'U77', ts }))).statusCode).toBe(200);
+    await fake.waitFor('the hand-over notice', () => settled(ts) && texts('C1', ts).some((x) => x.includes('passing this conversation to a person')), 8_000);
+    await deliverAll();
+    const [card] = posts('CTEAM').filter((c) => c.body.thread_ts === undefined);
+    expect(card, 'the card in the team channel').toBeDefined();
+    const [handoff] = (await t.request({ method: 'GET', url: '/handoffs?status=queued,offered' })).json().data.filter((h: { personaId: string }) => h.personaId === desk.id);
+    expect(handoff).toMatchObject({ status: 'offered', member: 'ada@example.com', trigger: 'user' });
+    expect(String(card!.body.text)).toContain('I was charged twice');
+    expect(String(card!.body.text)).toContain('Offered to <@UADA> (ada@example.com)');
+    const blocks = card!.body.blocks as Array<{ type: string; elements?: Array<Record<string, unknown>> }>;
+    expect(blocks.find((b) => b.type === 'actions')?.elements).toEqual([
+      { type: 'button', action_id: 'handoff.accept', value: handoff.id, text: { type: 'plain_text', text: 'Accept' }, style: 'primary' },
+    ]);
+    const cardTs = String(card!.response!.ts);
+
+    // Someone in the channel who is no member of the team: told so in the thread, nothing changes.
+    expect((await click('UXX', 'handoff.accept', handoff.id, cardTs)).statusCode).toBe(200);
+    await fake.waitFor('the stranger told', () => texts('CTEAM', cardTs).some((x) => x.includes('<@UXX> is not a member of Billing people')), 8_000);
+    // Bo (not the one offered) accepts from Slack; Ada's later click is told who has it.
+    expect((await click('UBO', 'handoff.accept', handoff.id, cardTs)).statusCode).toBe(200);
+    await fake.waitFor('the accepted line', () => texts('CTEAM', cardTs).some((x) => x.startsWith('<@UBO> (bo@example.com) accepted')), 8_000);
+    expect((await t.request({ method: 'GET', url: `/handoffs/${handoff.id}` })).json()).toMatchObject({ status: 'accepted', member: 'bo@example.com' });
+    await fake.waitFor('the user told a person joined', () => texts('C1', ts).includes('bo@example.com (a person) joined the conversation.'), 8_000);
+    expect((await click('UADA', 'handoff.accept', handoff.id, cardTs, cardTs)).statusCode).toBe(200);
+    await fake.waitFor('Ada told who has it', () => texts('CTEAM', cardTs).some((x) => x.includes('accepted by bo@example.com')), 8_000);
+    const accepted = posts('CTEAM', cardTs).find((c) => String(c.body.text).startsWith('<@UBO> (bo@example.com) accepted'))!;
+    const done = (accepted.body.blocks as Array<{ type: string; elements?: Array<{ action_id: string }> }>).find((b) => b.type === 'actions')!.elements!.map((e) => e.action_id);
+    expect(done).toEqual(['handoff.return', 'handoff.resolve']);
+
+    // The user writes: the member sees it in the desk thread. Bo's reply there (no mention) reaches the user, once across a retry.
+    expect((await post(messageEvent({ text: `<@${fake.botUserId}> is anyone there?`, user: 'U77', thread_ts: ts }))).statusCode).toBe(200);
+    await fake.waitFor('the user’s message in the desk thread', () => texts('CTEAM', cardTs).includes('User: is anyone there?'), 8_000);
+    const reply = eventCallback(messageEvent({ channel: 'CTEAM', text: 'Hi, Bo here: the second charge is refunded.', user: 'UBO', thread_ts: cardTs }), { botUserId: fake.botUserId });
+    expect((await deliver(reply, {}, userChannel)).statusCode).toBe(200);
+    expect((await deliver(reply, { 'x-slack-retry-num': '1', 'x-slack-retry-reason': 'http_timeout' }, userChannel)).statusCode).toBe(200);
+    await fake.waitFor('Bo’s reply in the user’s thread', () => texts('C1', ts).includes('Hi, Bo here: the second charge is refunded.'), 8_000);
+    // Ada writes in the thread: not relayed, she is told.
+    expect((await deliver(eventCallback(messageEvent({ channel: 'CTEAM', text: 'I can take it', user: 'UADA', thread_ts: cardTs }), { botUserId: fake.botUserId }), {}, userChannel)).statusCode).toBe(200);
+    await fake.waitFor('Ada told', () => texts('CTEAM', cardTs).some((x) => x.includes('<@UADA> (ada@example.com): this conversation is with bo@example.com')), 8_000);
+    await deliverAll();
+    expect(texts('C1', ts).filter((x) => x === 'Hi, Bo here: the second charge is refunded.')).toHaveLength(1);
+    expect(texts('C1', ts)).not.toContain('I can take it');
+    const messages = (await t.request({ method: 'GET', url: `/handoffs/${handoff.id}` })).json().messages;
+    expect(messages.filter((m: { author: string | null }) => m.author === 'human:bo@example.com').map((m: { content: string }) => m.content)).toEqual(['Hi, Bo here: the second charge is refunded.']);
+
+    // Bo hands back from Slack: the user is told, and the persona answers the thread again with Bo's reply in its history.
+    expect((await click('UBO', 'handoff.return', handoff.id, String(accepted.response!.ts), cardTs)).statusCode).toBe(200);
+    await fake.waitFor('the hand-back notice', () => texts('C1', ts).includes('bo@example.com (a person) left the conversation; Billing desk takes over again.'), 8_000);
+    await fake.waitFor('the desk told', () => texts('CTEAM', cardTs).includes('bo@example.com handed the conversation back to Billing desk.'), 8_000);
+    const before = texts('C1', ts).length;
+    expect((await post(messageEvent({ text: `<@${fake.botUserId}> How long do refunds take?`, user: 'U77', thread_ts: ts }))).statusCode).toBe(200);
+    await fake.waitFor('the persona’s answer', () => settled(ts) && texts('C1', ts).length > before, 8_000);
+    const [session] = (await t.request({ method: 'GET', url: `/sessions?channelId=${userChannel}` })).json().data;
+    const history = (await t.request({ method: 'GET', url: `/sessions/${session.id}` })).json().messages;
+    expect(history.map((m: { author?: string }) => m.author ?? null)).toContain('human:bo@example.com');
+    const analytics = (await t.request({ method: 'GET', url: '/business/analytics/handoffs?timeframe=1h' })).json();
+    expect(analytics.byTeam.find((r: { teamId: string }) => r.teamId === team.id)).toMatchObject({ handoffs: 1 });
+    expect(analytics.byPersona.find((r: { personaId: string }) => r.personaId === desk.id)).toMatchObject({ handoffs: 1 });
   });
 
   it('answers a retried delivery once, ignores its own and other bots’ messages, and answers url_verification', async () => {

@@ -177,7 +177,7 @@ describe('the Inbox: human handoff in the console, in Chromium', { timeout: 60_0
     await settings.getByLabel('Offer time for Support team (seconds)').fill('90');
     await settings.getByRole('button', { name: 'Save offer time' }).click();
     await settings.getByText('Saved: offers to Support team now wait 1 min 30 s.').waitFor();
-    expect((await api('GET', `/business/teams/${team.id}`)).handoff).toEqual({ offerSeconds: 90, notifyUrl: null });
+    expect((await api('GET', `/business/teams/${team.id}`)).handoff).toEqual({ offerSeconds: 90, notifyUrl: null, desk: null });
 
     const billing = await api('POST', '/personas', { name: 'Billing', instructions: 'Answer billing questions.' });
     await goTo(page, 'Personas');

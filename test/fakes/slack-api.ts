@@ -2,7 +2,7 @@
  * A fake Slack on 127.0.0.1 for tests that drive the real @slack/bolt and @slack/web-api.
  *
  * - Web API under `/api/<method>`: form-encoded or JSON bodies, the token from `Authorization:
- *   Bearer` or a `token` field. `auth.test`, `chat.postMessage`, `chat.update`, `reactions.add`,
+ *   Bearer` or a `token` field. `auth.test`, `chat.postMessage` (to a user id: their DM, `D…`), `chat.update`, `reactions.add`,
  *   `reactions.remove`, `apps.connections.open`; every call recorded with its arrival time.
  *   `rateLimit(method, seconds)` answers the next call 429 with `Retry-After`; `failNext` answers
  *   `ok: false` with an error code.
@@ -143,8 +143,10 @@ export async function startFakeSlack(options: FakeSlackOptions): Promise<FakeSla
         if (text.length > 40_000) return { ok: false, error: 'msg_too_long' };
         tsCounter += 1;
         const ts = `${1_700_000_000 + tsCounter}.${String(tsCounter).padStart(6, '0')}`;
-        messages.set(`${channel}:${ts}`, text);
-        return { ok: true, channel, ts, message: { type: 'message', text, user: botUserId, bot_id: botId, ts } };
+        // A user id names the app's direct messages with them, as Slack does: the answer names the DM channel.
+        const at = /^[UW]/.test(channel) ? `D${channel.slice(1)}` : channel;
+        messages.set(`${at}:${ts}`, text);
+        return { ok: true, channel: at, ts, message: { type: 'message', text, user: botUserId, bot_id: botId, ts } };
       }
       case 'chat.update': {
         const ts = typeof body.ts === 'string' ? body.ts : '';

@@ -77,3 +77,30 @@ export function signSlackRequest(body: string, signingSecret: string, timestampS
     'x-slack-request-timestamp': String(timestampSec),
   };
 }
+
+/**
+ * A `block_actions` interaction as Slack posts it when a user clicks a button of a message: a form
+ * with a JSON `payload` (send it with `signSlackForm`).
+ */
+export function blockActions(fields: { user: string; actionId: string; value: string; channel: string; messageTs: string; threadTs?: string }): Record<string, unknown> {
+  counter += 1;
+  return {
+    type: 'block_actions',
+    user: { id: fields.user, username: fields.user.toLowerCase(), team_id: 'T1' },
+    api_app_id: 'AFAKE',
+    token: 'verification-token',
+    container: { type: 'message', message_ts: fields.messageTs, channel_id: fields.channel, is_ephemeral: false, ...(fields.threadTs ? { thread_ts: fields.threadTs } : {}) },
+    trigger_id: `trigger-${counter}`,
+    team: { id: 'T1', domain: 'fake' },
+    channel: { id: fields.channel, name: 'desk' },
+    message: { type: 'message', ts: fields.messageTs, ...(fields.threadTs ? { thread_ts: fields.threadTs } : {}), text: 'card', bot_id: 'BBOT' },
+    response_url: 'http://127.0.0.1:9/response',
+    actions: [{ type: 'button', action_id: fields.actionId, block_id: 'b1', value: fields.value, action_ts: String(Date.now() / 1000) }],
+  };
+}
+
+/** An interactivity delivery's raw body and signed headers (form-encoded `payload`). */
+export function signSlackForm(payload: Record<string, unknown>, signingSecret: string): { body: string; headers: Record<string, string> } {
+  const body = new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
+  return { body, headers: { ...signSlackRequest(body, signingSecret), 'content-type': 'application/x-www-form-urlencoded' } };
+}

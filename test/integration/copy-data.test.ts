@@ -25,7 +25,7 @@ const TABLES = [
   'workspaces', 'settings', 'api_keys', 'personas', 'persona_versions', 'idempotency_keys', 'knowledge_sources', 'knowledge_chunks', 'sessions', 'messages',
   'interactions', 'feedback', 'interaction_tools', 'ab_tests', 'channels', 'channel_inbox', 'channel_conversations', 'channel_messages',
   'mcp_servers', 'mcp_server_oauth', 'tool_executions', 'teams', 'team_members', 'oauth_clients', 'oauth_grants', 'oauth_codes', 'oauth_tokens', 'openai_threads',
-  'datasets', 'dataset_cases', 'eval_runs', 'eval_results', 'handoffs', 'handoff_outbox', 'handoff_notifications',
+  'datasets', 'dataset_cases', 'eval_runs', 'eval_results', 'handoffs', 'handoff_outbox', 'handoff_notifications', 'handoff_desk_threads',
 ];
 
 const WEBHOOK_SECRET = 'webhook-secret-0123456789abcdef';
@@ -241,6 +241,7 @@ describe.skipIf(!postgresUrl())('switchboard copy-data', { timeout: 120_000 }, (
       const keyId = (await ok(t.request({ method: 'GET', url: '/auth/me' }), 200)).key.id;
       const at = new Date().toISOString();
       const k = t.ctx.db.kysely;
+      await k.insertInto('handoff_desk_threads').values({ workspace_id: ws, handoff_id: handed.json().handoff.id, channel_id: deskChannel, conversation_id: 'CTEAM:1700000000.000100', member_key: null, created_at: at }).execute();
       await k.insertInto('interaction_tools').values({ workspace_id: ws, started_at: at, persona_id: personaA, channel_id: null, tool_name: 'knowledge.search', is_error: 0 }).execute();
       await k.insertInto('oauth_clients').values({ client_id: 'cli_copy', metadata: '{"client_name":"Copy test"}', created_at: at }).execute();
       await k.insertInto('oauth_grants').values({ id: 'grt_copy', workspace_id: ws, key_id: keyId, client_id: 'cli_copy', client_name: 'Copy test', scope: 'read', resource: 'http://127.0.0.1/mcp', created_at: at, last_used_at: null, revoked_at: null }).execute();

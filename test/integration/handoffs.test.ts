@@ -102,7 +102,7 @@ describe.each(testBackends())('human handoff on $kind', (backend) => {
 
   it('offers a lapsed handoff to the next member, round again when everyone let it lapse, and a member off shift keeps what they accepted', async () => {
     const { team, persona } = await setUp(['cy@example.com', 'di@example.com']);
-    expect((await t.request({ method: 'PUT', url: `/business/teams/${team.id}/handoff`, body: { offerSeconds: 30 } })).json().handoff).toEqual({ offerSeconds: 30, notifyUrl: null });
+    expect((await t.request({ method: 'PUT', url: `/business/teams/${team.id}/handoff`, body: { offerSeconds: 30 } })).json().handoff).toEqual({ offerSeconds: 30, notifyUrl: null, desk: null });
     expectProblem(await t.request({ method: 'PUT', url: `/business/teams/${team.id}/handoff`, body: { offerSeconds: 5 } }), 400, 'validation_failed', 'offerSeconds');
     const asked = await ask(persona.id, '/human');
     const id = asked.handoff.id as string;
@@ -304,7 +304,7 @@ describe.each(testBackends())('human handoff on $kind', (backend) => {
       const { team, persona } = await setUp(['max@example.com']);
       const set = await t.request({ method: 'PUT', url: `/business/teams/${team.id}/handoff`, body: { notify: { url: receiver.url, secret } } });
       expect(set.statusCode, set.body).toBe(200);
-      expect(set.json().handoff).toEqual({ offerSeconds: 120, notifyUrl: receiver.url });
+      expect(set.json().handoff).toEqual({ offerSeconds: 120, notifyUrl: receiver.url, desk: null });
       expect(set.body).not.toContain(secret);
       expectProblem(await t.request({ method: 'PUT', url: `/business/teams/${team.id}/handoff`, body: { notify: { url: 'http://10.0.0.7/hook', secret } } }), 400, 'validation_failed', 'notify.url');
       expectProblem(await t.request({ method: 'PUT', url: `/business/teams/${team.id}/handoff`, body: { notify: { url: receiver.url, secret: 'short' } } }), 400, 'validation_failed', 'notify.secret');

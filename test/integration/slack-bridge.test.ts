@@ -3,9 +3,10 @@
  * fake Slack, deliveries signed as Slack signs them.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { InboundAction } from '../../bridges/bridge.js';
 import { AppError, UnauthorizedError } from '../../src/errors.js';
 import { startFakeSlack, type FakeSlack } from '../fakes/slack-api.js';
-import { appMentionEvent, eventCallback, messageEvent, nextTs, reactionEvent, signSlackRequest } from '../fakes/slack-events.js';
+import { appMentionEvent, blockActions, eventCallback, messageEvent, nextTs, reactionEvent, signSlackRequest } from '../fakes/slack-events.js';
 import { BOT_TOKEN, deliver, makeBridge, sleep, until, type Harness } from '../fakes/slack-harness.js';
 
 let fake: FakeSlack;
@@ -172,14 +173,30 @@ describe('Slack bridge, Events API', () => {
     expect(unknownEvent).toEqual({ status: 200, body: '' });
     const rateLimited = await deliver(h.bridge, { token: 't', team_id: 'T1', minute_rate_limited: 1518467820, api_app_id: 'AFAKE', type: 'app_rate_limited' });
     expect(rateLimited).toEqual({ status: 200, body: '' });
-    // An interactivity payload (a form with JSON `payload`): nothing in the bridge listens to it.
-    const payload = `payload=${encodeURIComponent(JSON.stringify({ type: 'block_actions', actions: [] }))}`;
+    // An interactivity payload (a form with JSON `payload`) other than a button click: nothing in the bridge listens to it.
+    const payload = `payload=${encodeURIComponent(JSON.stringify({ type: 'view_submission', view: { id: 'V1' } }))}`;
     const action = await deliver(h.bridge, payload, { headers: { 'content-type': 'application/x-www-form-urlencoded' } });
     expect(action).toEqual({ status: 200, body: '' });
     const sslCheck = await deliver(h.bridge, 'ssl_check=1&token=t', { headers: { 'content-type': 'application/x-www-form-urlencoded' } });
     expect(sslCheck).toEqual({ status: 200, body: '' });
     await barrier(h);
     expect(h.rec.messages).toEqual([]);
+  });
+
+  it('hands a button click (block_actions) on with the clicked message’s thread, and refuses a click that names no user (400)', async () => {
+    const h = await startBridge();
+    const actions: InboundAction[] = [];
+    h.rec.events.onAction = async (a) => void actions.push(a);
+    const form = (payload: Record<string, unknown>) => deliver(h.bridge, `payload=${encodeURIComponent(JSON.stringify(payload))}`, { headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    expect(await form(blockActions({ user: 'U9', actionId: 'handoff.accept', value: 'hnd_1', channel: 'CDESK', messageTs: '1.000100' }))).toEqual({ status: 200, body: '' });
+    expect(await form(blockActions({ user: 'U9', actionId: 'handoff.return', value: 'hnd_1', channel: 'CDESK', messageTs: '1.000200', threadTs: '1.000100' }))).toEqual({ status: 200, body: '' });
+    await until('both clicks', () => actions.length === 2);
+    expect(actions).toEqual([
+      { actionId: 'handoff.accept', value: 'hnd_1', userId: 'U9', conversationId: 'CDESK:1.000100' },
+      { actionId: 'handoff.return', value: 'hnd_1', userId: 'U9', conversationId: 'CDESK:1.000100' },
+    ]);
+    const { user: _user, ...noUser } = blockActions({ user: 'U9', actionId: 'handoff.accept', value: 'hnd_1', channel: 'CDESK', messageTs: '1.000100' });
+    await expect(form(noUser)).rejects.toMatchObject({ code: 'validation_failed', status: 400, errors: [expect.objectContaining({ path: 'payload.user' })] });
   });
 
   it('delivers a retried event again with the same externalId (the service de-duplicates)', async () => {
@@ -204,6 +221,19 @@ describe('Slack bridge, Events API', () => {
     await until('the person', () => h.rec.messages.length >= 1);
     await barrier(h);
     expect(h.rec.messages.map((m) => m.text)).toEqual(['a person']);
+  });
+
+  it('delivers a thread reply the settings would not answer as unaddressed (a handoff desk’s member may have written it), and drops such a top-level message', async () => {
+    const h = await startBridge();
+    h.settings.allowedConversations = ['C1'];
+    await deliver(h.bridge, eventCallback(messageEvent({ channel: 'C1', text: 'top level, no mention' })));
+    await deliver(h.bridge, eventCallback(messageEvent({ channel: 'C1', text: 'in a thread, no mention', thread_ts: '1700.000009' })));
+    await deliver(h.bridge, eventCallback(messageEvent({ channel: 'CDESK', text: '<@UBOT> another conversation', thread_ts: '1700.000010' })));
+    await barrier(h);
+    expect(h.rec.messages.map((m) => [m.text, m.addressed ?? true])).toEqual([
+      ['in a thread, no mention', false],
+      ['another conversation', false],
+    ]);
   });
 
   it('applies respondTo, answers direct messages always, and filters allowedConversations — read live', async () => {

@@ -37,12 +37,12 @@ describe.each(testBackends())('teams (API.md §8) on $kind', (backend) => {
       id: team.id,
       name: 'Support',
       members: [
-        { email: 'Ada@Example.com', role: 'member', status: 'available' },
-        { email: 'bob@example.com', role: 'member', status: 'available' },
+        { email: 'Ada@Example.com', role: 'member', status: 'available', chatUserId: null },
+        { email: 'bob@example.com', role: 'member', status: 'available', chatUserId: null },
       ],
       availability: { status: 'available', timezone: 'UTC', weekly: [] },
       availableNow: true,
-      handoff: { offerSeconds: 120, notifyUrl: null },
+      handoff: { offerSeconds: 120, notifyUrl: null, desk: null },
       createdAt: '2026-03-09T12:00:00.000Z',
       updatedAt: '2026-03-09T12:00:00.000Z',
     });
@@ -102,12 +102,12 @@ describe.each(testBackends())('teams (API.md §8) on $kind', (backend) => {
     expect(res.statusCode, res.body).toBe(201);
     expect(res.headers.location).toBe(`/business/teams/${team.id}`);
     expect(res.json().members).toEqual([
-      { email: 'ada@example.com', role: 'member', status: 'available' },
-      { email: 'lead@example.com', role: 'lead', status: 'available' },
+      { email: 'ada@example.com', role: 'member', status: 'available', chatUserId: null },
+      { email: 'lead@example.com', role: 'lead', status: 'available', chatUserId: null },
     ]);
     expect(res.json().updatedAt).toBe(clock.now().toISOString());
     const plain = await t.request({ method: 'POST', url: `/business/teams/${team.id}/members`, body: { email: 'cy@example.com' } });
-    expect(plain.json().members[2]).toEqual({ email: 'cy@example.com', role: 'member', status: 'available' });
+    expect(plain.json().members[2]).toEqual({ email: 'cy@example.com', role: 'member', status: 'available', chatUserId: null });
 
     for (const email of ['ada@example.com', 'ADA@example.COM', 'Lead@Example.com']) {
       expectProblem(await t.request({ method: 'POST', url: `/business/teams/${team.id}/members`, body: { email } }), 409, 'conflict');

@@ -15,7 +15,7 @@
  */
 import crypto from 'node:crypto';
 import type { Logger } from 'pino';
-import type { BridgeFactory, ChannelBridge, DiscordCredentials, RawHttpRequest, RawHttpResponse, SlackCredentials } from '../../../bridges/bridge.js';
+import type { BridgeFactory, ChannelBridge, DiscordCredentials, InboundAction, InboundMessage, OutboundButton, RawHttpRequest, RawHttpResponse, SlackCredentials } from '../../../bridges/bridge.js';
 import { createWebhookBridge, SIGNATURE_HEADER, verifySignature, type WebhookCredentials } from '../../../bridges/webhook/webhook-bridge.js';
 import type { ChangeSignals } from '../../db/change-signals.js';
 import type { LeaseStore } from '../../db/leases.js';
@@ -38,6 +38,13 @@ export interface BridgeFactories {
   discord: BridgeFactory<DiscordCredentials>;
 }
 
+/** Handoff desks (business/handoffs): members' replies in a desk thread and their button clicks go there, not to the persona. */
+export interface DeskPort {
+  isDeskThread(channelId: string, conversationId: string): Promise<boolean>;
+  deskMessage(workspaceId: string, channelId: string, message: { conversationId: string; userId: string; text: string }): Promise<void>;
+  deskAction(workspaceId: string, channelId: string, action: InboundAction): Promise<void>;
+}
+
 export interface ChannelServiceDeps {
   store: ChannelStore;
   inbox: Inbox;
@@ -57,6 +64,8 @@ export interface ChannelServiceDeps {
   signals: ChangeSignals;
   /** Instances sharing the database (PostgreSQL): this one's lease owner, the lease term, the leases. Absent: one process. */
   leases?: { owner: string; ms: number; store: LeaseStore };
+  /** Handoff desks; absent in tests of channels alone. */
+  desk?: DeskPort;
 }
 
 type Status = Channel['status'];
@@ -138,7 +147,14 @@ export function createChannelService(deps: ChannelServiceDeps) {
   function buildBridge(state: Live): ChannelBridge {
     const { row } = state;
     const events = {
-      onMessage: (message: Parameters<Inbox['receive']>[1]) => inbox.receive(routed(state.row), message, (m) => bridgeOf(state).reply(m.replyTo)),
+      onMessage: async (message: InboundMessage) => {
+        if (await toDesk(state, message)) return;
+        if (message.addressed === false) return;
+        await inbox.receive(routed(state.row), message, (m) => bridgeOf(state).reply(m.replyTo));
+      },
+      onAction: async (action: InboundAction) => {
+        if (deps.desk) await deps.desk.deskAction(state.row.workspace_id, state.row.id, action);
+      },
       onReaction: async (reaction: Parameters<Inbox['react']>[1]) => void (await inbox.react(routed(state.row), reaction)),
       onStatus: (status: 'connecting' | 'connected' | 'error', detail: string | null) => {
         state.status = status;
@@ -150,6 +166,24 @@ export function createChannelService(deps: ChannelServiceDeps) {
     if (row.type === 'slack') return deps.factories.slack({ ...common, credentials: open<SlackCredentials>(row), apiUrl: deps.apiUrls.slack });
     if (row.type === 'discord') return deps.factories.discord({ ...common, credentials: open<DiscordCredentials>(row), apiUrl: deps.apiUrls.discord });
     return createWebhookBridge({ channelId: row.id, credentials: open<WebhookCredentials>(row), guard: deps.guard });
+  }
+
+  /**
+   * A message in a handoff's desk thread is a member's, for the handoff: recorded once (a retried
+   * delivery is not relayed twice) and handed over. Answers whether it was one.
+   */
+  async function toDesk(state: Live, message: InboundMessage): Promise<boolean> {
+    if (!deps.desk || !(await deps.desk.isDeskThread(state.row.id, message.conversationId))) return false;
+    const seq = await store.receive({
+      channel_id: state.row.id,
+      external_id: message.externalId,
+      conversation_id: message.conversationId,
+      payload: JSON.stringify(message),
+      status: 'answered',
+      received_at: clock.now().toISOString(),
+    });
+    if (seq !== null) await deps.desk.deskMessage(state.row.workspace_id, state.row.id, { conversationId: message.conversationId, userId: message.userId, text: message.text });
+    return true;
   }
 
   function bridgeOf(state: Live): ChannelBridge {
@@ -449,21 +483,21 @@ export function createChannelService(deps: ChannelServiceDeps) {
       return toChannel(updated);
     },
 
-    async send(workspaceId: string, id: string, input: SendInput): Promise<SendResult> {
+    async send(workspaceId: string, id: string, input: SendInput, buttons?: OutboundButton[]): Promise<SendResult & { thread?: string | undefined }> {
       const state = await stateOf(workspaceId, id);
       if (!state.settings.enabled) throw new ConflictError(`Channel ${id} is disabled.`);
       // The connection runs on another instance: the platform's REST API needs only the credentials (a bridge built, not started).
       if (!state.held) state.bridge ??= buildBridge(state);
       let sent;
       try {
-        sent = await bridgeOf(state).send({ to: input.to, text: input.message, threadId: input.threadId, priority: input.priority });
+        sent = await bridgeOf(state).send({ to: input.to, text: input.message, threadId: input.threadId, priority: input.priority, buttons });
       } catch (err) {
         if (err instanceof ConflictError) throw err;
         throw new UpstreamError(`The ${state.row.type} channel could not send: ${err instanceof Error ? err.message : String(err)}`);
       }
       const sendId = ids('msg');
       await store.posted([{ channel_id: id, external_id: sent.externalId, session_id: null, message_id: null, created_at: clock.now().toISOString() }]);
-      return { id: sendId, channelId: id, externalId: sent.externalId, status: 'sent' };
+      return { id: sendId, channelId: id, externalId: sent.externalId, status: 'sent', ...(buttons ? { thread: sent.thread } : {}) };
     },
 
     /** `POST /business/channels/:id/inbound`: signed, answered synchronously (API.md §9). */
@@ -529,13 +563,26 @@ export function createChannelService(deps: ChannelServiceDeps) {
      * (`<channel>:<thread ts>`), a Discord channel or thread, a webhook conversation. What a person
      * of a handoff sends the user.
      */
-    async relay(workspaceId: string, id: string, conversationId: string, text: string): Promise<void> {
+    async relay(workspaceId: string, id: string, conversationId: string, text: string, buttons?: OutboundButton[]): Promise<void> {
       const row = await find(workspaceId, id);
       const colon = conversationId.lastIndexOf(':');
       const target =
         row.type === 'slack' && colon > 0 ? { to: conversationId.slice(0, colon), threadId: conversationId.slice(colon + 1) } : { to: conversationId, threadId: undefined };
-      await this.send(workspaceId, id, { ...target, message: text, priority: 'normal' });
+      await this.send(workspaceId, id, { ...target, message: text, priority: 'normal' }, buttons);
     },
+
+    /**
+     * Posts a handoff's card to a desk: a platform conversation, or a user's direct messages (a user
+     * id). Answers the conversation a reply in its thread carries.
+     */
+    async post(workspaceId: string, id: string, to: string, text: string, buttons: OutboundButton[]): Promise<{ thread: string }> {
+      const sent = await this.send(workspaceId, id, { to, message: text, priority: 'normal' }, buttons);
+      if (!sent.thread) throw new UpstreamError(`The channel did not say where the thread of its post is.`);
+      return { thread: sent.thread };
+    },
+
+    /** A channel's type (404 when it is not the workspace's). */
+    typeOf: async (workspaceId: string, id: string): Promise<ChannelRow['type']> => (await find(workspaceId, id)).type,
 
     /** A promoted A/B test's channels answer with its winner's persona from now on. */
     async moveToWinner(workspaceId: string, abTestId: string, personaId: string): Promise<void> {

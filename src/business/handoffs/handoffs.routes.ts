@@ -46,7 +46,7 @@ export function handoffRoutes(ctx: AppContext): FastifyPluginAsyncZod {
     app.get(
       '/handoffs',
       {
-        schema: { tags, summary: 'List handoffs, newest first (the team’s queue: ?status=queued)', querystring: listHandoffsQuerySchema, response: withErrors({ 200: pageOf(handoffSchema) }) },
+        schema: { tags, summary: 'List handoffs, newest first (what waits for the team: ?status=queued,offered)', querystring: listHandoffsQuerySchema, response: withErrors({ 200: pageOf(handoffSchema) }) },
       },
       async (request) => {
         const { status, teamId, member, ...page } = request.query;

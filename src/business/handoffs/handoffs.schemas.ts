@@ -43,9 +43,34 @@ export const acceptSchema = z.strictObject({ member });
 export const replySchema = z.strictObject({ member, text: z.string().trim().min(1).max(32_000) });
 export const endSchema = z.strictObject({ member: member.optional().describe('The member acting; absent: the API (`endedBy: "api"`).') });
 
-export const listHandoffsQuerySchema = pageQuerySchema
-  .extend({ status: status.optional(), teamId: z.string().optional(), member: z.string().max(320).optional() })
-  .strict();
+export const HANDOFF_STATUSES = status.options;
+
+/** `?status=queued,offered`: one status or several, comma-separated. */
+const statusList = z
+  .string()
+  .max(100)
+  .optional()
+  .transform((value, ctx) => {
+    if (value === undefined) return undefined;
+    const names = value.split(',').map((s) => s.trim());
+    const unknown = names.filter((n) => !(HANDOFF_STATUSES as readonly string[]).includes(n));
+    if (unknown.length > 0) {
+      ctx.addIssue({ code: 'custom', message: `unknown status ${unknown.map((n) => JSON.stringify(n)).join(', ')}; choose from ${HANDOFF_STATUSES.join(', ')}` });
+      return z.NEVER;
+    }
+    return HANDOFF_STATUSES.filter((s) => names.includes(s));
+  })
+  .describe(`One status or several, comma-separated (\`queued,offered\`: what waits for a member): ${HANDOFF_STATUSES.join(', ')}.`);
+
+const listFilters = { teamId: z.string().optional(), member: z.string().max(320).optional() };
+
+export const listHandoffsQuerySchema = pageQuerySchema.extend({ status: statusList, ...listFilters }).strict();
+
+/** The MCP tool's filters: `status` as a list. */
+export const listHandoffsInputSchema = z.object({
+  status: z.array(status).max(HANDOFF_STATUSES.length).optional().describe('Only these statuses (`["queued", "offered"]`: what waits for a member).'),
+  ...listFilters,
+});
 
 export type Handoff = z.infer<typeof handoffSchema>;
 export type HandoffMessage = z.infer<typeof handoffMessageSchema>;

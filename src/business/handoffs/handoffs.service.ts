@@ -59,8 +59,41 @@ export function toHandoff(row: HandoffRow, nextAvailableAt: string | null = null
   };
 }
 
-/** Sends a text to a user in a channel conversation (the channels service); throws when it could not. */
-export type ChannelRelay = (workspaceId: string, channelId: string, conversationId: string, text: string) => Promise<void>;
+/** A button under a desk post; a click comes back as a `DeskAction` with its id and value. */
+export interface DeskButton {
+  id: 'handoff.accept' | 'handoff.return' | 'handoff.resolve';
+  label: string;
+  value: string;
+  style?: 'primary' | 'danger';
+}
+
+/** What the handoffs need of the channels service (built after this one). Each throws when it could not. */
+export interface ChannelPort {
+  /** Posts a text (with buttons) into a conversation of the channel: a user's, or a desk thread. */
+  relay(workspaceId: string, channelId: string, conversationId: string, text: string, buttons?: DeskButton[]): Promise<void>;
+  /** Posts a desk card to a platform conversation or a member's direct messages; answers the conversation id replies in its thread will carry. */
+  post(workspaceId: string, channelId: string, to: string, text: string, buttons: DeskButton[]): Promise<{ thread: string }>;
+  /** The channel's type: 404 when it is not the workspace's. */
+  typeOf(workspaceId: string, channelId: string): Promise<'slack' | 'discord' | 'webhook'>;
+}
+
+/** A message in a desk thread, or a click on a desk button, as a channel received it. */
+export interface DeskMessage {
+  conversationId: string;
+  userId: string;
+  text: string;
+}
+export interface DeskAction {
+  conversationId: string;
+  userId: string;
+  actionId: string;
+  value: string;
+}
+
+const DESK_ACTIONS = new Set(['handoff.accept', 'handoff.return', 'handoff.resolve']);
+/** Messages of the conversation a desk card shows, and how much of each. */
+const CARD_MESSAGES = 10;
+const CARD_MESSAGE_CHARS = 300;
 
 export interface HandoffServiceDeps {
   store: HandoffStore;
@@ -88,7 +121,7 @@ const MAX_ATTEMPTS = 6;
 const retryDelayMs = (attempt: number) => Math.min(5 * 60_000, 2_000 * 2 ** attempt);
 
 export function createHandoffService({ store, teams, personas, clock, ids, owner = 'local', logger, webhooks }: HandoffServiceDeps) {
-  let relay: ChannelRelay | null = null;
+  let channels: ChannelPort | null = null;
   let delivering: Promise<number> | null = null;
   let again = false;
   const now = () => clock.now().toISOString();
@@ -142,6 +175,7 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
       await tell(moved, moved.status === 'offered' ? 'handoff.offered' : 'handoff.queued', {
         messages: conversation.map((m) => ({ id: m.id, role: m.role, content: m.content, author: m.author, createdAt: m.created_at })),
       });
+      await toDesk(moved, team, conversation);
       return moved;
     }
     return (await store.find(row.workspace_id, row.id)) ?? row;
@@ -189,9 +223,9 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
       try {
         for (;;) {
           again = false;
-          if (relay) {
-            const send = relay;
-            sent += await drain('handoff_outbox', (d) => send(d.workspace_id, d.channel_id, d.conversation_id, d.text));
+          if (channels) {
+            const port = channels;
+            sent += await drain('handoff_outbox', (d) => sendOutbox(port, d));
           }
           sent += await drain('handoff_notifications', toTeam);
           if (!again) return sent;
@@ -253,6 +287,79 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
     const at = now();
     const body = JSON.stringify({ event, handoff: toHandoff(row), ...extra, sentFor: at });
     await store.notify({ workspace_id: row.workspace_id, team_id: row.team_id, handoff_id: row.id, event, body, status: 'pending', attempts: 0, next_at: at, created_at: at });
+    kick();
+  }
+
+  /** One outbox delivery: to the user, a desk card (its thread recorded), or a line in the handoff's desk thread. */
+  async function sendOutbox(port: ChannelPort, d: QueueRow['handoff_outbox']): Promise<void> {
+    const buttons = d.buttons === null ? undefined : (JSON.parse(d.buttons) as DeskButton[]);
+    if (d.kind === 'user') return port.relay(d.workspace_id, d.channel_id, d.conversation_id, d.text);
+    if (d.kind === 'desk-card') {
+      const { thread } = await port.post(d.workspace_id, d.channel_id, d.conversation_id, d.text, buttons ?? []);
+      await store.addDeskThread({ workspace_id: d.workspace_id, handoff_id: d.handoff_id, channel_id: d.channel_id, conversation_id: thread, member_key: d.member_key, created_at: now() });
+      return;
+    }
+    const row = await store.find(d.workspace_id, d.handoff_id);
+    const thread = row ? await store.threadOfRecord(row.id, row.member === null ? null : emailKey(row.member)) : undefined;
+    if (!thread) throw new Error('the handoff has no desk thread (yet)');
+    await port.relay(d.workspace_id, thread.channel_id, thread.conversation_id, d.text, buttons);
+  }
+
+  /** A member as the desk shows them: a mention when their user id there is known. */
+  const who = (member: { email: string; chat_user_id: string | null }) => (member.chat_user_id ? `<@${member.chat_user_id}> (${member.email})` : member.email);
+
+  /**
+   * Tells the team's desk of an offer or a wait: the card (the conversation so far and Accept) the
+   * first time in a team channel, a line after; with `dm`, a card to each offered member who has a
+   * user id there.
+   */
+  async function toDesk(row: HandoffRow, team: Awaited<ReturnType<typeof teamOf>>, conversation: Awaited<ReturnType<HandoffStore['conversation']>>): Promise<void> {
+    const desk = await store.teamDesk(row.team_id);
+    if (!desk?.desk_channel_id || !desk.desk_conversation) return;
+    const offered = row.status === 'offered' ? team.members.find((m) => m.email_key === emailKey(row.member ?? '')) : undefined;
+    const state = offered ? `Offered to ${who(offered)}; any member may accept.` : 'Nobody is available now: it waits in the queue; any member may accept.';
+    const dm = desk.desk_conversation === 'dm';
+    if (dm && !offered?.chat_user_id) return;
+    const at = now();
+    const base = { workspace_id: row.workspace_id, handoff_id: row.id, channel_id: desk.desk_channel_id, message_id: ids('msg'), status: 'pending' as const, attempts: 0, next_at: at, created_at: at };
+    if (dm || !(await store.hasTeamCard(row.id))) {
+      const persona = await personas.get(row.workspace_id, row.persona_id).catch(() => null);
+      const lines = conversation.slice(-CARD_MESSAGES).map((m) => {
+        const from = m.role === 'user' ? 'User' : m.author?.startsWith('human:') ? m.author.slice(6) : m.author === 'system' ? 'Notice' : (persona?.name ?? 'Assistant');
+        const text = m.content.length > CARD_MESSAGE_CHARS ? `${m.content.slice(0, CARD_MESSAGE_CHARS)}…` : m.content;
+        return `> ${from}: ${text.replace(/\s+/g, ' ')}`;
+      });
+      const text = [`Handoff ${row.id} from ${persona?.name ?? row.persona_id} (${row.trigger}): ${row.reason}`, ...lines, state, 'Accept, then reply in this thread: your replies reach the user.'].join('\n');
+      const accept: DeskButton = { id: 'handoff.accept', label: 'Accept', value: row.id, style: 'primary' };
+      await store.queueDesk([{ ...base, kind: 'desk-card', conversation_id: dm ? offered!.chat_user_id! : desk.desk_conversation, text, buttons: JSON.stringify([accept]), member_key: dm ? offered!.email_key : null }]);
+    } else {
+      await store.queueDesk([{ ...base, kind: 'desk', conversation_id: '', text: state, buttons: null, member_key: null }]);
+    }
+    kick();
+  }
+
+  /** A line in the handoff's desk thread, when it has one (or its card is on the way). */
+  async function deskLine(row: HandoffRow, text: string, buttons?: DeskButton[]): Promise<void> {
+    const desk = await store.teamDesk(row.team_id);
+    if (!desk?.desk_channel_id || !(await store.hasCard(row.id))) return;
+    const at = now();
+    await store.queueDesk([
+      {
+        workspace_id: row.workspace_id,
+        handoff_id: row.id,
+        channel_id: desk.desk_channel_id,
+        conversation_id: '',
+        message_id: ids('msg'),
+        text,
+        kind: 'desk',
+        buttons: buttons ? JSON.stringify(buttons) : null,
+        member_key: null,
+        status: 'pending',
+        attempts: 0,
+        next_at: at,
+        created_at: at,
+      },
+    ]);
     kick();
   }
 
@@ -328,7 +435,10 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
       const at = now();
       await store.addMessages([{ id, session_id: sessionId, role: 'user', content: text, author: null, created_at: at }], sessionId, at);
       const open = await store.openFor(sessionId);
-      if (open) await tell(open, 'handoff.message', { message: { id, role: 'user', content: text, author: null, createdAt: at } });
+      if (open) {
+        await tell(open, 'handoff.message', { message: { id, role: 'user', content: text, author: null, createdAt: at } });
+        await deskLine(open, `User: ${text}`);
+      }
     },
 
     async get(workspaceId: string, id: string) {
@@ -359,11 +469,15 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
       const accepted = await moveOpen(row, ['queued', 'offered'], { status: 'accepted', member: member.email, offer_until: null, accepted_at: at, updated_at: at }, 'accepted');
       await note(row, `${member.email} (a person) joined the conversation.`);
       await tell(accepted, 'handoff.accepted');
+      await deskLine(accepted, `${who(member)} accepted. Reply in this thread: your replies reach the user. When you are done:`, [
+        { id: 'handoff.return', label: 'Hand back', value: row.id },
+        { id: 'handoff.resolve', label: 'Resolve', value: row.id },
+      ]);
       return toHandoff(accepted);
     },
 
     /** The owner's reply, added to the conversation as theirs. */
-    async reply(workspaceId: string, id: string, email: string, text: string): Promise<ApiMessage> {
+    async reply(workspaceId: string, id: string, email: string, text: string, fromDesk = false): Promise<ApiMessage> {
       const row = await find(workspaceId, id);
       const { member } = await memberOf(row, email);
       if (row.status !== 'accepted' || row.member === null || emailKey(row.member) !== member.email_key) {
@@ -372,6 +486,8 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
       if (row.session_id === null) throw new ConflictError(`Handoff ${id}'s conversation was deleted.`);
       const message = (await note(row, text, `human:${member.email}`))!;
       if (row.first_reply_at === null) await store.move(row, { first_reply_at: message.createdAt });
+      // Written elsewhere (the Inbox, the API): the desk thread shows it too.
+      if (!fromDesk) await deskLine(row, `${member.email}: ${text}`);
       return message;
     },
 
@@ -394,8 +510,9 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
       const ended = await moveOpen(row, OPEN, { status: to, offer_until: null, ended_at: at, ended_by: by, updated_at: at }, to === 'returned' ? 'handed back' : 'resolved');
       await tell(ended, 'handoff.ended');
       const persona = await personas.get(workspaceId, row.persona_id).catch(() => null);
-      const who = row.status === 'accepted' && row.member ? `${row.member} (a person)` : 'The team';
-      await note(row, to === 'returned' ? `${who} left the conversation; ${persona?.name ?? 'the assistant'} takes over again.` : `${who} closed the conversation as resolved.`);
+      const whom = row.status === 'accepted' && row.member ? `${row.member} (a person)` : 'The team';
+      await note(row, to === 'returned' ? `${whom} left the conversation; ${persona?.name ?? 'the assistant'} takes over again.` : `${whom} closed the conversation as resolved.`);
+      await deskLine(ended, to === 'returned' ? `${by} handed the conversation back to ${persona?.name ?? 'the assistant'}.` : `${by} resolved the conversation.`);
       return toHandoff(ended);
     },
 
@@ -429,9 +546,78 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
       await store.setTeamWebhook(workspaceId, teamId, notify.url, webhooks.cipher.encrypt(notify.secret, notifyContext(teamId)));
     },
 
-    /** How messages reach users on channels (the channels service is built after this one). */
-    relayWith(fn: ChannelRelay): void {
-      relay = fn;
+    /** How messages reach users and desks on channels (the channels service is built after this one). */
+    channelsWith(port: ChannelPort): void {
+      channels = port;
+    },
+
+    /**
+     * Where the team works handoffs in chat: one of the workspace's Slack or Discord channels and a
+     * conversation in it (`dm`: the offered member's direct messages), or null to stop.
+     */
+    async setTeamDesk(workspaceId: string, teamId: string, desk: { channelId: string; conversation: string } | null): Promise<void> {
+      await teamOf(workspaceId, teamId);
+      if (desk === null) return void (await store.setTeamDesk(workspaceId, teamId, null, null));
+      if (!channels) throw new ConflictError('Desks are not available in this process.');
+      const type = await channels.typeOf(workspaceId, desk.channelId);
+      if (type === 'webhook') throw ValidationError.field('desk.channelId', 'must be a Slack or Discord channel (a webhook channel has no members to click Accept)');
+      await store.setTeamDesk(workspaceId, teamId, desk.channelId, desk.conversation);
+    },
+
+    /** Members' user ids on the desk platform; an e-mail that is no member → 400 naming `chatUsers.<i>.email`. */
+    async setChatUsers(workspaceId: string, teamId: string, users: Array<{ email: string; chatUserId: string | null }>): Promise<void> {
+      const team = await teamOf(workspaceId, teamId);
+      const known = new Set(team.members.map((m) => m.email_key));
+      const missing = users.findIndex((u) => !known.has(emailKey(u.email)));
+      if (missing >= 0) throw ValidationError.field(`chatUsers.${missing}.email`, `is not a member of team ${teamId}`);
+      await store.setChatUserIds(workspaceId, teamId, users.map((u) => ({ emailKey: emailKey(u.email), chatUserId: u.chatUserId })));
+    },
+
+    /** Whether a channel conversation is a handoff's desk thread (its messages are members', not the persona's). */
+    isDeskThread: async (channelId: string, conversationId: string): Promise<boolean> => (await store.deskThread(channelId, conversationId)) !== undefined,
+
+    /**
+     * A message in a desk thread: the reply of the member who accepted reaches the user; anyone else
+     * is told how it stands (a member who has not accepted), or ignored (not a member).
+     */
+    async deskMessage(workspaceId: string, channelId: string, message: DeskMessage): Promise<void> {
+      const thread = await store.deskThread(channelId, message.conversationId);
+      if (!thread || thread.workspace_id !== workspaceId) return;
+      const row = await store.find(workspaceId, thread.handoff_id);
+      if (!row) return;
+      const team = await teamOf(workspaceId, row.team_id);
+      const member = team.members.find((m) => m.chat_user_id === message.userId);
+      if (!member) return;
+      if (row.status === 'accepted' && row.member !== null && emailKey(row.member) === member.email_key) {
+        await this.reply(workspaceId, row.id, member.email, message.text, true);
+      } else if (row.status === 'accepted') {
+        await deskLine(row, `${who(member)}: this conversation is with ${row.member}; your message did not reach the user.`);
+      } else if (row.status === 'queued' || row.status === 'offered') {
+        await deskLine(row, `${who(member)}: accept first; your message did not reach the user.`);
+      }
+    },
+
+    /** A click on a desk button: accept, hand back or resolve as the member whose user id clicked; a refusal is told in the thread. */
+    async deskAction(workspaceId: string, channelId: string, action: DeskAction): Promise<void> {
+      if (!DESK_ACTIONS.has(action.actionId)) return;
+      // Only the buttons of this handoff's own desk thread act on it.
+      const thread = await store.deskThread(channelId, action.conversationId);
+      if (thread?.handoff_id !== action.value || thread.workspace_id !== workspaceId) return;
+      const row = await store.find(workspaceId, action.value);
+      if (!row) return;
+      const team = await teamOf(workspaceId, row.team_id);
+      const member = team.members.find((m) => m.chat_user_id === action.userId);
+      if (!member) {
+        await deskLine(row, `<@${action.userId}> is not a member of ${team.team.name} here: a lead adds their user id (chatUsers in the team's handoff settings).`);
+        return;
+      }
+      try {
+        if (action.actionId === 'handoff.accept') await this.accept(workspaceId, row.id, member.email);
+        else await this.end(workspaceId, row.id, action.actionId === 'handoff.return' ? 'returned' : 'resolved', member.email);
+      } catch (err) {
+        if (!(err instanceof ConflictError)) throw err;
+        await deskLine(row, `${who(member)}: ${err.message}`);
+      }
     },
 
     /** Sends what is due to users on channels and to teams' webhooks (also on a timer, and right after something is queued). */

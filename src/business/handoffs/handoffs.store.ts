@@ -21,6 +21,12 @@ export interface HandoffMessage {
   created_at: string;
 }
 
+class MissingMembers extends Error {
+  constructor(readonly keys: string[]) {
+    super('members missing');
+  }
+}
+
 /** Handoffs (issue 29); every query of a caller's filters by workspace. Moves are conditional on the row as read. */
 export function createHandoffStore(db: Kysely<Database>) {
   return {
@@ -39,9 +45,9 @@ export function createHandoffStore(db: Kysely<Database>) {
     find: (workspaceId: string, id: string) => db.selectFrom('handoffs').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
     /** The open handoff of a session, if any: while there is one, the persona stays silent in it. */
     openFor: (sessionId: string) => db.selectFrom('handoffs').selectAll().where('session_id', '=', sessionId).where('status', 'in', OPEN).executeTakeFirst(),
-    list: (workspaceId: string, page: PageRequest, filter: { status?: HandoffStatus | undefined; teamId?: string | undefined; member?: string | undefined }) => {
+    list: (workspaceId: string, page: PageRequest, filter: { status?: HandoffStatus[] | undefined; teamId?: string | undefined; member?: string | undefined }) => {
       let q = db.selectFrom('handoffs').selectAll().where('workspace_id', '=', workspaceId);
-      if (filter.status !== undefined) q = q.where('status', '=', filter.status);
+      if (filter.status !== undefined && filter.status.length > 0) q = q.where('status', 'in', filter.status);
       if (filter.teamId !== undefined) q = q.where('team_id', '=', filter.teamId);
       if (filter.member !== undefined) q = q.where(sql<boolean>`lower(member) = ${filter.member.toLowerCase()}`);
       return paginate(q, page);
@@ -163,6 +169,59 @@ export function createHandoffStore(db: Kysely<Database>) {
       db.updateTable('teams').set({ notify_url: url, notify_secret: sealedSecret }).where('workspace_id', '=', workspaceId).where('id', '=', teamId).execute(),
     /** The team's webhook: its URL and sealed secret (null when it has none). */
     teamWebhook: (teamId: string) => db.selectFrom('teams').select(['notify_url', 'notify_secret']).where('id', '=', teamId).executeTakeFirst(),
+    /** Where the team works handoffs in chat: its desk channel and conversation (nulls when it has none). */
+    teamDesk: (teamId: string) => db.selectFrom('teams').select(['desk_channel_id', 'desk_conversation']).where('id', '=', teamId).executeTakeFirst(),
+    setTeamDesk: (workspaceId: string, teamId: string, channelId: string | null, conversation: string | null) =>
+      db.updateTable('teams').set({ desk_channel_id: channelId, desk_conversation: conversation }).where('workspace_id', '=', workspaceId).where('id', '=', teamId).execute(),
+    /** Sets members' user ids on the desk platform (null clears one); answers the e-mail keys that matched no member. */
+    async setChatUserIds(workspaceId: string, teamId: string, ids: Array<{ emailKey: string; chatUserId: string | null }>): Promise<string[]> {
+      const missing: string[] = [];
+      await db.transaction().execute(async (trx) => {
+        for (const { emailKey, chatUserId } of ids) {
+          const r = await trx
+            .updateTable('team_members')
+            .set({ chat_user_id: chatUserId })
+            .where('workspace_id', '=', workspaceId)
+            .where('team_id', '=', teamId)
+            .where('email_key', '=', emailKey)
+            .executeTakeFirst();
+          if (Number(r.numUpdatedRows) === 0) missing.push(emailKey);
+        }
+        if (missing.length > 0) throw new MissingMembers(missing);
+      }).catch((err: unknown) => {
+        if (!(err instanceof MissingMembers)) throw err;
+      });
+      return missing;
+    },
+    /** Queues posts to a team's desk (a card, or lines in a handoff's desk thread). */
+    queueDesk: (rows: Insertable<Database['handoff_outbox']>[]) => (rows.length === 0 ? Promise.resolve() : db.insertInto('handoff_outbox').values(rows).execute().then(() => undefined)),
+    /** Whether a card of this handoff was queued for its team's channel already. */
+    hasTeamCard: async (handoffId: string) =>
+      (await db.selectFrom('handoff_outbox').select('seq').where('handoff_id', '=', handoffId).where('kind', '=', 'desk-card').where('member_key', 'is', null).executeTakeFirst()) !== undefined,
+    /** Whether any card of this handoff was queued (its desk thread exists, or is on the way). */
+    hasCard: async (handoffId: string) =>
+      (await db.selectFrom('handoff_outbox').select('seq').where('handoff_id', '=', handoffId).where('kind', '=', 'desk-card').executeTakeFirst()) !== undefined,
+    /** Records where a card was posted: that conversation is the handoff's desk thread (a repeat of one posted is ignored). */
+    addDeskThread: (row: Insertable<Database['handoff_desk_threads']>) =>
+      db
+        .insertInto('handoff_desk_threads')
+        .values(row)
+        .onConflict((oc) => oc.columns(['channel_id', 'conversation_id']).doNothing())
+        .execute()
+        .then(() => undefined),
+    /** The handoff whose desk thread this conversation of the channel is, if any. */
+    deskThread: (channelId: string, conversationId: string) =>
+      db.selectFrom('handoff_desk_threads').selectAll().where('channel_id', '=', channelId).where('conversation_id', '=', conversationId).executeTakeFirst(),
+    /** Where a handoff is worked in chat now: its team channel's thread, or the thread of the card sent to `memberKey` (latest first). */
+    threadOfRecord: (handoffId: string, memberKey: string | null) =>
+      db
+        .selectFrom('handoff_desk_threads')
+        .selectAll()
+        .where('handoff_id', '=', handoffId)
+        .where((eb) => (memberKey === null ? eb('member_key', 'is', null) : eb.or([eb('member_key', 'is', null), eb('member_key', '=', memberKey)])))
+        .orderBy('seq', 'desc')
+        .limit(1)
+        .executeTakeFirst(),
     /** The conversation so far, oldest first (tool rounds left out), at most `limit` of the latest. */
     async conversation(sessionId: string, limit: number) {
       const rows = await db

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { idInput, pageInput, pageOutput } from '../../mcp/common-schemas.js';
 import { defineTool, type McpFeature, READ_ONLY } from '../../mcp/tool-definition.js';
-import { acceptSchema, endSchema, handoffDetailSchema, handoffMessageSchema, handoffSchema, listHandoffsQuerySchema, replySchema } from './handoffs.schemas.js';
+import { acceptSchema, endSchema, handoffDetailSchema, handoffMessageSchema, handoffSchema, listHandoffsInputSchema, replySchema } from './handoffs.schemas.js';
 
 const id = { id: z.string().min(1).max(64).describe("The handoff's id (hnd_…).") };
 const acting = 'The acting member is named by e-mail (`member`), a member of the handoff’s team.';
@@ -13,8 +13,8 @@ export const handoffFeature: McpFeature = {
       name: 'list_handoffs',
       title: 'List handoffs',
       description:
-        'Lists conversations handed to people of a team, newest first: `status` queued (nobody available) or offered (to `member`) are waiting; accepted ones are being answered by `member`. Filter by `status`, `teamId` or `member`.',
-      input: listHandoffsQuerySchema.omit({ limit: true, cursor: true }).extend(pageInput),
+        'Lists conversations handed to people of a team, newest first: `status` queued (nobody available) or offered (to `member`) are waiting; accepted ones are being answered by `member`. Filter by `status` (one or several), `teamId` or `member`.',
+      input: listHandoffsInputSchema.extend(pageInput),
       output: pageOutput(handoffSchema),
       annotations: READ_ONLY,
       scope: 'read',

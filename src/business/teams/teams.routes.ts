@@ -81,7 +81,9 @@ export function teamRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           tags,
           summary: 'Set how the team takes handoffs',
           description:
-            '`offerSeconds`: how long a conversation offered to a member waits for them to accept before it goes to the next available member. `notify`: the team’s webhook for handoff events, signed with its secret (never shown again); null removes it.',
+            '`offerSeconds`: how long a conversation offered to a member waits for them to accept before it goes to the next available member. `notify`: the team’s webhook for handoff events, signed with its secret (never shown again); null removes it. ' +
+            '`desk`: where members work handoffs in Slack or Discord (a channel of the workspace and a conversation in it, or `dm`); each handoff’s card carries the conversation so far and an Accept button, and the accepting member’s replies in its thread reach the user. ' +
+            '`chatUsers`: members’ user ids on that platform (an e-mail that is not a member → 400 naming `chatUsers.<i>.email`).',
           params: idParams,
           body: handoffSettingsSchema,
           response: withErrors({ 200: teamSchema }, [404]),
@@ -89,9 +91,11 @@ export function teamRoutes(ctx: AppContext): FastifyPluginAsyncZod {
       },
       async (request) => {
         const { workspaceId } = principalOf(request);
-        const { offerSeconds, notify } = request.body;
-        // The URL is checked (and the secret sealed) first: a refused URL changes nothing.
+        const { offerSeconds, notify, desk, chatUsers } = request.body;
+        // What can be refused is checked first (the URL, the desk's channel, members): a refusal changes nothing.
         if (notify !== undefined) await ctx.services.handoffs.setTeamWebhook(workspaceId, request.params.id, notify);
+        if (desk !== undefined) await ctx.services.handoffs.setTeamDesk(workspaceId, request.params.id, desk);
+        if (chatUsers !== undefined) await ctx.services.handoffs.setChatUsers(workspaceId, request.params.id, chatUsers);
         if (offerSeconds !== undefined) await teams.setOfferSeconds(workspaceId, request.params.id, offerSeconds);
         return teams.get(workspaceId, request.params.id);
       },

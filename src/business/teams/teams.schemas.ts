@@ -72,7 +72,14 @@ export const addMemberSchema = z.strictObject({ email, role: role.default('membe
 
 export const listTeamsQuerySchema = pageQuerySchema.strict();
 
-export const memberSchema = z.object({ email: z.string(), role, status }).meta({ id: 'TeamMember' });
+export const memberSchema = z
+  .object({
+    email: z.string(),
+    role,
+    status,
+    chatUserId: z.string().nullable().describe('Their user id on the team’s desk platform (Slack `U…`, Discord user id): who accepts and replies there.'),
+  })
+  .meta({ id: 'TeamMember' });
 
 export const teamSchema = z
   .object({
@@ -88,6 +95,10 @@ export const teamSchema = z
     handoff: z.object({
       offerSeconds: z.number().int().describe('How long a handoff offered to a member waits for them before it goes to the next.'),
       notifyUrl: z.string().nullable().describe('Where handoff events are posted (its secret is never shown).'),
+      desk: z
+        .object({ channelId: z.string(), conversation: z.string() })
+        .nullable()
+        .describe('Where members work handoffs in Slack or Discord: a channel of the workspace and a conversation in it, or `dm`.'),
     }),
     createdAt: z.string(),
     updatedAt: z.string(),
@@ -104,6 +115,31 @@ export const handoffSettingsSchema = z.strictObject({
     .nullable()
     .optional()
     .describe('The team’s webhook for handoff events (offered, queued, accepted, message, ended); null removes it.'),
+  desk: z
+    .strictObject({
+      channelId: z.string().min(1).max(64).describe('A Slack or Discord channel of the workspace (chn_…): the bot that posts the cards and hears the replies.'),
+      conversation: z
+        .string()
+        .trim()
+        .min(1)
+        .max(100)
+        .regex(/^[A-Za-z0-9_-]+$/, 'must be a platform channel id (Slack C…, Discord snowflake) or "dm"')
+        .describe('Where the cards go: a platform channel id (Slack `C…`, a Discord channel id), or `dm` for the offered member’s direct messages.'),
+    })
+    .nullable()
+    .optional()
+    .describe('Where members work handoffs in chat: each handoff’s card (the conversation so far and an Accept button) starts a thread there; the accepting member’s replies in it reach the user. null removes it.'),
+  chatUsers: z
+    .array(
+      z.strictObject({
+        email,
+        chatUserId: z.string().trim().min(1).max(64).regex(/^[A-Za-z0-9_-]+$/, 'must be a platform user id').nullable().describe('Their user id on the desk platform (Slack `U…`, a Discord user id); null clears it.'),
+      }),
+    )
+    .max(MAX_MEMBERS)
+    .superRefine((list, ctx) => noDuplicateEmails(list, (m) => m.email, ctx, ['email']))
+    .optional()
+    .describe('Members’ user ids on the desk platform: a click or a reply there is theirs only when it comes from this id.'),
 });
 
 export type CreateTeamInput = z.infer<typeof createTeamSchema>;

@@ -29,14 +29,18 @@ function timeZoneOf(name: string): string {
 /** Stored rows as the API object; `availableNow` at `now`. */
 export function toTeam({ team, members }: StoredTeam, now: Date): Team {
   const availability = { status: team.status, timezone: team.timezone, weekly: JSON.parse(team.weekly) as TeamWindow[] };
-  const list = members.map((m) => ({ email: m.email, role: m.role, status: m.status }));
+  const list = members.map((m) => ({ email: m.email, role: m.role, status: m.status, chatUserId: m.chat_user_id }));
   return {
     id: team.id,
     name: team.name,
     members: list,
     availability,
     availableNow: isAvailableNow(availability, list, now),
-    handoff: { offerSeconds: team.offer_seconds, notifyUrl: team.notify_url },
+    handoff: {
+      offerSeconds: team.offer_seconds,
+      notifyUrl: team.notify_url,
+      desk: team.desk_channel_id !== null && team.desk_conversation !== null ? { channelId: team.desk_channel_id, conversation: team.desk_conversation } : null,
+    },
     createdAt: team.created_at,
     updatedAt: team.updated_at,
   };
@@ -74,6 +78,8 @@ export function createTeamService({ store, clock, ids }: TeamServiceDeps) {
         offer_seconds: DEFAULT_OFFER_SECONDS,
         notify_url: null,
         notify_secret: null,
+        desk_channel_id: null,
+        desk_conversation: null,
       };
       const members = input.members.map((email) => ({
         team_id: team.id,

@@ -32,6 +32,7 @@ import * as m028 from './028-evaluations.js';
 import * as m029 from './029-handoffs.js';
 import * as m030 from './030-handoff-outbox.js';
 import * as m031 from './031-handoff-notifications.js';
+import * as m032 from './032-handoff-desks.js';
 
 /** A step of the one chain both backends run; it branches on the dialect only through its type helpers. */
 interface DialectMigration {
@@ -71,6 +72,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '029-handoffs': m029,
   '030-handoff-outbox': m030,
   '031-handoff-notifications': m031,
+  '032-handoff-desks': m032,
 };
 
 /**
