@@ -373,6 +373,8 @@ export interface InteractionsTable {
   metadata: string | null;
   /** 1 on the answer that created its session: conversations are counted from these, so a deleted session keeps its count. */
   new_session: number;
+  /** How many knowledge sources the answer's retrieval found; null on a failed answer, a message handed over unanswered, and rows before migration 033. */
+  sources: number | null;
 }
 
 export interface FeedbackTable {

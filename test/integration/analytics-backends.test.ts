@@ -125,6 +125,7 @@ function seedRows(): Seed {
       const newSession = !x.failed && !opened ? 1 : 0;
       if (!x.failed) opened = true;
       out.interactions.push({
+        sources: null,
         seq: ++interactionSeq,
         workspace_id: ws,
         session_id: deleted ? null : id,

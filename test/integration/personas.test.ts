@@ -37,7 +37,7 @@ describe.each(testBackends())('personas on $kind (API.md §3)', (backend) => {
       tools: [],
       version: 1,
       teamId: null,
-      handoff: { tool: false, keywords: [], lowRating: false },
+      handoff: { tool: false, keywords: [], lowRating: false, noKnowledge: null },
       createdAt: clock.now().toISOString(),
       updatedAt: clock.now().toISOString(),
     });

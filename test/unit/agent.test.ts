@@ -65,7 +65,7 @@ describe('agent loop', () => {
     if (failVectors && texts.length === 1) throw new UpstreamError('Embedding failed: could not reach the endpoint.');
     return hashed.embed(texts, signal);
   } };
-  const persona: Persona = { id: '', name: 'Ada', instructions: 'Help.', traits: [], model: null, temperature: null, maxTokens: null, tools: ['echo.*', 'slow.wait'], version: 1, teamId: null, handoff: { tool: false, keywords: [], lowRating: false }, createdAt: '', updatedAt: '' };
+  const persona: Persona = { id: '', name: 'Ada', instructions: 'Help.', traits: [], model: null, temperature: null, maxTokens: null, tools: ['echo.*', 'slow.wait'], version: 1, teamId: null, handoff: { tool: false, keywords: [], lowRating: false, noKnowledge: null }, createdAt: '', updatedAt: '' };
 
   beforeAll(async () => {
     t = await createTestApp({ overrides: { embedder } });

@@ -282,6 +282,7 @@ export function createChatService(deps: ChatServiceDeps) {
             completion_tokens: outcome.usage.completionTokens,
             tool_calls: toolCalls.length,
             new_session: existing ? 0 : 1,
+            sources: outcome.sources.length,
           }),
           tools: toolCalls.map((c) => ({ name: c.name, isError: c.isError })),
         });
@@ -293,6 +294,15 @@ export function createChatService(deps: ChatServiceDeps) {
           const reason = (handoffCall.arguments as { reason?: unknown } | null)?.reason;
           const opened = await deps.handoffs.open(workspaceId, { id: sessionId, persona_id: persona.id }, 'tool', typeof reason === 'string' && reason.trim() ? reason : 'The persona handed the conversation over.');
           handedOver = { id: opened.handoff.id, status: opened.handoff.status as 'queued', member: opened.handoff.member };
+        } else if (deps.handoffs && persona.teamId !== null && persona.handoff.noKnowledge !== null && outcome.sources.length === 0) {
+          // The knowledge had nothing for this answer: after `noKnowledge` such answers in a row, the team takes over (the answer is still the user's).
+          const n = persona.handoff.noKnowledge;
+          if ((await store.noKnowledgeRun(workspaceId, sessionId, n)) >= n) {
+            const reason = n === 1 ? 'No knowledge was found for the question.' : `No knowledge was found for ${n} questions in a row.`;
+            const opened = await deps.handoffs.open(workspaceId, { id: sessionId, persona_id: persona.id }, 'rule', reason);
+            // Already open (a person has it): this rule handed nothing over.
+            if (opened.created) handedOver = { id: opened.handoff.id, status: opened.handoff.status as 'queued', member: opened.handoff.member };
+          }
         }
         return {
           ...(handedOver ? { handoff: handedOver } : {}),

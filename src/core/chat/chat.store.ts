@@ -4,7 +4,8 @@ import { type PageRequest, paginate } from '../../lib/pagination.js';
 
 /** A message to store; `author` only on a team member's reply or a notice (handoffs). */
 export type NewMessage = Omit<MessagesTable, 'seq' | 'author'> & { author?: string | null };
-export type NewInteraction = Omit<InteractionsTable, 'seq' | 'rating'>;
+/** `sources`: how many the answer's retrieval found; absent (null) when nothing was answered. */
+export type NewInteraction = Omit<InteractionsTable, 'seq' | 'rating' | 'sources'> & { sources?: number | null };
 /** One tool call of the answer, for analytics: `<toolName>.<action>` and whether it failed. */
 export interface InteractionTool {
   name: string;
@@ -77,6 +78,27 @@ export function createChatStore(db: SqlBackend, writes: ChatWrites) {
         .where('tool_calls', 'is', null);
       if (messageId !== undefined) q = q.where('id', '=', messageId);
       return q.orderBy('seq', 'desc').limit(1).executeTakeFirst();
+    },
+
+    /**
+     * How many of the session's latest answers in a row (counting back from the newest, at most
+     * `limit`) are the persona's with no knowledge found (an interaction with `sources` 0). A
+     * person's message or a notice (a handoff opened or ended) has no interaction, so it ends the
+     * run, as does an answer recorded before sources were counted (null).
+     */
+    async noKnowledgeRun(workspaceId: string, sessionId: string, limit: number): Promise<number> {
+      const rows = await k
+        .selectFrom('messages')
+        .leftJoin('interactions', (j) => j.onRef('interactions.message_id', '=', 'messages.id').on('interactions.workspace_id', '=', workspaceId))
+        .select('interactions.sources')
+        .where('messages.session_id', '=', sessionId)
+        .where('messages.role', '=', 'assistant')
+        .where('messages.tool_calls', 'is', null)
+        .orderBy('messages.seq', 'desc')
+        .limit(limit)
+        .execute();
+      const run = rows.findIndex((r) => r.sources !== 0);
+      return run < 0 ? rows.length : run;
     },
 
     saveExchange: (write: ExchangeWrite) => writes.saveExchange(write),

@@ -12,6 +12,14 @@ export const handoffPolicySchema = z
     tool: z.boolean().default(false).describe('Offer the persona the built-in `handoff` tool: it hands the conversation over when it should not answer (or the user asks for a person).'),
     keywords: z.array(z.string().trim().min(1).max(100)).max(20).default([]).describe('A user message containing one of these (case ignored) goes to a person.'),
     lowRating: z.boolean().default(false).describe('A rating of 1 or 2 on an answer hands the conversation to a person.'),
+    noKnowledge: z
+      .number()
+      .int()
+      .min(1)
+      .max(20)
+      .nullable()
+      .default(null)
+      .describe('When the knowledge had nothing for this many answers in a row in a conversation, it goes to a person after the last of them; null: never.'),
   })
   .meta({ id: 'HandoffPolicy' });
 

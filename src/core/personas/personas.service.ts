@@ -22,7 +22,7 @@ function fieldsOf(row: PersonaRow | PersonaVersionRow) {
 
 /** The stored policy with every field (rows written before a field existed lack it). */
 export function handoffPolicyOf(json: string): HandoffPolicy {
-  return { tool: false, keywords: [], lowRating: false, ...(JSON.parse(json) as Partial<HandoffPolicy>) };
+  return { tool: false, keywords: [], lowRating: false, noKnowledge: null, ...(JSON.parse(json) as Partial<HandoffPolicy>) };
 }
 
 /** A stored row as the API object. */

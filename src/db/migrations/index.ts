@@ -33,6 +33,7 @@ import * as m029 from './029-handoffs.js';
 import * as m030 from './030-handoff-outbox.js';
 import * as m031 from './031-handoff-notifications.js';
 import * as m032 from './032-handoff-desks.js';
+import * as m033 from './033-interaction-sources.js';
 
 /** A step of the one chain both backends run; it branches on the dialect only through its type helpers. */
 interface DialectMigration {
@@ -73,6 +74,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '030-handoff-outbox': m030,
   '031-handoff-notifications': m031,
   '032-handoff-desks': m032,
+  '033-interaction-sources': m033,
 };
 
 /**

@@ -13,7 +13,7 @@ import type { Db } from '../database.js';
 import type { WriteGroup } from '../write-group.js';
 
 const INTERACTION_COLUMNS =
-  'workspace_id, session_id, message_id, persona_id, ab_test_id, variant, channel_id, user_id, model, started_at, latency_ms, ttft_ms, prompt_tokens, completion_tokens, tool_calls, error, metadata, new_session, persona_version';
+  'workspace_id, session_id, message_id, persona_id, ab_test_id, variant, channel_id, user_id, model, started_at, latency_ms, ttft_ms, prompt_tokens, completion_tokens, tool_calls, error, metadata, new_session, persona_version, sources';
 
 /** `writes`: the backend's one write group (so tests may put writes of their own in the same group). */
 export function createSqliteHotWrites(db: Db, writes: WriteGroup): HotWrites {
@@ -52,13 +52,13 @@ function chatWrites({ sqlite }: Db, writes: Group): ChatWrites {
     if (write.isNew) insertSession.run({ ...session, message_count: messages.length });
     else if (touchSession.run({ id: session.id, workspace_id: session.workspace_id, added: messages.length, now: session.last_message_at, user_id: session.user_id }).changes === 0) return false;
     for (const m of messages) insertMessage.run(m);
-    insertInteraction.run(interaction);
+    insertInteraction.run({ ...interaction, sources: interaction.sources ?? null });
     for (const t of write.tools ?? []) {
       insertTool.run(interaction.workspace_id, interaction.started_at, interaction.persona_id, interaction.channel_id, t.name, t.isError ? 1 : 0);
     }
     return true;
   };
-  const interactionRow = (interaction: NewInteraction): void => void insertInteraction.run(interaction);
+  const interactionRow = (interaction: NewInteraction): void => void insertInteraction.run({ ...interaction, sources: interaction.sources ?? null });
 
   const removeSession = sqlite.transaction((workspaceId: string, id: string): boolean => {
     if (!sessionExists.get(id, workspaceId)) return false;
