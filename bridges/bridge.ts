@@ -102,6 +102,8 @@ export interface OutboundMessage {
   priority: 'low' | 'normal' | 'high';
   /** Buttons under the text (Slack `actions` block, Discord buttons); a click arrives as `onAction`. */
   buttons?: OutboundButton[] | undefined;
+  /** Start a thread on the message, with this name, for the replies (Discord; a Slack message is a thread already). */
+  startThread?: string | undefined;
 }
 
 export interface OutboundButton {

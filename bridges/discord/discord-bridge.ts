@@ -11,7 +11,7 @@
 import { Client, DiscordAPIError, Events, GatewayIntentBits, Partials, REST, type RESTOptions, RateLimitError } from 'discord.js';
 import { RateLimitedError, UnavailableError, UpstreamError, ValidationError } from '../../src/errors.js';
 import type { BridgeFactory, BridgeOptions, ChannelBridge, DiscordCredentials, InboundReaction } from '../bridge.js';
-import { HIGH_PRIORITY_MARK } from './format.js';
+import { HIGH_PRIORITY_MARK, toDiscordParts } from './format.js';
 import { type RawReaction, toInboundMessage, toInboundRawReaction, toInboundReaction } from './inbound.js';
 import { createReplyWriter, type DiscordReplyWriter, type ReplyTuning } from './reply-writer.js';
 import { SendQueue } from './send-queue.js';
@@ -117,6 +117,20 @@ export function createDiscordBridgeWith(options: BridgeOptions<DiscordCredential
       if (!inbound) return;
       events.onMessage(inbound).catch((err: unknown) => logger.error({ err, externalId: inbound.externalId }, 'discord message could not be stored'));
     });
+    // A click on a button the bridge posted: acknowledged at once (the message stays as it is), then handed on.
+    c.on(Events.InteractionCreate, (interaction) => {
+      if (stopped || !interaction.isButton() || !options.settings().enabled || !events.onAction) return;
+      const onAction = events.onAction;
+      const colon = interaction.customId.indexOf(':');
+      if (colon <= 0) return;
+      // The conversation of the clicked message's thread: a thread started on a message has its id.
+      const conversationId = interaction.channel?.isThread() ? interaction.channelId : interaction.message.id;
+      const action = { actionId: interaction.customId.slice(0, colon), value: interaction.customId.slice(colon + 1), userId: interaction.user.id, conversationId };
+      interaction
+        .deferUpdate()
+        .then(() => onAction(action))
+        .catch((err: unknown) => logger.error({ err, actionId: action.actionId }, 'discord button click could not be taken'));
+    });
     const react = (inbound: InboundReaction | null) => {
       if (!inbound || stopped || !options.settings().enabled) return;
       events.onReaction(inbound).catch((err: unknown) => logger.error({ err, messageId: inbound.messageExternalId }, 'discord reaction could not be stored'));
@@ -210,13 +224,20 @@ export function createDiscordBridgeWith(options: BridgeOptions<DiscordCredential
       if (c) await destroyClient(c);
     },
 
-    async send({ to, text, threadId, priority }) {
+    async send({ to, text, threadId, priority, buttons, startThread }) {
       // Sent over REST: the gateway session need not be here, or up; a stopped bridge sends nothing.
       if (ended) throw new UnavailableError('The Discord channel is not running.');
       const marked = priority === 'high' ? `${HIGH_PRIORITY_MARK}${text}` : text;
       try {
+        if (buttons && buttons.length > 0) {
+          // Text first (split at the limit), the buttons on the last part.
+          const parts = toDiscordParts(marked);
+          const head = parts.length > 1 ? await queue.push(priority, () => postParts(transport, to, parts.slice(0, -1).join('\n'), threadId ?? null)) : [];
+          const card = await queue.push(priority, () => transport.card(to, parts.at(-1) ?? '', buttons, startThread ?? null));
+          return { externalId: head[0] ?? card.messageId, thread: card.threadId ?? to };
+        }
         const ids = await queue.push(priority, () => postParts(transport, to, marked, threadId ?? null));
-        return { externalId: ids[0] ?? '' };
+        return { externalId: ids[0] ?? '', thread: to };
       } catch (err) {
         throw asAppError(err, to);
       }

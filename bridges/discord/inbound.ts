@@ -36,10 +36,12 @@ export function toInboundMessage(message: Message, client: Client<true>, setting
   const parentId = !direct && channel.isThread() ? channel.parentId : null;
   const conversationRef = parentId ?? message.channelId;
   const mentioned = isBotMentioned(message, botId);
+  let addressed = true;
   if (!direct) {
     const allowed = settings.allowedConversations;
-    if (allowed.length > 0 && !allowed.includes(message.channelId) && !(parentId !== null && allowed.includes(parentId))) return null;
-    if (settings.respondTo === 'mentions' && !mentioned) return null;
+    addressed = (allowed.length === 0 || allowed.includes(message.channelId) || (parentId !== null && allowed.includes(parentId))) && (settings.respondTo === 'all' || mentioned);
+    // A thread message the settings would not answer may still be a member's, in a handoff's desk thread: the service decides.
+    if (!addressed && parentId === null) return null;
   }
 
   const text = toPlainText(message.content, {
@@ -69,6 +71,7 @@ export function toInboundMessage(message: Message, client: Client<true>, setting
     direct,
     mentioned,
     replyTo: { channelId: message.channelId, messageId: settings.replyInThread ? message.id : null },
+    ...(addressed ? {} : { addressed: false }),
   };
 }
 

@@ -4,9 +4,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeDiscord, startFakeDiscord } from '../fakes/discord-api.js';
 import { waitFor } from '../fakes/discord-harness.js';
-import { ALICE, BOB, BOT, DM_ID, FAKE_DISCORD_TOKEN, GENERAL_ID, OTHER_BOT } from '../fakes/discord-fixtures.js';
+import { ALICE, BOB, BOT, DM_ID, FAKE_DISCORD_TOKEN, GENERAL_ID, OTHER_BOT, RANDOM_ID, THREAD_ID } from '../fakes/discord-fixtures.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { createChannel } from '../helpers/factories.js';
+import { createChannel, createPersona, createTeam } from '../helpers/factories.js';
 import { REFUND_TEXT, seedSupport } from '../integration/chat-helpers.js';
 
 describe('Discord channel end to end', { timeout: 30_000 }, () => {
@@ -84,5 +84,54 @@ describe('Discord channel end to end', { timeout: 30_000 }, () => {
     expect(sent?.channelId).toBe(GENERAL_ID);
     expect(sent?.content).toContain('Release notes are out');
     expect(sent?.body.allowed_mentions).toMatchObject({ parse: [] });
+  });
+  it('works a handoff from Discord: the card with Accept in the team’s channel and a thread on it, a click accepts, the member’s thread messages reach the user, Hand back returns the conversation to the persona', async () => {
+    const team = await createTeam(t, { name: 'Guild helpers', members: ['bob@example.com'] });
+    const desk = await createPersona(t, { name: 'Guild desk', instructions: 'Answer questions about refunds.', teamId: team.id });
+    await t.request({ method: 'POST', url: '/knowledge', body: { kind: 'text', name: 'Refunds', content: REFUND_TEXT, personaId: desk.id } });
+    await t.ctx.services.knowledge.idle();
+    expect((await t.request({ method: 'PUT', url: `/business/channels/${channelId}/settings`, body: { personaId: desk.id } })).statusCode).toBe(200);
+    // A Discord desk works in threads of a server channel: `dm` is refused, naming the field.
+    const dm = await t.request({ method: 'PUT', url: `/business/teams/${team.id}/handoff`, body: { desk: { channelId, conversation: 'dm' } } });
+    expect(dm.statusCode).toBe(400);
+    expect(dm.json().errors).toEqual([expect.objectContaining({ path: 'desk.conversation' })]);
+    const set = await t.request({ method: 'PUT', url: `/business/teams/${team.id}/handoff`, body: { desk: { channelId, conversation: RANDOM_ID }, chatUsers: [{ email: 'bob@example.com', chatUserId: BOB.id }] } });
+    expect(set.statusCode, set.body).toBe(200);
+
+    const inThread = () => fake.posted.filter((p) => p.channelId === THREAD_ID).map((p) => finalOf(p));
+    const asked = fake.userMessage({ channelId: THREAD_ID, author: ALICE, content: `<@${BOT.id}> /human my refund is late` });
+    await waitFor(() => settled(asked.id) && inThread().some((x) => x.includes('passing this conversation to a person')), 'the hand-over notice', 10_000);
+    await t.ctx.services.handoffs.deliver();
+    const card = await waitFor(() => fake.posted.find((p) => p.channelId === RANDOM_ID && p.content.includes('my refund is late')), 'the card', 5_000);
+    expect(card.body.components).toEqual([{ type: 1, components: [expect.objectContaining({ type: 2, style: 1, label: 'Accept', custom_id: expect.stringMatching(/^handoff\.accept:hnd_/) })] }]);
+    // A thread started on the card (its id is the card's) is where the member works it.
+    expect(fake.requests.some((r) => r.route === 'POST /channels/:id/messages/:id/threads' && r.path.includes(card.id))).toBe(true);
+    const customId = (card.body.components as Array<{ components: Array<{ custom_id: string }> }>)[0]!.components[0]!.custom_id;
+    const handoffId = customId.slice('handoff.accept:'.length);
+
+    const clicked = fake.click({ user: BOB, messageId: card.id, customId });
+    await waitFor(() => fake.callbacks.some((c) => c.interactionId === clicked && c.type === 6), 'the deferred update', 5_000);
+    const inDesk = () => fake.posted.filter((p) => p.channelId === card.id).map((p) => p.content);
+    await waitFor(() => inDesk().some((x) => x.startsWith(`<@${BOB.id}> (bob@example.com) accepted`)), 'the accepted line in the desk thread', 5_000);
+    expect((await t.request({ method: 'GET', url: `/handoffs/${handoffId}` })).json()).toMatchObject({ status: 'accepted', member: 'bob@example.com' });
+    await waitFor(() => inThread().includes('bob@example.com (a person) joined the conversation.'), 'the user told', 5_000);
+
+    // Bob writes in the desk thread (no mention): it reaches the user in their thread.
+    fake.userMessage({ channelId: card.id, author: BOB, content: 'Hi, Bob here: it left today.' });
+    await waitFor(() => inThread().includes('Hi, Bob here: it left today.'), 'Bob’s reply to the user', 5_000);
+    // Alice (no member) writes there too: ignored.
+    fake.userMessage({ channelId: card.id, author: ALICE, content: 'me too' });
+    // Bob hands back with the button under the accepted line.
+    const accepted = fake.posted.find((p) => p.channelId === card.id && p.content.includes('accepted'))!;
+    expect((accepted.body.components as Array<{ components: Array<{ label: string }> }>)[0]!.components.map((b) => b.label)).toEqual(['Hand back', 'Resolve']);
+    fake.click({ user: BOB, messageId: accepted.id, customId: `handoff.return:${handoffId}` });
+    await waitFor(() => inThread().includes('bob@example.com (a person) left the conversation; Guild desk takes over again.'), 'the hand-back notice', 5_000);
+    await waitFor(() => inDesk().includes('bob@example.com handed the conversation back to Guild desk.'), 'the desk told', 5_000);
+    expect(inThread()).not.toContain('me too');
+    expect((await t.request({ method: 'GET', url: `/handoffs/${handoffId}` })).json().messages.filter((m: { author: string | null }) => m.author === 'human:bob@example.com').map((m: { content: string }) => m.content)).toEqual(['Hi, Bob here: it left today.']);
+
+    // The persona answers the thread again.
+    const again = fake.userMessage({ channelId: THREAD_ID, author: ALICE, content: `<@${BOT.id}> How long do refunds take?` });
+    await waitFor(() => settled(again.id) && repliesTo(String(again.id)).some((p) => finalOf(p).includes('5 business days')), 'the persona’s answer', 10_000);
   });
 });

@@ -218,6 +218,41 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
     expect(analytics.byPersona.find((r: { personaId: string }) => r.personaId === desk.id)).toMatchObject({ handoffs: 1 });
   });
 
+  it('sends a handoff’s card to the offered member’s Slack DMs with a `dm` desk: they accept there and their replies in that thread reach the user', async () => {
+    const team = await createTeam(t, { name: 'Night shift', members: ['cy@example.com'] });
+    const desk = await createPersona(t, { name: 'Night desk', instructions: 'Answer briefly.', teamId: team.id });
+    const userChannel = (await createChannel(t, { type: 'slack', name: 'Night Slack', personaId: desk.id, credentials: { botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET } })).id;
+    const set = await t.request({ method: 'PUT', url: `/business/teams/${team.id}/handoff`, body: { desk: { channelId: userChannel, conversation: 'dm' }, chatUsers: [{ email: 'cy@example.com', chatUserId: 'UCY' }] } });
+    expect(set.statusCode, set.body).toBe(200);
+    const ts = nextTs();
+    expect((await deliver(eventCallback(messageEvent({ text: `<@${fake.botUserId}> /human <!here> please`, user: 'U78', ts }), { botUserId: fake.botUserId }), {}, userChannel)).statusCode).toBe(200);
+    await fake.waitFor('the hand-over notice', () => settled(ts), 8_000);
+    await t.ctx.services.handoffs.deliver();
+    const card = await (async () => {
+      await fake.waitFor('the card in Cy’s DMs', () => fake.ok('chat.postMessage').some((c) => c.body.channel === 'UCY'), 8_000);
+      return fake.ok('chat.postMessage').find((c) => c.body.channel === 'UCY')!;
+    })();
+    expect(card.response!.channel).toBe('DCY');
+    // What the user wrote pings nobody at the desk.
+    expect(String(card.body.text)).toContain('@here please');
+    expect(String(card.body.text)).not.toContain('<!here>');
+    const handoffId = (card.body.blocks as Array<{ type: string; elements?: Array<{ value: string }> }>).find((b) => b.type === 'actions')!.elements![0]!.value;
+    const form = signSlackForm({ ...blockActions({ user: 'UCY', actionId: 'handoff.accept', value: handoffId, channel: 'DCY', messageTs: String(card.response!.ts) }) }, SIGNING_SECRET);
+    expect((await t.app.inject({ method: 'POST', url: `/business/channels/${userChannel}/slack/events`, headers: form.headers, payload: form.body })).statusCode).toBe(200);
+    await fake.waitFor('accepted', () => fake.ok('chat.postMessage').some((c) => c.body.channel === 'DCY' && String(c.body.text).startsWith('<@UCY> (cy@example.com) accepted')), 8_000);
+    const reply = messageEvent({ channel: 'DCY', channel_type: 'im', text: 'Cy here.', user: 'UCY', thread_ts: String(card.response!.ts) });
+    expect((await deliver(eventCallback(reply, { botUserId: fake.botUserId }), {}, userChannel)).statusCode).toBe(200);
+    await fake.waitFor('Cy’s reply to the user', () => fake.ok('chat.postMessage').some((c) => c.body.channel === 'C1' && c.body.thread_ts === ts && c.body.text === 'Cy here.'), 8_000);
+
+    // A user of the HTTP API writes Slack markup: shown at the desk, it pings nobody.
+    const asked = await t.request({ method: 'POST', url: '/query', body: { personaId: desk.id, message: '/human <@UBOSS> <!channel> said so' } });
+    expect(asked.statusCode, asked.body).toBe(200);
+    await t.ctx.services.handoffs.deliver();
+    const second = fake.ok('chat.postMessage').filter((c) => c.body.channel === 'UCY').at(-1)!;
+    expect(String(second.body.text)).toContain('‹@UBOSS&gt; ‹!channel&gt; said so');
+    expect(String(second.body.text)).not.toMatch(/<[@!](UBOSS|channel)/);
+  });
+
   it('answers a retried delivery once, ignores its own and other bots’ messages, and answers url_verification', async () => {
     const ts = nextTs();
     const callback = eventCallback(messageEvent({ text: `<@${fake.botUserId}> refunds?`, ts }), { botUserId: fake.botUserId });

@@ -4,7 +4,9 @@
  *
  * REST: `GET /gateway/bot` (points at the fake gateway), `GET /users/@me`, `GET /users/:id`,
  * `GET /channels/:id`, `GET|POST /channels/:id/messages[/:mid]`, `PATCH /channels/:id/messages/:mid`,
- * `POST /channels/:id/typing`. The bot token is checked (`Authorization: Bot <token>`, 401
+ * `POST /channels/:id/typing`, `POST /channels/:id/messages/:mid/threads` (a public thread with the
+ * message's id, announced by THREAD_CREATE), `POST /interactions/:id/:token/callback` (recorded in
+ * `callbacks`; no token, as Discord). `click()` dispatches a button's INTERACTION_CREATE. The bot token is checked (`Authorization: Bot <token>`, 401
  * otherwise); message content is validated as Discord does (1–2,000 characters, 400 code 50035).
  * Every answer carries `x-ratelimit-*` headers; scripted behaviours (`fail(route, ...)`) answer a
  * route's next requests with a 429 (with `Retry-After`, `retry_after`, `x-ratelimit-scope`), any
@@ -12,7 +14,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { BOT, channelPayload, FAKE_DISCORD_TOKEN, type FakeUser, type MessageInput, messagePayload, USERS } from './discord-fixtures.js';
+import { BOT, CHANNELS, channelPayload, FAKE_DISCORD_TOKEN, type FakeUser, GUILD_ID, type MessageInput, messagePayload, snowflake, threadPayload, USERS } from './discord-fixtures.js';
 import { FakeGateway, type GatewaySettings } from './discord-gateway.js';
 
 export interface RecordedRequest {
@@ -62,6 +64,10 @@ export interface FakeDiscord {
   set(settings: Partial<FakeDiscordSettings>): void;
   /** Dispatches MESSAGE_CREATE for a user's message; answers the payload. */
   userMessage(input: MessageInput): Record<string, unknown>;
+  /** Interaction callbacks the bot answered, oldest first. */
+  callbacks: Array<{ interactionId: string; type: number; at: number }>;
+  /** Dispatches INTERACTION_CREATE for a click on a button (`customId`) of a message the bot posted; answers the interaction id. */
+  click(input: { user: FakeUser; messageId: string; customId: string }): string;
   /** Dispatches MESSAGE_REACTION_ADD (with `guild_id` and `member` in a guild channel). */
   react(input: { user: FakeUser; channelId: string; messageId: string; emoji: string }): void;
   close(): Promise<void>;
@@ -82,6 +88,8 @@ const invalidContent = (content: unknown): string | null => {
 export async function startFakeDiscord(options: Partial<FakeDiscordSettings> & { token?: string } = {}): Promise<FakeDiscord> {
   let settings: FakeDiscordSettings = { token: FAKE_DISCORD_TOKEN, heartbeatIntervalMs: 1000, ackHeartbeats: true, acceptConnections: true, echo: true, restToken: null, ...options };
   const requests: RecordedRequest[] = [];
+  const callbacks: FakeDiscord['callbacks'] = [];
+  const interactions = new Set<string>();
   const posted: PostedMessage[] = [];
   const messages = new Map<string, Record<string, unknown>>();
   const scripts = new Map<string, Scripted[]>();
@@ -112,6 +120,16 @@ export async function startFakeDiscord(options: Partial<FakeDiscordSettings> & {
     const route = `${method} ${path.replace(/\/\d{5,20}(?=\/|$)/g, '/:id')}`;
     requests.push({ method, path, route, headers: req.headers, body, at: Date.now() });
 
+    const callback = /^\/interactions\/(\d+)\/[^/]+\/callback$/.exec(path);
+    if (callback && method === 'POST') {
+      const known = interactions.has(callback[1]!);
+      if (!known) return json(res, 404, { message: 'Unknown interaction', code: 10062 });
+      interactions.delete(callback[1]!);
+      callbacks.push({ interactionId: callback[1]!, type: Number((body as { type?: unknown } | undefined)?.type), at: Date.now() });
+      res.writeHead(204, rateHeaders(route, 4, 1));
+      res.end();
+      return;
+    }
     if (req.headers.authorization !== `Bot ${settings.restToken ?? settings.token}`) return json(res, 401, { message: '401: Unauthorized', code: 0 });
     const scripted = scripts.get(route)?.shift();
     if (scripted?.kind === 'rate-limit') {
@@ -140,6 +158,17 @@ export async function startFakeDiscord(options: Partial<FakeDiscordSettings> & {
     if (!channel) return json(res, 404, { message: 'Unknown Channel', code: 10003 });
     if (route === 'GET /channels/:id') return ok(200, channel);
     if (route === 'POST /channels/:id/typing') return void (res.writeHead(204, rateHeaders(route, 4, 1)), res.end());
+    if (route === 'POST /channels/:id/messages/:id/threads' && mid) {
+      const message = messages.get(mid);
+      if (!message || message.channel_id !== id) return json(res, 404, { message: 'Unknown Message', code: 10008 });
+      const name = String((body as { name?: unknown } | undefined)?.name ?? '');
+      if (name.length < 1 || name.length > 100) return json(res, 400, { message: 'Invalid Form Body', code: 50035 });
+      const thread = threadPayload(mid, id, name);
+      CHANNELS[mid] = thread;
+      ok(201, { ...thread, guild_id: GUILD_ID });
+      gateway.dispatch('THREAD_CREATE', { ...thread, guild_id: GUILD_ID, newly_created: true });
+      return;
+    }
     if (route === 'GET /channels/:id/messages/:id') {
       const message = messages.get(mid ?? '');
       return message && message.channel_id === id ? ok(200, message) : json(res, 404, { message: 'Unknown Message', code: 10008 });
@@ -150,7 +179,7 @@ export async function startFakeDiscord(options: Partial<FakeDiscordSettings> & {
       if (invalid) return json(res, 400, { message: 'Invalid Form Body', code: 50035, errors: { content: { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: invalid }] } } });
       const reference = b.message_reference as { message_id?: string } | undefined;
       const replyTo = reference?.message_id ? messages.get(reference.message_id) : undefined;
-      const message = messagePayload({ channelId: id, author: BOT, content: b.content as string, ...(replyTo ? { replyTo } : {}) });
+      const message: Record<string, unknown> = { ...messagePayload({ channelId: id, author: BOT, content: b.content as string, ...(replyTo ? { replyTo } : {}) }), ...(b.components ? { components: b.components } : {}) };
       messages.set(message.id as string, message);
       posted.push({ id: message.id as string, channelId: id, content: b.content as string, body: b, edits: [], at: Date.now() });
       ok(200, message);
@@ -198,6 +227,35 @@ export async function startFakeDiscord(options: Partial<FakeDiscordSettings> & {
       messages.set(message.id as string, message);
       gateway.dispatch('MESSAGE_CREATE', message);
       return message;
+    },
+    callbacks,
+    click({ user, messageId, customId }) {
+      const message = messages.get(messageId);
+      if (!message) throw new Error(`FakeDiscord.click: no message ${messageId}`);
+      const channelId = message.channel_id as string;
+      const id = snowflake();
+      interactions.add(id);
+      const channel = channelPayload(channelId);
+      gateway.dispatch('INTERACTION_CREATE', {
+        id,
+        application_id: BOT.id,
+        type: 3,
+        data: { custom_id: customId, component_type: 2 },
+        guild_id: GUILD_ID,
+        channel_id: channelId,
+        ...(channel ? { channel: { ...channel, guild_id: GUILD_ID } } : {}),
+        member: { user, roles: [], permissions: '1024', joined_at: '2024-01-01T00:00:00.000Z', deaf: false, mute: false, flags: 0 },
+        token: `interaction-token-${id}`,
+        version: 1,
+        message,
+        app_permissions: '1024',
+        locale: 'en-US',
+        guild_locale: 'en-US',
+        entitlements: [],
+        authorizing_integration_owners: { '0': GUILD_ID },
+        context: 0,
+      });
+      return id;
     },
     react({ user, channelId, messageId, emoji }) {
       const guildId = channelPayload(channelId)?.guild_id as string | undefined;

@@ -42,23 +42,27 @@ export const DM_ID = '300000000000000009';
 
 const textChannel = (id: string, name: string, position: number) => ({ id, type: 0, name, position, topic: null, nsfw: false, parent_id: null, permission_overwrites: [], rate_limit_per_user: 0, last_message_id: null });
 
+/** A public thread (type 11) in `parentId`. */
+export const threadPayload = (id: string, parentId: string, name: string, ownerId = ALICE.id): Record<string, unknown> => ({
+  id,
+  type: 11,
+  name,
+  guild_id: GUILD_ID,
+  parent_id: parentId,
+  owner_id: ownerId,
+  last_message_id: null,
+  rate_limit_per_user: 0,
+  message_count: 0,
+  member_count: 2,
+  thread_metadata: { archived: false, auto_archive_duration: 1440, archive_timestamp: '2024-01-01T00:00:00.000Z', locked: false },
+  flags: 0,
+});
+
+/** The world's channels; a thread the bot starts is added (the fake's `POST …/threads`). */
 export const CHANNELS: Record<string, Record<string, unknown>> = {
   [GENERAL_ID]: textChannel(GENERAL_ID, 'general', 0),
   [RANDOM_ID]: textChannel(RANDOM_ID, 'random', 1),
-  [THREAD_ID]: {
-    id: THREAD_ID,
-    type: 11,
-    name: 'help-thread',
-    guild_id: GUILD_ID,
-    parent_id: GENERAL_ID,
-    owner_id: ALICE.id,
-    last_message_id: null,
-    rate_limit_per_user: 0,
-    message_count: 0,
-    member_count: 2,
-    thread_metadata: { archived: false, auto_archive_duration: 1440, archive_timestamp: '2024-01-01T00:00:00.000Z', locked: false },
-    flags: 0,
-  },
+  [THREAD_ID]: threadPayload(THREAD_ID, GENERAL_ID, 'help-thread'),
   [DM_ID]: { id: DM_ID, type: 1, last_message_id: null, recipients: [ALICE], flags: 0 },
 };
 

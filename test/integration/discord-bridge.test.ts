@@ -208,12 +208,15 @@ describe('Discord bridge: inbound messages', () => {
   it('allowedConversations: a channel id, or a thread\'s parent; a thread is its own conversation', async () => {
     rig = await startRig({ settings: { allowedConversations: [RANDOM_ID] } });
     rig.fake.userMessage({ channelId: GENERAL_ID, author: ALICE, content: `<@${BOT.id}> in general` });
-    rig.fake.userMessage({ channelId: THREAD_ID, author: ALICE, content: `<@${BOT.id}> in the thread` });
+    // A thread message outside them is delivered unaddressed (a handoff desk's member may have written it); the service drops it otherwise.
+    const outside = rig.fake.userMessage({ channelId: THREAD_ID, author: ALICE, content: `<@${BOT.id}> in the thread` });
+    await waitFor(() => rig!.rec.messages.some((x) => x.externalId === outside.id), 'the unaddressed thread message');
     await sentinel(rig);
-    expect(rig.rec.messages).toEqual([]);
+    expect(rig.rec.messages).toEqual([expect.objectContaining({ externalId: outside.id, addressed: false })]);
     rig.settings = { ...rig.settings, allowedConversations: [GENERAL_ID] };
     const m = rig.fake.userMessage({ channelId: THREAD_ID, author: ALICE, content: `<@${BOT.id}> in the thread again` });
-    const got = await waitFor(() => rig!.rec.messages[0], 'the thread message');
+    const got = await waitFor(() => rig!.rec.messages[1], 'the thread message');
+    expect(got.addressed).toBeUndefined();
     expect(got).toMatchObject({ externalId: m.id, conversationId: THREAD_ID, conversationRef: GENERAL_ID, replyTo: { channelId: THREAD_ID, messageId: m.id } });
   });
 });

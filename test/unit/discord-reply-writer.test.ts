@@ -26,6 +26,7 @@ function slowTransport(latencyMs: number) {
     post: (_c, content) => run('post', content, String(next++)),
     edit: (_c, _m, content) => run('edit', content, undefined),
     typing: async () => void calls.push({ kind: 'typing', start: Date.now(), end: Date.now() }),
+    card: () => Promise.reject(new Error('a reply posts no cards')),
   };
   return { transport, calls, maxInFlight: () => maxInFlight };
 }

@@ -483,14 +483,14 @@ export function createChannelService(deps: ChannelServiceDeps) {
       return toChannel(updated);
     },
 
-    async send(workspaceId: string, id: string, input: SendInput, buttons?: OutboundButton[]): Promise<SendResult & { thread?: string | undefined }> {
+    async send(workspaceId: string, id: string, input: SendInput, buttons?: OutboundButton[], startThread?: string): Promise<SendResult & { thread?: string | undefined }> {
       const state = await stateOf(workspaceId, id);
       if (!state.settings.enabled) throw new ConflictError(`Channel ${id} is disabled.`);
       // The connection runs on another instance: the platform's REST API needs only the credentials (a bridge built, not started).
       if (!state.held) state.bridge ??= buildBridge(state);
       let sent;
       try {
-        sent = await bridgeOf(state).send({ to: input.to, text: input.message, threadId: input.threadId, priority: input.priority, buttons });
+        sent = await bridgeOf(state).send({ to: input.to, text: input.message, threadId: input.threadId, priority: input.priority, buttons, startThread });
       } catch (err) {
         if (err instanceof ConflictError) throw err;
         throw new UpstreamError(`The ${state.row.type} channel could not send: ${err instanceof Error ? err.message : String(err)}`);
@@ -575,8 +575,8 @@ export function createChannelService(deps: ChannelServiceDeps) {
      * Posts a handoff's card to a desk: a platform conversation, or a user's direct messages (a user
      * id). Answers the conversation a reply in its thread carries.
      */
-    async post(workspaceId: string, id: string, to: string, text: string, buttons: OutboundButton[]): Promise<{ thread: string }> {
-      const sent = await this.send(workspaceId, id, { to, message: text, priority: 'normal' }, buttons);
+    async post(workspaceId: string, id: string, to: string, text: string, buttons: OutboundButton[], threadName: string): Promise<{ thread: string }> {
+      const sent = await this.send(workspaceId, id, { to, message: text, priority: 'normal' }, buttons, threadName);
       if (!sent.thread) throw new UpstreamError(`The channel did not say where the thread of its post is.`);
       return { thread: sent.thread };
     },

@@ -72,7 +72,7 @@ export interface ChannelPort {
   /** Posts a text (with buttons) into a conversation of the channel: a user's, or a desk thread. */
   relay(workspaceId: string, channelId: string, conversationId: string, text: string, buttons?: DeskButton[]): Promise<void>;
   /** Posts a desk card to a platform conversation or a member's direct messages; answers the conversation id replies in its thread will carry. */
-  post(workspaceId: string, channelId: string, to: string, text: string, buttons: DeskButton[]): Promise<{ thread: string }>;
+  post(workspaceId: string, channelId: string, to: string, text: string, buttons: DeskButton[], threadName: string): Promise<{ thread: string }>;
   /** The channel's type: 404 when it is not the workspace's. */
   typeOf(workspaceId: string, channelId: string): Promise<'slack' | 'discord' | 'webhook'>;
 }
@@ -89,6 +89,9 @@ export interface DeskAction {
   actionId: string;
   value: string;
 }
+
+/** What a user or a member wrote, shown at a desk: no `<@…>` / `<!here>` markup, so it pings nobody there. */
+const inert = (text: string) => text.replace(/<([@!#])/g, '‹$1');
 
 const DESK_ACTIONS = new Set(['handoff.accept', 'handoff.return', 'handoff.resolve']);
 /** Messages of the conversation a desk card shows, and how much of each. */
@@ -295,7 +298,7 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
     const buttons = d.buttons === null ? undefined : (JSON.parse(d.buttons) as DeskButton[]);
     if (d.kind === 'user') return port.relay(d.workspace_id, d.channel_id, d.conversation_id, d.text);
     if (d.kind === 'desk-card') {
-      const { thread } = await port.post(d.workspace_id, d.channel_id, d.conversation_id, d.text, buttons ?? []);
+      const { thread } = await port.post(d.workspace_id, d.channel_id, d.conversation_id, d.text, buttons ?? [], `Handoff ${d.handoff_id}`);
       await store.addDeskThread({ workspace_id: d.workspace_id, handoff_id: d.handoff_id, channel_id: d.channel_id, conversation_id: thread, member_key: d.member_key, created_at: now() });
       return;
     }
@@ -327,9 +330,9 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
       const lines = conversation.slice(-CARD_MESSAGES).map((m) => {
         const from = m.role === 'user' ? 'User' : m.author?.startsWith('human:') ? m.author.slice(6) : m.author === 'system' ? 'Notice' : (persona?.name ?? 'Assistant');
         const text = m.content.length > CARD_MESSAGE_CHARS ? `${m.content.slice(0, CARD_MESSAGE_CHARS)}…` : m.content;
-        return `> ${from}: ${text.replace(/\s+/g, ' ')}`;
+        return `> ${from}: ${inert(text.replace(/\s+/g, ' '))}`;
       });
-      const text = [`Handoff ${row.id} from ${persona?.name ?? row.persona_id} (${row.trigger}): ${row.reason}`, ...lines, state, 'Accept, then reply in this thread: your replies reach the user.'].join('\n');
+      const text = [`Handoff ${row.id} from ${persona?.name ?? row.persona_id} (${row.trigger}): ${inert(row.reason)}`, ...lines, state, 'Accept, then reply in this thread: your replies reach the user.'].join('\n');
       const accept: DeskButton = { id: 'handoff.accept', label: 'Accept', value: row.id, style: 'primary' };
       await store.queueDesk([{ ...base, kind: 'desk-card', conversation_id: dm ? offered!.chat_user_id! : desk.desk_conversation, text, buttons: JSON.stringify([accept]), member_key: dm ? offered!.email_key : null }]);
     } else {
@@ -437,7 +440,7 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
       const open = await store.openFor(sessionId);
       if (open) {
         await tell(open, 'handoff.message', { message: { id, role: 'user', content: text, author: null, createdAt: at } });
-        await deskLine(open, `User: ${text}`);
+        await deskLine(open, `User: ${inert(text)}`);
       }
     },
 
@@ -487,7 +490,7 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
       const message = (await note(row, text, `human:${member.email}`))!;
       if (row.first_reply_at === null) await store.move(row, { first_reply_at: message.createdAt });
       // Written elsewhere (the Inbox, the API): the desk thread shows it too.
-      if (!fromDesk) await deskLine(row, `${member.email}: ${text}`);
+      if (!fromDesk) await deskLine(row, `${member.email}: ${inert(text)}`);
       return message;
     },
 
@@ -561,6 +564,7 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
       if (!channels) throw new ConflictError('Desks are not available in this process.');
       const type = await channels.typeOf(workspaceId, desk.channelId);
       if (type === 'webhook') throw ValidationError.field('desk.channelId', 'must be a Slack or Discord channel (a webhook channel has no members to click Accept)');
+      if (type === 'discord' && desk.conversation === 'dm') throw ValidationError.field('desk.conversation', 'must be a Discord channel id: a Discord desk works in threads of a server channel (dm is for Slack)');
       await store.setTeamDesk(workspaceId, teamId, desk.channelId, desk.conversation);
     },
 
