@@ -78,9 +78,12 @@ describe.each(testBackends())('handoff when no knowledge is found on $kind', (ba
     ]);
     expect(messages.at(-2)!.id).toBe(second.messageId);
 
-    // A person has it now: the persona stays silent.
+    // A person has it now: the persona stays silent. The notice came after that answer, so the user's next message returns it, once.
+    const notice = "I'm passing this conversation to a person from Support. They will reply here.";
     const waiting = await ask(persona.id, NOTHING[2]!, first.sessionId);
-    expect(waiting).toMatchObject({ response: '', handoff: { id: second.handoff.id } });
+    expect(waiting).toMatchObject({ response: notice, handoff: { id: second.handoff.id, messages: [{ author: 'system', content: notice }] } });
+    const still = await ask(persona.id, 'Hello?', first.sessionId);
+    expect(still).toMatchObject({ response: '', handoff: { id: second.handoff.id } });
   });
 
   it('starts the count again after an answer with sources, and after a handoff ends', async () => {

@@ -57,9 +57,19 @@ export const answerSchema = z
     usage: usageSchema,
     latencyMs: z.number().int(),
     handoff: z
-      .object({ id: z.string(), status: z.enum(['queued', 'offered', 'accepted', 'resolved', 'returned']), member: z.string().nullable() })
+      .object({
+        id: z.string(),
+        status: z.enum(['queued', 'offered', 'accepted', 'resolved', 'returned']),
+        member: z.string().nullable(),
+        messages: z
+          .array(z.object({ id: z.string(), content: z.string(), author: z.string().describe('`human:<email>` (a person) or `system` (a notice).'), createdAt: z.string() }))
+          .optional()
+          .describe('While a person has the conversation: what they (and notices) said since the user’s previous message, not yet returned to this client; `response` is their text.'),
+      })
       .optional()
-      .describe('Present when a person of the persona’s team has (or is about to take) the conversation: the persona did not answer. `response` is then the notice the user was shown, or empty while a person has it; `messageId` is the stored message.'),
+      .describe(
+        'Present when a person of the persona’s team has (or is about to take) the conversation: the persona did not answer. `response` is then the notice the user was shown, or what the person said since the user’s previous message (empty when nothing yet: it arrives on GET /sessions/:id/events, or with the next message); on a channel it is empty, the person’s messages reaching the user there. `messageId` is the stored message.',
+      ),
   })
   .meta({ id: 'Answer' });
 

@@ -15,6 +15,8 @@ import type { ChatStore, NewInteraction, NewMessage } from './chat.store.js';
 
 /** Stored turns read back as history; the token budget trims further. */
 const HISTORY_MESSAGES = 100;
+/** What a person said since the user's previous message, returned with their next one: at most this many messages. */
+const UNSEEN_REPLIES = 50;
 const TITLE_CHARS = 80;
 
 export interface ExchangeRequest {
@@ -153,16 +155,25 @@ export function createChatService(deps: ChatServiceDeps) {
       return {
         sessionId,
         messageId: answerId,
-        async run() {
+        async run(emit) {
           const t0 = performance.now();
+          // A user of the HTTP API gets what the person said since their previous message (a channel's user had it posted already).
+          const unseen = existing.channel_id === null && request.channelId === undefined ? await store.unseenReplies(workspaceId, existing.id, UNSEEN_REPLIES) : [];
           await handoffs.userMessage(existing.id, answerId, request.message);
+          const response = unseen.map((m) => (m.author?.startsWith('human:') ? `${m.author.slice(6)} (a person): ${m.content}` : m.content)).join('\n\n');
+          if (response !== '') await emit({ type: 'text', content: response });
           return {
             ...base,
             variant: existing.variant,
-            response: '',
+            response,
             ...noAnswer,
             latencyMs: Math.round(performance.now() - t0),
-            handoff: { id: withPerson.id, status: withPerson.status, member: withPerson.member },
+            handoff: {
+              id: withPerson.id,
+              status: withPerson.status,
+              member: withPerson.member,
+              ...(unseen.length > 0 ? { messages: unseen.map((m) => ({ id: m.id, content: m.content, author: m.author!, createdAt: m.created_at })) } : {}),
+            },
           };
         },
       };
@@ -220,7 +231,8 @@ export function createChatService(deps: ChatServiceDeps) {
             session: sessionRow(now),
             isNew: !existing,
             messages: exchangeMessages(sessionId, answerId, request.message, null, now),
-            interaction: interaction({ session_id: sessionId, model: 'handoff', new_session: existing ? 0 : 1 }),
+            // The notice is this turn's answer (stored with the answer's id by the handoff): returned, so not caught up again.
+            interaction: interaction({ session_id: sessionId, message_id: answerId, model: 'handoff', new_session: existing ? 0 : 1 }),
           });
           if (!stored) throw new ConflictError(`Session ${sessionId} was deleted while the message was written; nothing was stored.`);
           const opened = await deps.handoffs.open(workspaceId, { id: sessionId, persona_id: persona.id }, handOver.trigger, handOver.reason, true, answerId);

@@ -101,6 +101,48 @@ export function createChatStore(db: SqlBackend, writes: ChatWrites) {
       return run < 0 ? rows.length : run;
     },
 
+    /**
+     * What people and notices said since the user's latest message that no answer returned: the
+     * catch-up a user of the HTTP API gets with their next message while a person has the
+     * conversation (a turn's own answer, like the `/human` notice, is its interaction's message).
+     */
+    async unseenReplies(workspaceId: string, sessionId: string, limit: number): Promise<Array<Pick<MessageRow, 'id' | 'content' | 'author' | 'created_at'>>> {
+      const lastUser = await k
+        .selectFrom('messages')
+        .select((eb) => eb.fn.max('seq').as('seq'))
+        .where('session_id', '=', sessionId)
+        .where('role', '=', 'user')
+        .executeTakeFirst();
+      return k
+        .selectFrom('messages as m')
+        .select(['m.id', 'm.content', 'm.author', 'm.created_at'])
+        .where('m.session_id', '=', sessionId)
+        .where('m.seq', '>', Number(lastUser?.seq ?? 0))
+        .where('m.role', '=', 'assistant')
+        .where('m.author', 'is not', null)
+        .where((eb) => eb.not(eb.exists(eb.selectFrom('interactions as i').select('i.seq').where('i.workspace_id', '=', workspaceId).whereRef('i.message_id', '=', 'm.id'))))
+        .orderBy('m.seq')
+        .limit(limit)
+        .execute();
+    },
+
+    /** Messages of a session after `afterSeq`, oldest first, with their seq (a session's event stream). */
+    messagesAfter: (sessionId: string, afterSeq: number, limit: number) =>
+      k
+        .selectFrom('messages')
+        .select(['seq', 'id', 'role', 'content', 'author', 'created_at'])
+        .where('session_id', '=', sessionId)
+        .where('seq', '>', afterSeq)
+        .where('role', '!=', 'tool')
+        .where('tool_calls', 'is', null)
+        .orderBy('seq')
+        .limit(limit)
+        .execute(),
+
+    /** The seq of a session's latest message (0 when it has none). */
+    latestSeq: async (sessionId: string): Promise<number> =>
+      Number((await k.selectFrom('messages').select((eb) => eb.fn.max('seq').as('seq')).where('session_id', '=', sessionId).executeTakeFirst())?.seq ?? 0),
+
     saveExchange: (write: ExchangeWrite) => writes.saveExchange(write),
     recordInteraction: (interaction: NewInteraction) => writes.recordInteraction(interaction),
 

@@ -29,7 +29,7 @@ export function nativeEncoder(): StreamEncoder {
     headers: {},
     start: () => '',
     event: (event) => send(JSON.stringify(event)),
-    done: (a) => send(JSON.stringify({ type: 'done', sessionId: a.sessionId, messageId: a.messageId, usage: a.usage, sources: a.sources })),
+    done: (a) => send(JSON.stringify({ type: 'done', sessionId: a.sessionId, messageId: a.messageId, usage: a.usage, sources: a.sources, ...(a.handoff ? { handoff: a.handoff } : {}) })),
     error: (error) => send(JSON.stringify({ type: 'error', error })),
     end: () => send('[DONE]'),
   };
@@ -83,7 +83,7 @@ export function uiMessageEncoder(): StreamEncoder {
       closeText() +
       a.sources.map((s) => send({ type: 'source-document', sourceId: s.chunkId, mediaType: 'text/plain', title: s.sourceName })).join('') +
       send({ type: 'finish-step' }) +
-      send({ type: 'finish', finishReason: a.finishReason, messageMetadata: { sessionId: a.sessionId, messageId: a.messageId, usage: a.usage } }),
+      send({ type: 'finish', finishReason: a.finishReason, messageMetadata: { sessionId: a.sessionId, messageId: a.messageId, usage: a.usage, ...(a.handoff ? { handoff: a.handoff } : {}) } }),
     error: (error) => closeText() + send({ type: 'error', errorText: error.message }),
     end: () => 'data: [DONE]\n\n',
   };

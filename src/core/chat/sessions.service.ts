@@ -67,6 +67,24 @@ export function createSessionService({ store, clock, personas, channelExists, ha
       return { ...toSession(row), messages: (await store.messages(row.id)).map(toMessage) };
     },
 
+    /** Where a session's event stream starts: after its latest message (404 when it is not the workspace's). */
+    async latestSeq(workspaceId: string, id: string): Promise<number> {
+      return store.latestSeq((await find(workspaceId, id)).id);
+    },
+
+    /**
+     * The session's messages after `afterSeq` (tool rounds left out), oldest first, each with its
+     * position; null once the session is gone.
+     */
+    async messagesAfter(workspaceId: string, id: string, afterSeq: number, limit: number) {
+      const row = await store.findSession(workspaceId, id);
+      if (!row) return null;
+      return (await store.messagesAfter(row.id, afterSeq, limit)).map((m) => ({
+        seq: Number(m.seq),
+        message: { id: m.id, role: m.role, content: m.content, ...(m.author !== null ? { author: m.author } : {}), createdAt: m.created_at },
+      }));
+    },
+
     async feedback(workspaceId: string, id: string, input: FeedbackInput): Promise<FeedbackResult> {
       const session = await find(workspaceId, id);
       const answer = await store.findAnswer(session.id, input.messageId);
