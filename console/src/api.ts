@@ -218,10 +218,30 @@ export interface Session {
   createdAt: string;
   lastMessageAt: string | null;
 }
+export interface ChannelSettings {
+  respondTo: 'mentions' | 'all';
+  replyInThread: boolean;
+  allowedConversations: string[];
+  enabled: boolean;
+}
+export interface Channel {
+  id: string;
+  type: 'slack' | 'discord' | 'webhook';
+  name: string;
+  personaId: string | null;
+  abTestId: string | null;
+  status: string;
+  statusDetail: string | null;
+  settings: ChannelSettings;
+  updatedAt: string;
+}
+
 export interface TeamMember {
   email: string;
   role: 'member' | 'lead';
   status: 'available' | 'busy' | 'offline';
+  /** Their user id on the team's desk platform (Slack U…, Discord id). */
+  chatUserId: string | null;
 }
 export interface Team {
   id: string;
@@ -229,7 +249,7 @@ export interface Team {
   members: TeamMember[];
   availability: { status: 'available' | 'busy' | 'offline'; timezone: string; weekly: { day: string; start: string; end: string }[] };
   availableNow: boolean;
-  handoff: { offerSeconds: number };
+  handoff: { offerSeconds: number; notifyUrl: string | null; desk: { channelId: string; conversation: string } | null };
   createdAt: string;
   updatedAt: string;
 }

@@ -8,6 +8,7 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONSOLE_DIR } from '../../src/http/console.routes.js';
+import { type FakeSlack, startFakeSlack } from '../fakes/slack-api.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { listen } from '../integration/chat-helpers.js';
 import { axeSerious, expectClean, goTo, launch, openPage, screenshot, signIn, UI_WAIT_MS, type Watched } from './console-helpers.js';
@@ -28,6 +29,7 @@ describe('the Inbox: human handoff in the console, in Chromium', { timeout: 60_0
   let t: TestApp;
   let origin: string;
   let browser: Browser;
+  let slack: FakeSlack;
   const opened: Watched[] = [];
   const open = async (opts?: Parameters<typeof openPage>[1]) => {
     const w = await openPage(browser, opts);
@@ -47,7 +49,8 @@ describe('the Inbox: human handoff in the console, in Chromium', { timeout: 60_0
 
   beforeAll(async () => {
     if (!fs.existsSync(path.join(CONSOLE_DIR, 'index.html'))) throw new Error(`the console is not built (${CONSOLE_DIR}): run \`npm run build\` first (npm test does)`);
-    t = await createTestApp();
+    slack = await startFakeSlack({ botToken: 'xoxb-inbox' });
+    t = await createTestApp({ env: { SWITCHBOARD_SLACK_API_URL: slack.apiUrl } });
     origin = await listen(t);
     team = await api('POST', '/business/teams', { name: 'Support team', members: [ANA, BEN] });
     helpdesk = await api('POST', '/personas', { name: 'Helpdesk', instructions: 'Answer briefly.', teamId: team.id });
@@ -58,6 +61,7 @@ describe('the Inbox: human handoff in the console, in Chromium', { timeout: 60_0
     for (const w of opened) await w.context.close().catch(() => undefined);
     await browser?.close();
     await t?.close();
+    await slack?.close();
   });
 
   it('member 1 sees it waiting, accepts, replies and hands back; member 2 is told it is already taken; a hidden page does not poll', async () => {
@@ -134,9 +138,9 @@ describe('the Inbox: human handoff in the console, in Chromium', { timeout: 60_0
     await benConvo.locator('article[data-kind=human]', { hasText: REPLY }).waitFor();
     expect(await benConvo.locator('article[data-kind=human] h3').first().textContent()).toMatch(new RegExp(`^${ANA} \\(person\\) · `));
 
-    // The user writes again: the persona stays silent, and member 1's open conversation shows it by polling.
+    // The user writes again: the persona stays silent (the user gets what the person said since), and member 1's open conversation shows it by polling.
     const next = await api('POST', '/query', { personaId: helpdesk.id, sessionId: first.sessionId, message: 'Thanks! It is order 42.' });
-    expect(next).toMatchObject({ response: '', handoff: { id, status: 'accepted', member: ANA } });
+    expect(next).toMatchObject({ response: `${ANA} (a person) joined the conversation.\n\n${ANA} (a person): ${REPLY}`, handoff: { id, status: 'accepted', member: ANA } });
     await log.locator('article[data-kind=user]', { hasText: 'Thanks! It is order 42.' }).waitFor();
 
     await ana.page.getByRole('tab', { name: 'Mine (1)' }).click();
@@ -178,6 +182,28 @@ describe('the Inbox: human handoff in the console, in Chromium', { timeout: 60_0
     await settings.getByRole('button', { name: 'Save offer time' }).click();
     await settings.getByText('Saved: offers to Support team now wait 1 min 30 s.').waitFor();
     expect((await api('GET', `/business/teams/${team.id}`)).handoff).toEqual({ offerSeconds: 90, notifyUrl: null, desk: null });
+
+    // The team's chat desk: a Slack channel of the workspace, a conversation in it, the members' Slack ids.
+    const deskChannel = await api('POST', '/business/channels', { type: 'slack', name: 'Team Slack', personaId: helpdesk.id, credentials: { botToken: 'xoxb-inbox', signingSecret: 'inbox-signing-secret' } });
+    await page.reload();
+    await page.getByRole('heading', { level: 1, name: 'Inbox' }).waitFor();
+    const desk = page.getByRole('form', { name: 'Chat desk of Support team' });
+    await expect.poll(() => desk.getByLabel('Desk channel of Support team').locator('option').allTextContents(), { timeout: UI_WAIT_MS }).toContain('Team Slack (slack)');
+    await desk.getByLabel('Desk channel of Support team').selectOption({ label: 'Team Slack (slack)' });
+    await desk.getByLabel('Desk conversation of Support team').fill('CSUPPORT');
+    await desk.getByLabel(`Chat user id of ${ANA}`).fill('UANA');
+    expect(await axeSerious(page)).toEqual([]);
+    await desk.getByRole('button', { name: 'Save desk' }).click();
+    await desk.getByText('Saved: Support team\'s handoffs go to CSUPPORT.').waitFor();
+    const withDesk = await api('GET', `/business/teams/${team.id}`);
+    expect(withDesk.handoff.desk).toEqual({ channelId: deskChannel.id, conversation: 'CSUPPORT' });
+    expect(withDesk.members.map((m: { email: string; chatUserId: string | null }) => [m.email, m.chatUserId])).toEqual([
+      [ANA, 'UANA'],
+      [BEN, null],
+    ]);
+    await desk.getByRole('button', { name: 'Remove desk' }).click();
+    await desk.getByText('Removed: Support team has no desk.').waitFor();
+    expect((await api('GET', `/business/teams/${team.id}`)).handoff.desk).toBeNull();
 
     const billing = await api('POST', '/personas', { name: 'Billing', instructions: 'Answer billing questions.' });
     await goTo(page, 'Personas');

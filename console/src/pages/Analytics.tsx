@@ -1,5 +1,5 @@
 import { lazy, Suspense, useState } from 'react';
-import { get, type List, type Persona, qs, request } from '../api';
+import { type Channel, get, type List, type Persona, qs, request } from '../api';
 import { download, Field, Loading, PersonaSelect, ProblemView, ScopedButton, useAction, useLoad } from '../ui';
 
 const Chart = lazy(() => import('./Chart'));
@@ -22,11 +22,6 @@ interface Performance {
   errors: { count: number; rate: number };
   tools: { calls: number; failures: number };
 }
-interface Channel {
-  id: string;
-  name: string;
-}
-
 /** The export datasets (API.md §8) and what a row of each is. */
 const EXPORTS = [
   ['metrics', 'the series, one row per bucket'],

@@ -1,24 +1,6 @@
 import { type FormEvent, useState } from 'react';
-import { api, get, type List, type Persona } from '../api';
+import { api, type Channel, type ChannelSettings, get, type List, type Persona } from '../api';
 import { Empty, Field, Loading, PersonaSelect, ProblemView, ScopedButton, useAction, useLoad, when } from '../ui';
-
-interface Settings {
-  respondTo: 'mentions' | 'all';
-  replyInThread: boolean;
-  allowedConversations: string[];
-  enabled: boolean;
-}
-interface Channel {
-  id: string;
-  type: 'slack' | 'discord' | 'webhook';
-  name: string;
-  personaId: string | null;
-  abTestId: string | null;
-  status: string;
-  statusDetail: string | null;
-  settings: Settings;
-  updatedAt: string;
-}
 
 const CREDENTIALS: Record<Channel['type'], string[]> = {
   slack: ['botToken', 'signingSecret', 'appToken'],
@@ -109,7 +91,7 @@ function Connect({ personas, onDone }: { personas: Persona[]; onDone: () => void
 }
 
 function Manage({ channel, onDone }: { channel: Channel; onDone: () => void }) {
-  const [s, setS] = useState<Settings>(channel.settings);
+  const [s, setS] = useState<ChannelSettings>(channel.settings);
   const [allowed, setAllowed] = useState(channel.settings.allowedConversations.join(', '));
   const [to, setTo] = useState('');
   const [message, setMessage] = useState('Test message from the Switchboard console');
@@ -140,7 +122,7 @@ function Manage({ channel, onDone }: { channel: Channel; onDone: () => void }) {
         <h4>Settings</h4>
         <Field label="Respond to">
           {(id) => (
-            <select id={id} value={s.respondTo} onChange={(e) => setS({ ...s, respondTo: e.target.value as Settings['respondTo'] })}>
+            <select id={id} value={s.respondTo} onChange={(e) => setS({ ...s, respondTo: e.target.value as ChannelSettings['respondTo'] })}>
               <option value="mentions">mentions only</option>
               <option value="all">all messages</option>
             </select>

@@ -1,5 +1,5 @@
 import { type FormEvent, type KeyboardEvent, type ReactNode, useEffect, useId, useRef, useState } from 'react';
-import { api, ApiError, get, type Handoff, type HandoffDetail, type HandoffMessage, type HandoffStatus, type List, type Persona, qs, type Team } from '../api';
+import { api, ApiError, type Channel, get, type Handoff, type HandoffDetail, type HandoffMessage, type HandoffStatus, type List, type Persona, qs, type Team } from '../api';
 import { useAuth } from '../auth';
 import { Empty, Field, Loading, Pager, ProblemView, ScopedButton, useAction, useCursor, useLoad, when } from '../ui';
 
@@ -69,14 +69,12 @@ export function InboxPage() {
   const minePager = useCursor();
   const closedPager = useCursor();
 
-  // Waiting = queued + offered: two pages merged (the list filters by one status), longest waiting first.
+  // Waiting = queued + offered (one request names both), longest waiting first.
   const waiting = useLoad(
     async () => {
-      const [queued, offered] = await Promise.all(
-        (['queued', 'offered'] as const).map((status) => get<List<Handoff>>(`/handoffs${qs({ status, teamId, limit: 100 })}`)),
-      );
-      const data = [...queued!.data, ...offered!.data].sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
-      return { data, more: queued!.nextCursor !== null || offered!.nextCursor !== null };
+      const page = await get<List<Handoff>>(`/handoffs${qs({ status: 'queued,offered', teamId, limit: 100 })}`);
+      const data = [...page.data].sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+      return { data, more: page.nextCursor !== null };
     },
     [teamId],
     { every: POLL_MS },
@@ -532,14 +530,89 @@ function Conversation({ id, me, names, onChanged, onClose }: { id: string; me: s
 
 /** Per team: how long an offer waits for a member before it goes to the next (10 s – 1 day). */
 function HandoffSettings({ teams, onSaved }: { teams: Team[]; onSaved: () => void }) {
+  const channels = useLoad(() => get<List<Channel>>('/business/channels?limit=100'), []);
+  const chat = (channels.data?.data ?? []).filter((c) => c.type === 'slack' || c.type === 'discord');
   return (
     <section className="panel settings" aria-labelledby="handoff-settings">
       <h2 id="handoff-settings">Handoff settings</h2>
       <p className="muted">A conversation handed over is offered to one available member at a time; if they do not accept within the offer time, it goes to the next.</p>
       {teams.map((t) => (
-        <TeamSettings key={t.id} team={t} onSaved={onSaved} />
+        <div key={t.id}>
+          <TeamSettings team={t} onSaved={onSaved} />
+          <DeskSettings team={t} channels={chat} onSaved={onSaved} />
+        </div>
       ))}
     </section>
+  );
+}
+
+/**
+ * Per team: where its members work handoffs in Slack or Discord (a card with Accept in a channel, or
+ * Slack direct messages), and each member's user id there.
+ */
+function DeskSettings({ team, channels, onSaved }: { team: Team; channels: Channel[]; onSaved: () => void }) {
+  const [channelId, setChannelId] = useState(team.handoff.desk?.channelId ?? '');
+  const [conversation, setConversation] = useState(team.handoff.desk?.conversation ?? '');
+  const [ids, setIds] = useState<Record<string, string>>(() => Object.fromEntries(team.members.map((m) => [m.email, m.chatUserId ?? ''])));
+  const [saved, setSaved] = useState<string | null>(null);
+  const act = useAction();
+  const save = (desk: { channelId: string; conversation: string } | null) =>
+    void act.run(async () => {
+      const chatUsers = team.members.map((m) => ({ email: m.email, chatUserId: ids[m.email]?.trim() ? ids[m.email]!.trim() : null }));
+      await api('PUT', `/business/teams/${team.id}/handoff`, { desk, chatUsers });
+      setSaved(desk ? `Saved: ${team.name}'s handoffs go to ${conversation === 'dm' ? 'members’ direct messages' : conversation}.` : `Removed: ${team.name} has no desk.`);
+      if (!desk) {
+        setChannelId('');
+        setConversation('');
+      }
+      onSaved();
+    });
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    save({ channelId, conversation: conversation.trim() });
+  };
+  return (
+    <form className="team-settings" onSubmit={submit} aria-label={`Chat desk of ${team.name}`}>
+      <p className="muted">Work {team.name}’s handoffs in Slack or Discord: each gets a card with an Accept button; the accepting member’s replies in its thread reach the user.</p>
+      <div className="row">
+        <Field label={`Desk channel of ${team.name}`} hint={channels.length === 0 ? 'Connect a Slack or Discord channel first' : 'Its bot posts the cards'}>
+          {(id) => (
+            <select id={id} value={channelId} onChange={(e) => (setChannelId(e.target.value), setSaved(null))} required>
+              <option value="">Choose a channel</option>
+              {channels.map((c) => (
+                <option key={c.id} value={c.id}>
+                  {c.name} ({c.type})
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <Field label={`Desk conversation of ${team.name}`} hint="A Slack or Discord channel id, or dm (Slack: each offer to the member’s direct messages)">
+          {(id) => <input id={id} value={conversation} onChange={(e) => (setConversation(e.target.value), setSaved(null))} required pattern="[A-Za-z0-9_\-]+" maxLength={100} />}
+        </Field>
+      </div>
+      {team.members.map((m) => (
+        <Field key={m.email} label={`Chat user id of ${m.email}`} hint="Slack U…, or a Discord user id: their clicks and replies count as theirs">
+          {(id) => <input id={id} value={ids[m.email] ?? ''} onChange={(e) => (setIds({ ...ids, [m.email]: e.target.value }), setSaved(null))} pattern="[A-Za-z0-9_\-]*" maxLength={64} />}
+        </Field>
+      ))}
+      <div className="row">
+        <ScopedButton scope="write" type="submit" disabled={act.busy}>
+          Save desk
+        </ScopedButton>
+        {team.handoff.desk && (
+          <ScopedButton scope="write" type="button" disabled={act.busy} onClick={() => save(null)}>
+            Remove desk
+          </ScopedButton>
+        )}
+      </div>
+      {saved && (
+        <p className="muted" role="status">
+          {saved}
+        </p>
+      )}
+      <ProblemView error={act.error} />
+    </form>
   );
 }
 
