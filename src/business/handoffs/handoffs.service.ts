@@ -27,7 +27,7 @@ import { isAvailableNow, nextOpening, type Schedule } from '../teams/availabilit
 import { emailKey } from '../teams/teams.service.js';
 import type { TeamStore } from '../teams/teams.store.js';
 import type { Handoff, HandoffMessage as ApiMessage } from './handoffs.schemas.js';
-import { type HandoffMessage, type HandoffStore, OPEN, type Queue, type QueueRow } from './handoffs.store.js';
+import { type HandoffStore, OPEN, type Queue, type QueueRow, type Writes } from './handoffs.store.js';
 import type { Cipher } from '../../lib/cipher.js';
 import { type AddressGuardOptions, assertPublicUrl } from '../../lib/address-guard.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
@@ -58,6 +58,8 @@ export function toHandoff(row: HandoffRow, nextAvailableAt: string | null = null
     endedBy: row.ended_by,
   };
 }
+
+type Outbox = NonNullable<Writes['outbox']>[number];
 
 /** A button under a desk post; a click comes back as a `DeskAction` with its id and value. */
 export interface DeskButton {
@@ -171,16 +173,13 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
       if (row.status === 'queued') return row;
       patch = { status: 'queued', member: null, offer_until: null, updated_at: at };
     }
-    if (await store.move(row, patch)) {
-      const moved = { ...row, ...patch, rev: row.rev + 1 };
-      // The team hears of each offer (with the conversation so far), and of a handoff that waits in its queue.
-      const conversation = moved.session_id === null ? [] : await store.conversation(moved.session_id, EVENT_MESSAGES);
-      await tell(moved, moved.status === 'offered' ? 'handoff.offered' : 'handoff.queued', {
-        messages: conversation.map((m) => ({ id: m.id, role: m.role, content: m.content, author: m.author, createdAt: m.created_at })),
-      });
-      await toDesk(moved, team, conversation);
-      return moved;
-    }
+    const moved = { ...row, ...patch, rev: row.rev + 1 };
+    // The team hears of each offer (with the conversation so far), and of a handoff that waits in its queue, with the move.
+    const conversation = moved.session_id === null ? [] : await store.conversation(moved.session_id, EVENT_MESSAGES);
+    const event = await eventRows(moved, moved.status === 'offered' ? 'handoff.offered' : 'handoff.queued', {
+      messages: conversation.map((m) => ({ id: m.id, role: m.role, content: m.content, author: m.author, createdAt: m.created_at })),
+    });
+    if (await commit({ move: { from: row, patch }, notifications: event, outbox: await cardRows(moved, team, conversation) })) return moved;
     return (await store.find(row.workspace_id, row.id)) ?? row;
   }
 
@@ -192,19 +191,32 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
   }
 
   /**
-   * Adds a notice or a person's reply to the conversation; for a channel's conversation it is also
-   * queued for the user there (`toChannel: false` when the caller posts it itself: the notice that
-   * answers a user's `/human`).
+   * A notice or a person's reply as a message of the conversation; for a channel's conversation it
+   * is also queued for the user there (`toChannel: false` when the caller posts it itself: the
+   * notice that answers a user's `/human`). Null once the conversation was deleted.
    */
-  async function note(row: Pick<HandoffRow, 'id' | 'workspace_id' | 'session_id'>, content: string, author = 'system', id = ids('msg'), toChannel = true): Promise<ApiMessage | null> {
+  async function noteOf(
+    row: Pick<HandoffRow, 'id' | 'workspace_id' | 'session_id'>,
+    content: string,
+    author = 'system',
+    id = ids('msg'),
+    toChannel = true,
+  ): Promise<{ writes: NonNullable<Writes['messages']>; message: ApiMessage } | null> {
     const sessionId = row.session_id;
     if (sessionId === null) return null;
     const at = now();
-    const message: HandoffMessage = { id, session_id: sessionId, role: 'assistant', content, author, created_at: at };
     const conversation = toChannel ? await store.channelConversation(sessionId) : undefined;
-    await store.addMessages([message], sessionId, at, conversation ? { workspace_id: row.workspace_id, handoff_id: row.id, ...conversation } : undefined);
-    if (conversation) kick();
-    return { id: message.id, role: message.role, content, author, createdAt: at };
+    return {
+      writes: { rows: [{ id, session_id: sessionId, role: 'assistant', content, author, created_at: at }], sessionId, at, relay: conversation ? { workspace_id: row.workspace_id, handoff_id: row.id, ...conversation } : undefined },
+      message: { id, role: 'assistant', content, author, createdAt: at },
+    };
+  }
+
+  /** Writes one change (`store.commit`: all or nothing) and sends what it queued soon. */
+  async function commit(w: Writes): Promise<boolean> {
+    const done = await store.commit(w);
+    if (done && ((w.notifications?.length ?? 0) > 0 || (w.outbox?.length ?? 0) > 0 || w.messages?.relay)) kick();
+    return done;
   }
 
   /** Delivers soon (after this turn): a person's reply should not wait for the next timer. */
@@ -282,15 +294,14 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
     if (!res.ok) throw new Error(`the team's webhook answered ${res.status}`);
   }
 
-  /** Queues an event for the team's webhook, when it has one. */
-  async function tell(row: HandoffRow, event: string, extra: Record<string, unknown> = {}): Promise<void> {
-    if (!webhooks) return;
+  /** The event for the team's webhook, when it has one. */
+  async function eventRows(row: HandoffRow, event: string, extra: Record<string, unknown> = {}): Promise<NonNullable<Writes['notifications']>> {
+    if (!webhooks) return [];
     const hook = await store.teamWebhook(row.team_id);
-    if (!hook?.notify_url) return;
+    if (!hook?.notify_url) return [];
     const at = now();
     const body = JSON.stringify({ event, handoff: toHandoff(row), ...extra, sentFor: at });
-    await store.notify({ workspace_id: row.workspace_id, team_id: row.team_id, handoff_id: row.id, event, body, status: 'pending', attempts: 0, next_at: at, created_at: at });
-    kick();
+    return [{ workspace_id: row.workspace_id, team_id: row.team_id, handoff_id: row.id, event, body, status: 'pending', attempts: 0, next_at: at, created_at: at }];
   }
 
   /** One outbox delivery: to the user, a desk card (its thread recorded), or a line in the handoff's desk thread. */
@@ -316,13 +327,13 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
    * first time in a team channel, a line after; with `dm`, a card to each offered member who has a
    * user id there.
    */
-  async function toDesk(row: HandoffRow, team: Awaited<ReturnType<typeof teamOf>>, conversation: Awaited<ReturnType<HandoffStore['conversation']>>): Promise<void> {
+  async function cardRows(row: HandoffRow, team: Awaited<ReturnType<typeof teamOf>>, conversation: Awaited<ReturnType<HandoffStore['conversation']>>): Promise<Outbox[]> {
     const desk = await store.teamDesk(row.team_id);
-    if (!desk?.desk_channel_id || !desk.desk_conversation) return;
+    if (!desk?.desk_channel_id || !desk.desk_conversation) return [];
     const offered = row.status === 'offered' ? team.members.find((m) => m.email_key === emailKey(row.member ?? '')) : undefined;
     const state = offered ? `Offered to ${who(offered)}; any member may accept.` : 'Nobody is available now: it waits in the queue; any member may accept.';
     const dm = desk.desk_conversation === 'dm';
-    if (dm && !offered?.chat_user_id) return;
+    if (dm && !offered?.chat_user_id) return [];
     const at = now();
     const base = { workspace_id: row.workspace_id, handoff_id: row.id, channel_id: desk.desk_channel_id, message_id: ids('msg'), status: 'pending' as const, attempts: 0, next_at: at, created_at: at };
     if (dm || !(await store.hasTeamCard(row.id))) {
@@ -334,19 +345,17 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
       });
       const text = [`Handoff ${row.id} from ${persona?.name ?? row.persona_id} (${row.trigger}): ${inert(row.reason)}`, ...lines, state, 'Accept, then reply in this thread: your replies reach the user.'].join('\n');
       const accept: DeskButton = { id: 'handoff.accept', label: 'Accept', value: row.id, style: 'primary' };
-      await store.queueDesk([{ ...base, kind: 'desk-card', conversation_id: dm ? offered!.chat_user_id! : desk.desk_conversation, text, buttons: JSON.stringify([accept]), member_key: dm ? offered!.email_key : null }]);
-    } else {
-      await store.queueDesk([{ ...base, kind: 'desk', conversation_id: '', text: state, buttons: null, member_key: null }]);
+      return [{ ...base, kind: 'desk-card', conversation_id: dm ? offered!.chat_user_id! : desk.desk_conversation, text, buttons: JSON.stringify([accept]), member_key: dm ? offered!.email_key : null }];
     }
-    kick();
+    return [{ ...base, kind: 'desk', conversation_id: '', text: state, buttons: null, member_key: null }];
   }
 
   /** A line in the handoff's desk thread, when it has one (or its card is on the way). */
-  async function deskLine(row: HandoffRow, text: string, buttons?: DeskButton[]): Promise<void> {
+  async function lineRows(row: HandoffRow, text: string, buttons?: DeskButton[]): Promise<Outbox[]> {
     const desk = await store.teamDesk(row.team_id);
-    if (!desk?.desk_channel_id || !(await store.hasCard(row.id))) return;
+    if (!desk?.desk_channel_id || !(await store.hasCard(row.id))) return [];
     const at = now();
-    await store.queueDesk([
+    return [
       {
         workspace_id: row.workspace_id,
         handoff_id: row.id,
@@ -362,8 +371,12 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
         next_at: at,
         created_at: at,
       },
-    ]);
-    kick();
+    ];
+  }
+
+  /** A line in the handoff's desk thread, written on its own (an answer to a member there). */
+  async function deskLine(row: HandoffRow, text: string): Promise<void> {
+    await commit({ outbox: await lineRows(row, text) });
   }
 
   /** The member of the team with this e-mail (case ignored), or a 400 naming `member`. */
@@ -375,10 +388,17 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
   }
 
   /** Moves an open handoff, or 409 naming where it stands now. */
-  async function moveOpen(row: HandoffRow, allowed: HandoffRow['status'][], patch: Partial<HandoffRow>, verb: string): Promise<HandoffRow> {
+  async function moveOpen(
+    row: HandoffRow,
+    allowed: HandoffRow['status'][],
+    patch: Partial<HandoffRow>,
+    verb: string,
+    writes: (moved: HandoffRow) => Promise<Omit<Writes, 'move'>>,
+  ): Promise<HandoffRow> {
     const where = (r: HandoffRow) => (r.status === 'accepted' ? `accepted by ${r.member}` : r.status);
     if (!allowed.includes(row.status)) throw new ConflictError(`Handoff ${row.id} is ${where(row)}; it cannot be ${verb}.`);
-    if (await store.move(row, patch)) return { ...row, ...patch, rev: row.rev + 1 };
+    const moved = { ...row, ...patch, rev: row.rev + 1 };
+    if (await commit({ move: { from: row, patch }, ...(await writes(moved)) })) return moved;
     const current = (await store.find(row.workspace_id, row.id))!;
     throw new ConflictError(`Handoff ${row.id} is ${where(current)} now; it cannot be ${verb}.`);
   }
@@ -426,7 +446,8 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
       const nextAt = routed.status === 'queued' ? nextAvailable(team) : null;
       const notice = handingOverNotice(routed, team.team.name, nextAt);
       // A notice with the answer's id is the answer: the channel posts it itself.
-      if (notify) await note(routed, notice, 'system', noticeId, noticeId === undefined);
+      const noted = notify ? await noteOf(routed, notice, 'system', noticeId, noticeId === undefined) : null;
+      if (noted) await commit({ messages: noted.writes });
       return { handoff: toHandoff(routed, nextAt), created, notice };
     },
 
@@ -436,12 +457,16 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
     /** A user's message in a conversation a person has: stored for them (and told to the team's webhook); the persona stays silent. */
     async userMessage(sessionId: string, id: string, text: string): Promise<void> {
       const at = now();
-      await store.addMessages([{ id, session_id: sessionId, role: 'user', content: text, author: null, created_at: at }], sessionId, at);
       const open = await store.openFor(sessionId);
-      if (open) {
-        await tell(open, 'handoff.message', { message: { id, role: 'user', content: text, author: null, createdAt: at } });
-        await deskLine(open, `User: ${inert(text)}`);
-      }
+      await commit({
+        messages: { rows: [{ id, session_id: sessionId, role: 'user', content: text, author: null, created_at: at }], sessionId, at },
+        ...(open
+          ? {
+              notifications: await eventRows(open, 'handoff.message', { message: { id, role: 'user', content: text, author: null, createdAt: at } }),
+              outbox: await lineRows(open, `User: ${inert(text)}`),
+            }
+          : {}),
+      });
     },
 
     async get(workspaceId: string, id: string) {
@@ -469,13 +494,14 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
       const row = await find(workspaceId, id);
       const { member } = await memberOf(row, email);
       const at = now();
-      const accepted = await moveOpen(row, ['queued', 'offered'], { status: 'accepted', member: member.email, offer_until: null, accepted_at: at, updated_at: at }, 'accepted');
-      await note(row, `${member.email} (a person) joined the conversation.`);
-      await tell(accepted, 'handoff.accepted');
-      await deskLine(accepted, `${who(member)} accepted. Reply in this thread: your replies reach the user. When you are done:`, [
-        { id: 'handoff.return', label: 'Hand back', value: row.id },
-        { id: 'handoff.resolve', label: 'Resolve', value: row.id },
-      ]);
+      const accepted = await moveOpen(row, ['queued', 'offered'], { status: 'accepted', member: member.email, offer_until: null, accepted_at: at, updated_at: at }, 'accepted', async (moved) => ({
+        messages: (await noteOf(row, `${member.email} (a person) joined the conversation.`))?.writes,
+        notifications: await eventRows(moved, 'handoff.accepted'),
+        outbox: await lineRows(moved, `${who(member)} accepted. Reply in this thread: your replies reach the user. When you are done:`, [
+          { id: 'handoff.return', label: 'Hand back', value: row.id },
+          { id: 'handoff.resolve', label: 'Resolve', value: row.id },
+        ]),
+      }));
       return toHandoff(accepted);
     },
 
@@ -487,11 +513,11 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
         throw new ConflictError(`Handoff ${id} is ${row.status}${row.member ? ` with ${row.member}` : ''}; only the member who accepted it replies.`);
       }
       if (row.session_id === null) throw new ConflictError(`Handoff ${id}'s conversation was deleted.`);
-      const message = (await note(row, text, `human:${member.email}`))!;
-      if (row.first_reply_at === null) await store.move(row, { first_reply_at: message.createdAt });
+      const reply = (await noteOf(row, text, `human:${member.email}`))!;
       // Written elsewhere (the Inbox, the API): the desk thread shows it too.
-      if (!fromDesk) await deskLine(row, `${member.email}: ${inert(text)}`);
-      return message;
+      await commit({ messages: reply.writes, outbox: fromDesk ? [] : await lineRows(row, `${member.email}: ${inert(text)}`) });
+      if (row.first_reply_at === null) await store.move(row, { first_reply_at: reply.message.createdAt });
+      return reply.message;
     },
 
     /**
@@ -510,12 +536,14 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
         by = member.email;
       }
       const at = now();
-      const ended = await moveOpen(row, OPEN, { status: to, offer_until: null, ended_at: at, ended_by: by, updated_at: at }, to === 'returned' ? 'handed back' : 'resolved');
-      await tell(ended, 'handoff.ended');
       const persona = await personas.get(workspaceId, row.persona_id).catch(() => null);
       const whom = row.status === 'accepted' && row.member ? `${row.member} (a person)` : 'The team';
-      await note(row, to === 'returned' ? `${whom} left the conversation; ${persona?.name ?? 'the assistant'} takes over again.` : `${whom} closed the conversation as resolved.`);
-      await deskLine(ended, to === 'returned' ? `${by} handed the conversation back to ${persona?.name ?? 'the assistant'}.` : `${by} resolved the conversation.`);
+      const name = persona?.name ?? 'the assistant';
+      const ended = await moveOpen(row, OPEN, { status: to, offer_until: null, ended_at: at, ended_by: by, updated_at: at }, to === 'returned' ? 'handed back' : 'resolved', async (moved) => ({
+        messages: (await noteOf(row, to === 'returned' ? `${whom} left the conversation; ${name} takes over again.` : `${whom} closed the conversation as resolved.`))?.writes,
+        notifications: await eventRows(moved, 'handoff.ended'),
+        outbox: await lineRows(moved, to === 'returned' ? `${by} handed the conversation back to ${name}.` : `${by} resolved the conversation.`),
+      }));
       return toHandoff(ended);
     },
 

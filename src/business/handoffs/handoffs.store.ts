@@ -21,6 +21,14 @@ export interface HandoffMessage {
   created_at: string;
 }
 
+/** What one change of a handoff writes (`commit`). */
+export interface Writes {
+  move?: { from: HandoffRow; patch: Partial<HandoffRow> };
+  messages?: { rows: HandoffMessage[]; sessionId: string; at: string; relay?: { workspace_id: string; handoff_id: string; channel_id: string; conversation_id: string } | undefined };
+  notifications?: Insertable<Database['handoff_notifications']>[];
+  outbox?: Insertable<Database['handoff_outbox']>[];
+}
+
 class MissingMembers extends Error {
   constructor(readonly keys: string[]) {
     super('members missing');
@@ -104,24 +112,42 @@ export function createHandoffStore(db: Kysely<Database>) {
         .orderBy('id')
         .execute(),
     /**
-     * Adds messages to the conversation (a member's reply, a notice), counts them into its session
-     * and, when `relay` names the channel conversation, queues each for the user there: all in one
-     * transaction, so nothing is sent that was not stored and nothing stored is left unsent.
+     * One change of a handoff, all or nothing: its move (made over the revision it was read at;
+     * nothing is written when another move came first: false), the messages it adds to the
+     * conversation (counted into its session; each queued for the user when `relay` names their
+     * channel conversation), and the team's events and desk posts it queues. Nothing is sent that
+     * was not stored, and nothing stored is left unsent.
      */
-    addMessages: (messages: HandoffMessage[], sessionId: string, now: string, relay?: { workspace_id: string; handoff_id: string; channel_id: string; conversation_id: string }) =>
+    commit: (w: Writes): Promise<boolean> =>
       db.transaction().execute(async (trx) => {
-        await trx.insertInto('messages').values(messages.map((m) => ({ ...m, tool_calls: null, tool_call_id: null }))).execute();
-        await trx
-          .updateTable('sessions')
-          .set({ message_count: sql`message_count + ${messages.length}`, last_message_at: now })
-          .where('id', '=', sessionId)
-          .execute();
-        if (relay) {
-          await trx
-            .insertInto('handoff_outbox')
-            .values(messages.map((m) => ({ ...relay, message_id: m.id, text: m.content, status: 'pending' as const, attempts: 0, next_at: now, created_at: now })))
-            .execute();
+        if (w.move) {
+          const r = await trx
+            .updateTable('handoffs')
+            .set({ ...w.move.patch, rev: w.move.from.rev + 1 })
+            .where('id', '=', w.move.from.id)
+            .where('rev', '=', w.move.from.rev)
+            .executeTakeFirst();
+          if (Number(r.numUpdatedRows) === 0) return false;
         }
+        const m = w.messages;
+        if (m && m.rows.length > 0) {
+          await trx.insertInto('messages').values(m.rows.map((row) => ({ ...row, tool_calls: null, tool_call_id: null }))).execute();
+          await trx
+            .updateTable('sessions')
+            .set({ message_count: sql`message_count + ${m.rows.length}`, last_message_at: m.at })
+            .where('id', '=', m.sessionId)
+            .execute();
+          if (m.relay) {
+            const relay = m.relay;
+            await trx
+              .insertInto('handoff_outbox')
+              .values(m.rows.map((row) => ({ ...relay, message_id: row.id, text: row.content, status: 'pending' as const, attempts: 0, next_at: m.at, created_at: m.at })))
+              .execute();
+          }
+        }
+        if (w.notifications && w.notifications.length > 0) await trx.insertInto('handoff_notifications').values(w.notifications).execute();
+        if (w.outbox && w.outbox.length > 0) await trx.insertInto('handoff_outbox').values(w.outbox).execute();
+        return true;
       }),
     /** The channel conversation of a session, if it came from a channel. */
     channelConversation: (sessionId: string) =>
@@ -163,8 +189,6 @@ export function createHandoffStore(db: Kysely<Database>) {
         .where('seq', '=', seq)
         .where('claimed_by', '=', owner)
         .execute(),
-    /** Queues an event for the team's webhook. */
-    notify: (row: Insertable<Database['handoff_notifications']>) => db.insertInto('handoff_notifications').values(row).execute(),
     setTeamWebhook: (workspaceId: string, teamId: string, url: string | null, sealedSecret: string | null) =>
       db.updateTable('teams').set({ notify_url: url, notify_secret: sealedSecret }).where('workspace_id', '=', workspaceId).where('id', '=', teamId).execute(),
     /** The team's webhook: its URL and sealed secret (null when it has none). */
@@ -193,8 +217,6 @@ export function createHandoffStore(db: Kysely<Database>) {
       });
       return missing;
     },
-    /** Queues posts to a team's desk (a card, or lines in a handoff's desk thread). */
-    queueDesk: (rows: Insertable<Database['handoff_outbox']>[]) => (rows.length === 0 ? Promise.resolve() : db.insertInto('handoff_outbox').values(rows).execute().then(() => undefined)),
     /** Whether a card of this handoff was queued for its team's channel already. */
     hasTeamCard: async (handoffId: string) =>
       (await db.selectFrom('handoff_outbox').select('seq').where('handoff_id', '=', handoffId).where('kind', '=', 'desk-card').where('member_key', 'is', null).executeTakeFirst()) !== undefined,
