@@ -16,6 +16,12 @@ export interface ChannelSettings {
   /** Platform conversation ids (Slack channel ids, Discord channel ids) the bot listens in; empty = all. */
   allowedConversations: string[];
   enabled: boolean;
+  /** Slack: stream answers natively where the workspace allows (else post, then edit). */
+  streaming: boolean;
+  /** Slack: feedback buttons under every answer (a click arrives as `onFeedback`). */
+  feedbackButtons: boolean;
+  /** Slack: loading messages shown, rotating, while an answer is worked out; empty = the default. */
+  statusMessages: string[];
 }
 
 /** Where a reply goes. Opaque to the service: the bridge that made it reads it back. */
@@ -59,6 +65,17 @@ export interface InboundAction {
   userId: string;
   /** The conversation a reply in the clicked message's thread carries (as `InboundMessage.conversationId`). */
   conversationId: string;
+  /** The platform id of the message clicked (Slack ts, Discord message id). */
+  messageId: string;
+}
+
+/** A click on an answer's feedback buttons: a rating of that answer. */
+export interface InboundFeedback {
+  /** The platform id of the answer's message (Slack ts). */
+  messageExternalId: string;
+  userId: string;
+  /** Positive → 5, negative → 1. */
+  rating: 5 | 1;
 }
 
 /** A 👍 or 👎 on one of the bot's messages. */
@@ -76,6 +93,8 @@ export interface BridgeEvents {
   onReaction(reaction: InboundReaction): Promise<void>;
   /** A button click (Slack `block_actions`, a Discord component); acknowledged by the bridge first. */
   onAction?(action: InboundAction): Promise<void>;
+  /** A click on an answer's feedback buttons; the service keeps one per person and answer. */
+  onFeedback?(feedback: InboundFeedback): Promise<void>;
   /** The connection's state, with a readable reason (e.g. "Slack rejected the bot token (invalid_auth)"). */
   onStatus(status: 'connecting' | 'connected' | 'error', detail: string | null): void;
 }
@@ -91,6 +110,8 @@ export interface ReplyWriter {
   finish(text: string): Promise<string[]>;
   /** The answer failed: replaces any partial text with `text` (a short apology), or posts it. */
   fail(text: string): Promise<void>;
+  /** What the answer is doing now ("Searching the knowledge…"), where the platform shows a status. Never throws. */
+  status?(text: string): void;
 }
 
 export interface OutboundMessage {

@@ -125,7 +125,7 @@ export function createDiscordBridgeWith(options: BridgeOptions<DiscordCredential
       if (colon <= 0) return;
       // The conversation of the clicked message's thread: a thread started on a message has its id.
       const conversationId = interaction.channel?.isThread() ? interaction.channelId : interaction.message.id;
-      const action = { actionId: interaction.customId.slice(0, colon), value: interaction.customId.slice(colon + 1), userId: interaction.user.id, conversationId };
+      const action = { actionId: interaction.customId.slice(0, colon), value: interaction.customId.slice(colon + 1), userId: interaction.user.id, conversationId, messageId: interaction.message.id };
       interaction
         .deferUpdate()
         .then(() => onAction(action))

@@ -31,6 +31,8 @@ export interface SlackMessageEvent {
   thread_ts?: string;
   channel?: string;
   channel_type?: string;
+  /** The sender's team. */
+  team?: string;
 }
 
 export interface SlackReactionEvent {
@@ -52,7 +54,7 @@ export class InboundMapper {
   constructor(private readonly settings: () => ChannelSettings) {}
 
   /** The message to deliver, or null when the event is to be ignored. */
-  message(event: SlackMessageEvent, eventId: string | undefined, bot: BotIdentity): InboundMessage | null {
+  message(event: SlackMessageEvent, eventId: string | undefined, bot: BotIdentity, teamId?: string): InboundMessage | null {
     const settings = this.settings();
     if (!settings.enabled) return null;
     if (event.subtype !== undefined && !USER_SUBTYPES.has(event.subtype)) return null;
@@ -87,7 +89,8 @@ export class InboundMapper {
       text,
       direct,
       mentioned,
-      replyTo: { channel, thread_ts: thread ?? (settings.replyInThread ? ts : null) },
+      // Who asked (and their team): a native stream outside a DM goes to them.
+      replyTo: { channel, thread_ts: thread ?? (settings.replyInThread ? ts : null), user: event.user, team: event.team ?? teamId ?? null },
       ...(addressed ? {} : { addressed: false }),
     };
   }
@@ -116,9 +119,10 @@ export interface SlackBlockActions {
 export function toAction(body: SlackBlockActions): InboundAction[] {
   const userId = body.user?.id;
   const channel = body.channel?.id ?? body.container?.channel_id;
-  const ts = body.message?.thread_ts ?? body.container?.thread_ts ?? body.message?.ts ?? body.container?.message_ts;
-  if (body.type !== 'block_actions' || !userId || !channel || !ts) return [];
-  return (body.actions ?? []).flatMap((a) => (a.action_id && a.value !== undefined ? [{ actionId: a.action_id, value: a.value, userId, conversationId: `${channel}:${ts}` }] : []));
+  const messageId = body.message?.ts ?? body.container?.message_ts;
+  const ts = body.message?.thread_ts ?? body.container?.thread_ts ?? messageId;
+  if (body.type !== 'block_actions' || !userId || !channel || !ts || !messageId) return [];
+  return (body.actions ?? []).flatMap((a) => (a.action_id && a.value !== undefined ? [{ actionId: a.action_id, value: a.value, userId, conversationId: `${channel}:${ts}`, messageId }] : []));
 }
 
 const RATINGS: Record<string, 5 | 1> = { '+1': 5, thumbsup: 5, '-1': 1, thumbsdown: 1 };

@@ -5,7 +5,7 @@
  */
 import type { webApi } from '@slack/bolt';
 import type { Logger } from 'pino';
-import type { OutboundButton, OutboundMessage, ReplyTarget, ReplyWriter, SendResult } from '../bridge.js';
+import type { ChannelSettings, OutboundButton, OutboundMessage, ReplyTarget, ReplyWriter, SendResult } from '../bridge.js';
 import { markdownToMrkdwn, SLACK_PART_LIMIT, toSlackParts } from './format.js';
 import { splitMessage } from '../split.js';
 
@@ -13,16 +13,30 @@ import { splitMessage } from '../split.js';
 export const PROGRESS_INTERVAL_MS = 1000;
 /** Put in front of a `high` priority send, so the reader sees it is urgent. */
 export const HIGH_PRIORITY_MARK = '🔴 ';
+/** The action id of the feedback buttons under an answer. */
+export const FEEDBACK_ACTION = 'switchboard.feedback';
+/** At most this much of an answer is streamed as one message (markdown); the rest follows as messages. */
+export const STREAM_LIMIT = 12_000;
+/**
+ * What Slack answers when this workspace, plan, base URL (Enterprise Grid, GovSlack) or token cannot
+ * stream or show a status: the channel falls back (post, then edit) and remembers.
+ */
+const REFUSALS = new Set(['unknown_method', 'not_allowed', 'not_allowed_token_type', 'missing_scope', 'feature_not_enabled', 'method_not_supported_for_channel_type', 'not_supported', 'no_permission']);
+export const isRefusal = (err: unknown): boolean => REFUSALS.has(String((err as { data?: { error?: unknown } } | null)?.data?.error ?? ''));
 
 type WebClient = webApi.WebClient;
 
 export class SlackOutbound {
   private readonly queue: Array<{ high: boolean; run: () => Promise<void> }> = [];
   private pumping = false;
+  /** Slack refused native streaming (or the status) on this channel: answers post then edit (and show no status) from now on. */
+  streamingRefused = false;
+  statusRefused = false;
 
   constructor(
-    private readonly web: WebClient,
+    readonly web: WebClient,
     private readonly logger: Logger,
+    private readonly settings: () => ChannelSettings = () => ({ respondTo: 'mentions', replyInThread: true, allowedConversations: [], enabled: true, streaming: false, feedbackButtons: false, statusMessages: [] }),
   ) {}
 
   async post(channel: string, text: string, threadTs: string | null): Promise<string> {
@@ -36,8 +50,31 @@ export class SlackOutbound {
     return { ts: result.ts, channel: result.channel ?? channel };
   }
 
-  async update(channel: string, ts: string, text: string): Promise<void> {
-    await this.web.chat.update({ channel, ts, text });
+  async update(channel: string, ts: string, text: string, blocks?: unknown[]): Promise<void> {
+    await this.web.chat.update({ channel, ts, text, ...(blocks ? { blocks: blocks as never } : {}) });
+  }
+
+  /** Posts the last part of an answer with its feedback buttons. */
+  async postWithFeedback(channel: string, text: string, threadTs: string | null): Promise<string> {
+    const result = await this.web.chat.postMessage({ channel, text, ...(threadTs ? { thread_ts: threadTs } : {}), blocks: answerBlocks(text) as never });
+    if (!result.ts) throw new Error('Slack answered chat.postMessage without a ts.');
+    return result.ts;
+  }
+
+  /**
+   * Shows what the answer is doing in the thread (`assistant.threads.setStatus`), rotating
+   * `loading` messages; Slack clears it when the reply arrives. Never throws; a refusal is
+   * remembered, and the channel shows no status from then on.
+   */
+  status(channel: string, threadTs: string, status: string, loading: string[] = []): Promise<void> {
+    if (this.statusRefused) return Promise.resolve();
+    return this.web.assistant.threads.setStatus({ channel_id: channel, thread_ts: threadTs, status, ...(loading.length > 0 ? { loading_messages: loading } : {}) }).then(
+      () => undefined,
+      (err: unknown) => {
+        if (isRefusal(err)) this.statusRefused = true;
+        else this.logger.debug({ err, channel }, 'slack: the status could not be set');
+      },
+    );
   }
 
   /**
@@ -58,10 +95,24 @@ export class SlackOutbound {
     });
   }
 
+  /**
+   * A reply in `target`: streamed natively in a thread where Slack allows it (a status shown while
+   * the answer is worked out), else posted then edited; with feedback buttons under it when the
+   * channel's settings ask for them.
+   */
   reply(target: ReplyTarget): ReplyWriter {
     const channel = typeof target.channel === 'string' ? target.channel : '';
     const threadTs = typeof target.thread_ts === 'string' ? target.thread_ts : null;
-    return new ProgressiveReply(this, channel, threadTs, this.logger);
+    const user = typeof target.user === 'string' ? target.user : null;
+    const team = typeof target.team === 'string' ? target.team : null;
+    const settings = this.settings();
+    const thinking = threadTs !== null ? this.status(channel, threadTs, 'is thinking…', settings.statusMessages) : Promise.resolve();
+    const progressive = () => new ProgressiveReply(this, channel, threadTs, this.logger, settings.feedbackButtons);
+    // Outside a DM Slack streams to one recipient: the user who asked (and their team).
+    const streamable = settings.streaming && !this.streamingRefused && threadTs !== null && (channel.startsWith('D') || (user !== null && team !== null));
+    if (!streamable) return withStatus(progressive(), this, channel, threadTs, thinking);
+    const stream = new StreamingReply(this, { channel, thread_ts: threadTs!, ...(channel.startsWith('D') ? {} : { recipient_user_id: user!, recipient_team_id: team! }) }, settings.feedbackButtons, progressive, this.logger);
+    return withStatus(stream, this, channel, threadTs, thinking);
   }
 
   private enqueue<T>(high: boolean, task: () => Promise<T>): Promise<T> {
@@ -104,6 +155,7 @@ class ProgressiveReply implements ReplyWriter {
     private readonly channel: string,
     private readonly threadTs: string | null,
     private readonly logger: Logger,
+    private readonly feedback = false,
   ) {}
 
   progress(textSoFar: string): void {
@@ -117,13 +169,17 @@ class ProgressiveReply implements ReplyWriter {
     const parts = toSlackParts(text);
     const ids: string[] = [];
     const first = parts[0] ?? '';
-    if (this.ts === null) ids.push(await this.out.post(this.channel, first, this.threadTs));
+    // The feedback buttons go under the last part.
+    const last = parts.length === 1 && this.feedback;
+    if (this.ts === null) ids.push(last ? await this.out.postWithFeedback(this.channel, first, this.threadTs) : await this.out.post(this.channel, first, this.threadTs));
     else {
-      if (first !== this.shown) await this.out.update(this.channel, this.ts, first);
+      if (first !== this.shown || last) await this.out.update(this.channel, this.ts, first, last ? answerBlocks(first) : undefined);
       ids.push(this.ts);
     }
     const thread = this.threadTs ?? ids[0] ?? null;
-    for (const part of parts.slice(1)) ids.push(await this.out.post(this.channel, part, thread));
+    for (const [i, part] of parts.slice(1).entries()) {
+      ids.push(this.feedback && i === parts.length - 2 ? await this.out.postWithFeedback(this.channel, part, thread) : await this.out.post(this.channel, part, thread));
+    }
     return ids;
   }
 
@@ -174,6 +230,168 @@ class ProgressiveReply implements ReplyWriter {
       if (!this.done && this.latest !== null) this.schedule();
     });
   }
+}
+
+/**
+ * Shows a writer's tool statuses in the thread until its first text; the answer is written once the
+ * status asked for first is settled (so a refusal is known before the next reply).
+ */
+function withStatus(writer: ReplyWriter, out: SlackOutbound, channel: string, threadTs: string | null, thinking: Promise<void>): ReplyWriter {
+  if (threadTs === null) return writer;
+  let texted = false;
+  // Text waits for the status call: Slack clears a status when the reply arrives, so it must come first.
+  let ready = false;
+  let pending: string | null = null;
+  void thinking.then(() => {
+    ready = true;
+    if (pending !== null) writer.progress(pending);
+  });
+  return {
+    progress: (soFar) => {
+      texted = true;
+      if (ready) writer.progress(soFar);
+      else pending = soFar;
+    },
+    finish: async (text) => {
+      await thinking;
+      return writer.finish(text);
+    },
+    fail: async (text) => {
+      await thinking;
+      return writer.fail(text);
+    },
+    status: (text) => {
+      if (!texted) void out.status(channel, threadTs, text);
+    },
+  };
+}
+
+/**
+ * One reply streamed natively: `chat.startStream` with the first text, `chat.appendStream` with
+ * what came since, at most about once a second (so 50 answers at once stay within Slack's limits),
+ * `chat.stopStream` with the rest and the feedback buttons. When Slack refuses to start a stream,
+ * the reply (and every later one on the channel) is posted then edited instead.
+ */
+class StreamingReply implements ReplyWriter {
+  private ts: string | null = null;
+  private sent = '';
+  private latest = '';
+  private fallback: ReplyWriter | null = null;
+  private inFlight: Promise<void> | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private lastStart = 0;
+  private done = false;
+
+  constructor(
+    private readonly out: SlackOutbound,
+    private readonly target: { channel: string; thread_ts: string; recipient_user_id?: string; recipient_team_id?: string },
+    private readonly feedback: boolean,
+    private readonly progressive: () => ReplyWriter,
+    private readonly logger: Logger,
+  ) {}
+
+  progress(textSoFar: string): void {
+    if (this.done) return;
+    this.latest = textSoFar;
+    if (this.fallback) return this.fallback.progress(textSoFar);
+    this.schedule();
+  }
+
+  async finish(text: string): Promise<string[]> {
+    await this.settle();
+    const [streamed = '', ...rest] = splitMessage(text, STREAM_LIMIT);
+    if (!this.fallback && this.ts === null) await this.start(streamed);
+    if (this.fallback) return this.fallback.finish(text);
+    const delta = streamed.startsWith(this.sent) ? streamed.slice(this.sent.length) : '';
+    await this.out.web.chat.stopStream({ channel: this.target.channel, ts: this.ts!, ...(delta ? { markdown_text: delta } : {}), ...(this.feedback ? { blocks: [feedbackBlock()] as never } : {}) });
+    const ids = [this.ts!];
+    for (const part of rest.flatMap((r) => toSlackParts(r))) ids.push(await this.out.post(this.target.channel, part, this.target.thread_ts));
+    return ids;
+  }
+
+  async fail(text: string): Promise<void> {
+    await this.settle();
+    if (this.fallback) return this.fallback.fail(text);
+    try {
+      if (this.ts === null) await this.out.post(this.target.channel, splitMessage(markdownToMrkdwn(text), SLACK_PART_LIMIT)[0] ?? '', this.target.thread_ts);
+      else await this.out.web.chat.stopStream({ channel: this.target.channel, ts: this.ts, markdown_text: `\n\n${text}` });
+    } catch (err) {
+      this.logger.warn({ err, channel: this.target.channel }, 'slack: could not post the failure notice');
+    }
+  }
+
+  /** Starts the stream with `text`; a refusal switches this reply (and the channel) to post-then-edit. */
+  private async start(text: string): Promise<void> {
+    if (text.trim() === '') return;
+    try {
+      const started = await this.out.web.chat.startStream({ ...this.target, markdown_text: text });
+      if (!started.ts) throw new Error('Slack answered chat.startStream without a ts.');
+      this.ts = started.ts;
+      this.sent = text;
+    } catch (err) {
+      if (!isRefusal(err)) throw err;
+      this.out.streamingRefused = true;
+      this.logger.info({ channel: this.target.channel, error: (err as { data?: { error?: string } }).data?.error }, 'slack: streaming refused here; answers post then edit');
+      this.fallback = this.progressive();
+      if (this.latest !== '' && !this.done) this.fallback.progress(this.latest);
+    }
+  }
+
+  private async settle(): Promise<void> {
+    this.done = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    if (this.inFlight) await this.inFlight;
+  }
+
+  private schedule(): void {
+    if (this.inFlight || this.timer || this.done) return;
+    const wait = Math.max(0, this.lastStart + PROGRESS_INTERVAL_MS - Date.now());
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.flush();
+    }, wait);
+  }
+
+  private flush(): void {
+    if (this.done || this.fallback) return;
+    const text = this.latest.slice(0, STREAM_LIMIT);
+    if (text.trim() === '' || text === this.sent || !text.startsWith(this.sent)) return;
+    this.lastStart = Date.now();
+    const request =
+      this.ts === null
+        ? this.start(text)
+        : this.out.web.chat.appendStream({ channel: this.target.channel, ts: this.ts, markdown_text: text.slice(this.sent.length) }).then(() => {
+            this.sent = text;
+          });
+    this.inFlight = request
+      .catch((err: unknown) => this.logger.warn({ err, channel: this.target.channel }, 'slack: streaming an answer failed'))
+      .finally(() => {
+        this.inFlight = null;
+        if (!this.done && !this.fallback && this.latest !== this.sent) this.schedule();
+      });
+  }
+}
+
+/** The buttons under an answer: 👍/👎 (`feedback_buttons` in a `context_actions` block). */
+export function feedbackBlock() {
+  const button = (text: string, value: string, label: string) => ({ text: { type: 'plain_text', text }, value, accessibility_label: label });
+  return {
+    type: 'context_actions',
+    elements: [
+      {
+        type: 'feedback_buttons',
+        action_id: FEEDBACK_ACTION,
+        positive_button: button('Good answer', 'positive', 'Rate this answer as good'),
+        negative_button: button('Bad answer', 'negative', 'Rate this answer as bad'),
+      },
+    ],
+  };
+}
+
+/** An answer part's text as sections (each within Slack's limit), then the feedback buttons. */
+function answerBlocks(text: string) {
+  return [...splitMessage(text, SECTION_LIMIT).map((part) => ({ type: 'section', text: { type: 'mrkdwn', text: part } })), feedbackBlock()];
 }
 
 /** Slack's limit for a section block's text; the message's `text` keeps all of it (notifications, clients without blocks). */

@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import { UnavailableError } from '../../src/errors.js';
 import type { BridgeFactory, BridgeOptions, ChannelBridge, OutboundMessage, RawHttpRequest, RawHttpResponse, ReplyTarget, ReplyWriter, SendResult, SlackCredentials } from '../bridge.js';
 import { InboundMapper, toAction, toReaction, type BotIdentity, type SlackBlockActions, type SlackMessageEvent, type SlackReactionEvent } from './inbound.js';
-import { SlackOutbound } from './outbound.js';
+import { FEEDBACK_ACTION, SlackOutbound } from './outbound.js';
 import { EventsApiReceiver } from './receiver.js';
 
 /** Bounded retries for every Web API call (429 waits Retry-After first, then this back-off). */
@@ -52,7 +52,7 @@ class SlackBridge implements ChannelBridge {
       ...(options.apiUrl ? { slackApiUrl: options.apiUrl.endsWith('/') ? options.apiUrl : `${options.apiUrl}/` } : {}),
     });
     this.web = new webApi.WebClient(botToken, clientOptions());
-    this.outbound = new SlackOutbound(this.web, this.logger);
+    this.outbound = new SlackOutbound(this.web, this.logger, options.settings);
     this.inbound = new InboundMapper(options.settings);
     // The bot's ids come from our own auth.test in start(); Bolt reads them through `authorize`.
     const authorize = async () => ({ botToken, botId: this.bot?.botId ?? undefined, botUserId: this.bot?.userId });
@@ -76,8 +76,8 @@ class SlackBridge implements ChannelBridge {
     } else {
       throw new Error('Slack credentials need a signingSecret (Events API) or an appToken (Socket Mode).');
     }
-    this.app.event('message', async ({ event, body }) => this.onMessage(event as SlackMessageEvent, body.event_id));
-    this.app.event('app_mention', async ({ event, body }) => this.onMessage(event as SlackMessageEvent, body.event_id));
+    this.app.event('message', async ({ event, body }) => this.onMessage(event as SlackMessageEvent, body.event_id, body.team_id));
+    this.app.event('app_mention', async ({ event, body }) => this.onMessage(event as SlackMessageEvent, body.event_id, body.team_id));
     this.app.event('reaction_added', async ({ event }) => this.onReaction(event as SlackReactionEvent));
     // Buttons the bridge posted: acknowledged at once (Slack wants it within 3 s), then handed on.
     this.app.action(/.*/, async ({ ack, body }) => {
@@ -133,9 +133,9 @@ class SlackBridge implements ChannelBridge {
     return this.outbound.reply(target);
   }
 
-  private async onMessage(event: SlackMessageEvent, eventId: string | undefined): Promise<void> {
+  private async onMessage(event: SlackMessageEvent, eventId: string | undefined, teamId: string | undefined): Promise<void> {
     if (!this.bot) return;
-    const message = this.inbound.message(event, eventId, this.bot);
+    const message = this.inbound.message(event, eventId, this.bot, teamId);
     if (!message) return;
     try {
       await this.options.events.onMessage(message);
@@ -156,10 +156,16 @@ class SlackBridge implements ChannelBridge {
   }
 
   private async onActions(body: SlackBlockActions): Promise<void> {
-    if (!this.bot || !this.options.events.onAction || !this.options.settings().enabled) return;
+    if (!this.bot || !this.options.settings().enabled) return;
+    const { onAction, onFeedback } = this.options.events;
     for (const action of toAction(body)) {
       try {
-        await this.options.events.onAction(action);
+        // A click on an answer's feedback buttons rates it; other buttons go on as they are.
+        if (action.actionId === FEEDBACK_ACTION) {
+          if (onFeedback && (action.value === 'positive' || action.value === 'negative')) {
+            await onFeedback({ messageExternalId: action.messageId, userId: action.userId, rating: action.value === 'positive' ? 5 : 1 });
+          }
+        } else if (onAction) await onAction(action);
       } catch (err) {
         this.logger.error({ err, actionId: action.actionId }, 'slack: the channels service did not take a button click');
       }

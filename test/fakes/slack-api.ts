@@ -16,6 +16,8 @@ import { WebSocketServer, type WebSocket } from 'ws';
 
 export interface FakeSlackOptions {
   botToken: string;
+  /** Answer `chat.startStream` / `appendStream` / `stopStream` and `assistant.threads.setStatus` (else `unknown_method`, as a Slack without them). */
+  aiApps?: boolean;
   appToken?: string;
   botUserId?: string;
   botId?: string;
@@ -53,6 +55,10 @@ export interface FakeSlack {
   rateLimit(method: string, seconds: number, times?: number): void;
   /** The next call to `method` answers `{ ok: false, error }`. */
   failNext(method: string, error: string): void;
+  /** Every call to `method` answers `{ ok: false, error }` from now on (null: answered again). */
+  refuse(method: string, error: string | null): void;
+  /** A message's text as it stands (posted, edited or streamed), by channel and ts. */
+  text(channel: string, ts: string): string | undefined;
   socket: {
     /** Connections accepted so far (each one got `hello`). */
     readonly connections: number;
@@ -80,6 +86,8 @@ export async function startFakeSlack(options: FakeSlackOptions): Promise<FakeSla
   const acks: SocketAck[] = [];
   const rateLimits = new Map<string, { seconds: number; times: number }>();
   const failures = new Map<string, string>();
+  const refusals = new Map<string, string>();
+  const streams = new Map<string, { stopped: boolean }>();
   const messages = new Map<string, string>();
   const sockets = new Set<WebSocket>();
   let connections = 0;
@@ -122,6 +130,11 @@ export async function startFakeSlack(options: FakeSlackOptions): Promise<FakeSla
         answer({ ok: false, error: scripted });
         return;
       }
+      const refused = refusals.get(method);
+      if (refused !== undefined) {
+        answer({ ok: false, error: refused });
+        return;
+      }
       answer(route(method, token, body));
     });
   });
@@ -157,6 +170,36 @@ export async function startFakeSlack(options: FakeSlackOptions): Promise<FakeSla
       }
       case 'reactions.add':
       case 'reactions.remove':
+        return { ok: true };
+      case 'chat.startStream': {
+        if (!options.aiApps) return { ok: false, error: 'unknown_method' };
+        const markdown = typeof body.markdown_text === 'string' ? body.markdown_text : '';
+        if (!channel) return { ok: false, error: 'channel_not_found' };
+        if (typeof body.thread_ts !== 'string') return { ok: false, error: 'invalid_arguments' };
+        // Outside a DM, Slack streams to one recipient.
+        if (!channel.startsWith('D') && (typeof body.recipient_user_id !== 'string' || typeof body.recipient_team_id !== 'string')) return { ok: false, error: 'invalid_arguments' };
+        tsCounter += 1;
+        const ts = `${1_700_000_000 + tsCounter}.${String(tsCounter).padStart(6, '0')}`;
+        messages.set(`${channel}:${ts}`, markdown);
+        streams.set(`${channel}:${ts}`, { stopped: false });
+        return { ok: true, channel, ts };
+      }
+      case 'chat.appendStream':
+      case 'chat.stopStream': {
+        if (!options.aiApps) return { ok: false, error: 'unknown_method' };
+        const key = `${channel}:${typeof body.ts === 'string' ? body.ts : ''}`;
+        const stream = streams.get(key);
+        if (!stream) return { ok: false, error: 'message_not_found' };
+        if (stream.stopped) return { ok: false, error: 'message_not_in_streaming_state' };
+        const markdown = typeof body.markdown_text === 'string' ? body.markdown_text : '';
+        if (method === 'chat.appendStream' && !markdown) return { ok: false, error: 'invalid_arguments' };
+        messages.set(key, (messages.get(key) ?? '') + markdown);
+        if (method === 'chat.stopStream') stream.stopped = true;
+        return { ok: true, channel, ts: body.ts };
+      }
+      case 'assistant.threads.setStatus':
+        if (!options.aiApps) return { ok: false, error: 'unknown_method' };
+        if (typeof body.channel_id !== 'string' || typeof body.thread_ts !== 'string' || typeof body.status !== 'string') return { ok: false, error: 'invalid_arguments' };
         return { ok: true };
       default:
         return { ok: false, error: 'unknown_method' };
@@ -202,6 +245,11 @@ export async function startFakeSlack(options: FakeSlackOptions): Promise<FakeSla
     failNext(method, error) {
       failures.set(method, error);
     },
+    refuse(method, error) {
+      if (error === null) refusals.delete(method);
+      else refusals.set(method, error);
+    },
+    text: (channel, ts) => messages.get(`${channel}:${ts}`),
     socket: {
       get connections() {
         return connections;
@@ -236,6 +284,7 @@ export async function startFakeSlack(options: FakeSlackOptions): Promise<FakeSla
       acks.length = 0;
       rateLimits.clear();
       failures.clear();
+      refusals.clear();
     },
     async close() {
       for (const ws of sockets) ws.terminate();

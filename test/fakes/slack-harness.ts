@@ -44,7 +44,7 @@ export function recorder(): Recorder {
 }
 
 export function defaultSettings(): ChannelSettings {
-  return { respondTo: 'mentions', replyInThread: true, allowedConversations: [], enabled: true };
+  return { respondTo: 'mentions', replyInThread: true, allowedConversations: [], enabled: true, streaming: true, feedbackButtons: true, statusMessages: [] };
 }
 
 export interface Harness {

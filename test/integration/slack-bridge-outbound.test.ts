@@ -25,6 +25,32 @@ afterAll(async () => {
 });
 
 describe('Slack bridge, replies', () => {
+  it('shows the thread a status while the answer is worked out, a tool’s status until the first text, and asks a Slack without statuses once', async () => {
+    const ai = await startFakeSlack({ botToken: BOT_TOKEN, aiApps: true });
+    try {
+      h = makeBridge(ai);
+      h.settings.streaming = false;
+      await h.bridge.start();
+      const writer = h.bridge.reply({ channel: 'C1', thread_ts: '1700.000002', user: 'U1', team: 'T1' });
+      writer.status?.('is searching the knowledge…');
+      await until('two statuses', () => ai.ok('assistant.threads.setStatus').length === 2);
+      writer.progress('Refunds take');
+      writer.status?.('is using another.tool…');
+      await writer.finish('Refunds take 5 business days.');
+      expect(ai.ok('assistant.threads.setStatus').map((c) => c.body.status)).toEqual(['is thinking…', 'is searching the knowledge…']);
+      await h.bridge.stop();
+    } finally {
+      await ai.close();
+    }
+    // This fake has no statuses: the first reply asks, the channel remembers the refusal.
+    h = makeBridge(fake);
+    await h.bridge.start();
+    // A reply is finished once its status call settled: the refusal is known by then.
+    await h.bridge.reply({ channel: 'C1', thread_ts: '1700.000003' }).finish('one');
+    await h.bridge.reply({ channel: 'C1', thread_ts: '1700.000004' }).finish('two');
+    expect(fake.calls.filter((c) => c.method === 'assistant.threads.setStatus')).toHaveLength(1);
+  });
+
   it('posts the first progress once, edits it at most about once a second, and the final text wins', async () => {
     h = makeBridge(fake);
     await h.bridge.start();

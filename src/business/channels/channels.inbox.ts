@@ -43,6 +43,13 @@ export interface InboxDeps {
  */
 export type Takeable = (claimers: Array<string | null>) => Promise<Set<string | null>>;
 
+/** What a tool call shows as the thread's status while the answer is worked out. */
+export function toolStatus(tool: string): string {
+  if (tool === 'knowledge.search') return 'is searching the knowledge…';
+  if (tool.startsWith('knowledge.')) return 'is reading the knowledge…';
+  return `is using ${tool}…`;
+}
+
 const APOLOGY = 'Sorry — I could not answer that just now. Please try again in a moment.';
 
 export function createInbox(deps: InboxDeps) {
@@ -61,7 +68,14 @@ export function createInbox(deps: InboxDeps) {
   };
 
   /** One exchange in the conversation's session (a new one when it is gone or belongs to another persona). */
-  async function respond(channel: RoutedChannel, conversationId: string, text: string, userId: string | undefined, onText: (soFar: string) => void): Promise<Answer> {
+  async function respond(
+    channel: RoutedChannel,
+    conversationId: string,
+    text: string,
+    userId: string | undefined,
+    onText: (soFar: string) => void,
+    onTool: (name: string) => void = () => {},
+  ): Promise<Answer> {
     const target = channel.personaId !== null ? { personaId: channel.personaId } : { abTestId: channel.abTestId! };
     const known = await store.sessionOf(channel.id, conversationId);
     const request = { ...target, message: text, userId, channelId: channel.id, enableMCPTools: true };
@@ -76,6 +90,7 @@ export function createInbox(deps: InboxDeps) {
     }
     let soFar = '';
     const answer = await exchange.run((event) => {
+      if (event.type === 'tool_call') onTool(event.toolCall.name);
       if (event.type !== 'text') return;
       soFar += event.content;
       onText(soFar);
@@ -87,7 +102,14 @@ export function createInbox(deps: InboxDeps) {
   /** Answers a stored message through `writer`; settles its inbox row either way. */
   async function answerStored(channel: RoutedChannel, seq: number, message: InboundMessage, writer: ReplyWriter): Promise<Answer | null> {
     try {
-      const answer = await respond(channel, message.conversationId, message.text, message.userId, (soFar) => writer.progress(soFar));
+      const answer = await respond(
+        channel,
+        message.conversationId,
+        message.text,
+        message.userId,
+        (soFar) => writer.progress(soFar),
+        (tool) => writer.status?.(toolStatus(tool)),
+      );
       // A person has the conversation: the persona says nothing, and nothing is posted.
       if (answer.handoff && answer.response === '') {
         await store.settle(seq, 'answered', now());

@@ -8,9 +8,28 @@ export const settingsSchema = z.strictObject({
   replyInThread: z.boolean(),
   allowedConversations: z.array(z.string().min(1).max(200)).max(500).describe('Platform channel ids the bot listens in; empty = all.'),
   enabled: z.boolean(),
+  streaming: z
+    .boolean()
+    .describe('Slack: stream answers natively (`chat.startStream` / `appendStream` / `stopStream`) where the workspace allows it; otherwise, or when Slack refuses, post then edit about once a second.'),
+  feedbackButtons: z.boolean().describe('Slack: 👍/👎 feedback buttons under every answer; a click rates that answer (5 or 1), once per person.'),
+  statusMessages: z
+    .array(z.string().trim().min(1).max(100))
+    .max(10)
+    .describe('Slack: the loading messages the thread shows, rotating, while the answer is worked out (`assistant.threads.setStatus`); empty: “is thinking…”.'),
 });
 
-export const DEFAULT_SETTINGS: z.infer<typeof settingsSchema> = { respondTo: 'mentions', replyInThread: true, allowedConversations: [], enabled: true };
+export const DEFAULT_SETTINGS: z.infer<typeof settingsSchema> = {
+  respondTo: 'mentions',
+  replyInThread: true,
+  allowedConversations: [],
+  enabled: true,
+  streaming: true,
+  feedbackButtons: true,
+  statusMessages: [],
+};
+
+/** A channel's stored settings with the defaults of fields added since it was created. */
+export const settingsOf = (stored: string): z.infer<typeof settingsSchema> => ({ ...DEFAULT_SETTINGS, ...(JSON.parse(stored) as Partial<z.infer<typeof settingsSchema>>) });
 
 export const slackCredentialsSchema = z.union([
   z.strictObject({ botToken: secret('xoxb- bot token'), signingSecret: secret('Events API signing secret') }),

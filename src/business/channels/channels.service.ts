@@ -15,7 +15,7 @@
  */
 import crypto from 'node:crypto';
 import type { Logger } from 'pino';
-import type { BridgeFactory, ChannelBridge, DiscordCredentials, InboundAction, InboundMessage, OutboundButton, RawHttpRequest, RawHttpResponse, SlackCredentials } from '../../../bridges/bridge.js';
+import type { BridgeFactory, ChannelBridge, DiscordCredentials, InboundAction, InboundFeedback, InboundMessage, OutboundButton, RawHttpRequest, RawHttpResponse, SlackCredentials } from '../../../bridges/bridge.js';
 import { createWebhookBridge, SIGNATURE_HEADER, verifySignature, type WebhookCredentials } from '../../../bridges/webhook/webhook-bridge.js';
 import type { ChangeSignals } from '../../db/change-signals.js';
 import type { LeaseStore } from '../../db/leases.js';
@@ -30,7 +30,7 @@ import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
 import type { AbTestService } from '../ab-tests/ab-tests.service.js';
 import type { PersonaService } from '../../core/personas/personas.service.js';
 import type { Inbox, RoutedChannel, Takeable } from './channels.inbox.js';
-import { type Channel, type ChannelSettings, type CreateChannelInput, DEFAULT_SETTINGS, type SendInput, type SendResult, type UpdateSettingsInput, webhookInboundSchema } from './channels.schemas.js';
+import { type Channel, type ChannelSettings, type CreateChannelInput, DEFAULT_SETTINGS, settingsOf, type SendInput, type SendResult, type UpdateSettingsInput, webhookInboundSchema } from './channels.schemas.js';
 import type { ChannelStore } from './channels.store.js';
 
 export interface BridgeFactories {
@@ -117,7 +117,7 @@ export function createChannelService(deps: ChannelServiceDeps) {
 
   function toChannel(row: ChannelRow): Channel {
     const state = live.get(row.id);
-    const settings = JSON.parse(row.settings) as ChannelSettings;
+    const settings = settingsOf(row.settings);
     return {
       id: row.id,
       type: row.type,
@@ -154,6 +154,18 @@ export function createChannelService(deps: ChannelServiceDeps) {
       },
       onAction: async (action: InboundAction) => {
         if (deps.desk) await deps.desk.deskAction(state.row.workspace_id, state.row.id, action);
+      },
+      // A feedback button: one rating per person and answer (a second click, or Slack's retry, changes nothing).
+      onFeedback: async (feedback: InboundFeedback) => {
+        const seq = await store.receive({
+          channel_id: state.row.id,
+          external_id: `feedback:${feedback.messageExternalId}:${feedback.userId}`,
+          conversation_id: 'feedback',
+          payload: JSON.stringify(feedback),
+          status: 'answered',
+          received_at: clock.now().toISOString(),
+        });
+        if (seq !== null) await inbox.react(routed(state.row), feedback);
       },
       onReaction: async (reaction: Parameters<Inbox['react']>[1]) => void (await inbox.react(routed(state.row), reaction)),
       onStatus: (status: 'connecting' | 'connected' | 'error', detail: string | null) => {
@@ -301,7 +313,7 @@ export function createChannelService(deps: ChannelServiceDeps) {
   async function activate(row: ChannelRow, waitMs: number): Promise<void> {
     const state: Live = {
       row,
-      settings: JSON.parse(row.settings) as ChannelSettings,
+      settings: settingsOf(row.settings),
       bridge: null,
       status: 'connecting',
       detail: null,
@@ -323,7 +335,7 @@ export function createChannelService(deps: ChannelServiceDeps) {
   async function apply(state: Live, row: ChannelRow): Promise<void> {
     const wasEnabled = state.settings.enabled;
     state.row = row;
-    state.settings = JSON.parse(row.settings) as ChannelSettings;
+    state.settings = settingsOf(row.settings);
     if (wasEnabled && !state.settings.enabled) {
       await stop(state);
       if (state.connection && state.held && deps.leases) await deps.leases.store.release(deps.leases.owner, [leaseName(row.id)]);
@@ -468,7 +480,7 @@ export function createChannelService(deps: ChannelServiceDeps) {
       const row = await find(workspaceId, id);
       const { personaId, abTestId, ...patch } = input;
       await checkTarget(workspaceId, { personaId, abTestId });
-      const settings: ChannelSettings = { ...(JSON.parse(row.settings) as ChannelSettings), ...patch };
+      const settings: ChannelSettings = { ...(settingsOf(row.settings)), ...patch };
       const updated: ChannelRow = {
         ...row,
         settings: JSON.stringify(settings),
@@ -528,7 +540,7 @@ export function createChannelService(deps: ChannelServiceDeps) {
 
     /** Whether the workspace has an enabled channel of this type (its `<type>.send_message` tool exists then). */
     async hasType(workspaceId: string, type: ChannelRow['type']): Promise<boolean> {
-      return (await store.ofType(workspaceId, type)).some((row) => (JSON.parse(row.settings) as ChannelSettings).enabled);
+      return (await store.ofType(workspaceId, type)).some((row) => (settingsOf(row.settings)).enabled);
     },
 
     /**
@@ -537,7 +549,7 @@ export function createChannelService(deps: ChannelServiceDeps) {
      * it is `<channel name or id>/<conversation>`.
      */
     async sendByType(workspaceId: string, type: ChannelRow['type'], input: { channel: string; message: string; priority: SendInput['priority'] }): Promise<SendResult> {
-      const enabled = (await store.ofType(workspaceId, type)).filter((row) => (JSON.parse(row.settings) as ChannelSettings).enabled);
+      const enabled = (await store.ofType(workspaceId, type)).filter((row) => (settingsOf(row.settings)).enabled);
       const slash = input.channel.indexOf('/');
       const prefix = slash > 0 ? input.channel.slice(0, slash) : undefined;
       const byName = enabled.filter((row) => row.name === prefix);
