@@ -223,6 +223,9 @@ export interface ChannelSettings {
   replyInThread: boolean;
   allowedConversations: string[];
   enabled: boolean;
+  streaming: boolean;
+  feedbackButtons: boolean;
+  statusMessages: string[];
 }
 export interface Channel {
   id: string;

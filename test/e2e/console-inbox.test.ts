@@ -205,6 +205,21 @@ describe('the Inbox: human handoff in the console, in Chromium', { timeout: 60_0
     await desk.getByText('Removed: Support team has no desk.').waitFor();
     expect((await api('GET', `/business/teams/${team.id}`)).handoff.desk).toBeNull();
 
+    // The Slack channel's AI-app settings: native streaming, feedback buttons, the status messages.
+    await goTo(page, 'Channels');
+    await page.getByRole('button', { name: 'Manage Team Slack' }).click();
+    const channelForm = page.getByRole('form', { name: 'Settings of Team Slack' });
+    expect(await channelForm.getByLabel('Stream answers natively (else post, then edit)').isChecked()).toBe(true);
+    await channelForm.getByLabel('Stream answers natively (else post, then edit)').uncheck();
+    await channelForm.getByLabel('Status messages').fill('Looking into it…\nChecking the order…');
+    expect(await axeSerious(page)).toEqual([]);
+    await channelForm.getByRole('button', { name: 'Save settings' }).click();
+    await expect.poll(async () => (await api('GET', `/business/channels/${deskChannel.id}`)).settings, { timeout: UI_WAIT_MS }).toMatchObject({
+      streaming: false,
+      feedbackButtons: true,
+      statusMessages: ['Looking into it…', 'Checking the order…'],
+    });
+
     const billing = await api('POST', '/personas', { name: 'Billing', instructions: 'Answer billing questions.' });
     await goTo(page, 'Personas');
     await page.getByRole('button', { name: 'Edit Billing' }).click();

@@ -93,6 +93,7 @@ function Connect({ personas, onDone }: { personas: Persona[]; onDone: () => void
 function Manage({ channel, onDone }: { channel: Channel; onDone: () => void }) {
   const [s, setS] = useState<ChannelSettings>(channel.settings);
   const [allowed, setAllowed] = useState(channel.settings.allowedConversations.join(', '));
+  const [statuses, setStatuses] = useState(channel.settings.statusMessages.join('\n'));
   const [to, setTo] = useState('');
   const [message, setMessage] = useState('Test message from the Switchboard console');
   const [sent, setSent] = useState<string | null>(null);
@@ -105,7 +106,8 @@ function Manage({ channel, onDone }: { channel: Channel; onDone: () => void }) {
         .split(',')
         .map((x) => x.trim())
         .filter(Boolean);
-      await api('PUT', `/business/channels/${channel.id}/settings`, { ...s, allowedConversations });
+      const statusMessages = channel.type === 'slack' ? statuses.split('\n').map((x) => x.trim()).filter(Boolean) : s.statusMessages;
+      await api('PUT', `/business/channels/${channel.id}/settings`, { ...s, allowedConversations, statusMessages });
       onDone();
     });
   };
@@ -137,6 +139,19 @@ function Manage({ channel, onDone }: { channel: Channel; onDone: () => void }) {
         <Field label="Allowed conversations" hint="Comma-separated ids; empty = all">
           {(id) => <input id={id} value={allowed} onChange={(e) => setAllowed(e.target.value)} />}
         </Field>
+        {channel.type === 'slack' && (
+          <>
+            <label className="check">
+              <input type="checkbox" checked={s.streaming} onChange={(e) => setS({ ...s, streaming: e.target.checked })} /> Stream answers natively (else post, then edit)
+            </label>
+            <label className="check">
+              <input type="checkbox" checked={s.feedbackButtons} onChange={(e) => setS({ ...s, feedbackButtons: e.target.checked })} /> Feedback buttons under answers
+            </label>
+            <Field label="Status messages" hint="One per line (up to 10): shown, rotating, while an answer is worked out; empty = “is thinking…”">
+              {(id) => <textarea id={id} rows={3} value={statuses} onChange={(e) => setStatuses(e.target.value)} />}
+            </Field>
+          </>
+        )}
         <ProblemView error={save.error} />
         <ScopedButton scope="write" type="submit">
           Save settings
