@@ -22,6 +22,13 @@ export interface ChannelSettings {
   feedbackButtons: boolean;
   /** Slack: loading messages shown, rotating, while an answer is worked out; empty = the default. */
   statusMessages: string[];
+  /** Slack: the prompts a new assistant thread suggests; empty = the service's defaults. */
+  suggestedPrompts: SuggestedPrompt[];
+}
+
+export interface SuggestedPrompt {
+  title: string;
+  message: string;
 }
 
 /** Where a reply goes. Opaque to the service: the bridge that made it reads it back. */
@@ -95,6 +102,8 @@ export interface BridgeEvents {
   onAction?(action: InboundAction): Promise<void>;
   /** A click on an answer's feedback buttons; the service keeps one per person and answer. */
   onFeedback?(feedback: InboundFeedback): Promise<void>;
+  /** A user opened a new assistant thread (Slack's side panel): the prompts to suggest there. */
+  suggestPrompts?(): Promise<SuggestedPrompt[]>;
   /** The connection's state, with a readable reason (e.g. "Slack rejected the bot token (invalid_auth)"). */
   onStatus(status: 'connecting' | 'connected' | 'error', detail: string | null): void;
 }

@@ -333,6 +333,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     limits: overrides.channels,
     signals: backend.signals,
     desk: handoffs,
+    knowledgeTitles: (workspaceId, personaId, limit) => knowledgeStore.titlesFor(workspaceId, personaId, limit),
     ...(leaseStore ? { leases: { owner: instanceOwner, ms: config.leaseSeconds * 1000, store: leaseStore } } : {}),
   });
   personas.guardDeletion((workspaceId, personaId) => channels.personaInUse(workspaceId, personaId));

@@ -36,7 +36,7 @@ export class SlackOutbound {
   constructor(
     readonly web: WebClient,
     private readonly logger: Logger,
-    private readonly settings: () => ChannelSettings = () => ({ respondTo: 'mentions', replyInThread: true, allowedConversations: [], enabled: true, streaming: false, feedbackButtons: false, statusMessages: [] }),
+    private readonly settings: () => ChannelSettings = () => ({ respondTo: 'mentions', replyInThread: true, allowedConversations: [], enabled: true, streaming: false, feedbackButtons: false, statusMessages: [], suggestedPrompts: [] }),
   ) {}
 
   async post(channel: string, text: string, threadTs: string | null): Promise<string> {

@@ -15,6 +15,16 @@ import { InboundMapper, toAction, toReaction, type BotIdentity, type SlackBlockA
 import { FEEDBACK_ACTION, SlackOutbound } from './outbound.js';
 import { EventsApiReceiver } from './receiver.js';
 
+/** An assistant thread's title: its first question, cut to this. */
+const TITLE_CHARS = 60;
+const REMEMBERED_THREADS = 1000;
+
+/** The fields of an `assistant_thread_started` event the bridge reads. */
+interface SlackAssistantThreadEvent {
+  type: string;
+  assistant_thread?: { user_id?: string; channel_id?: string; thread_ts?: string; context?: { channel_id?: string; team_id?: string } };
+}
+
 /** Bounded retries for every Web API call (429 waits Retry-After first, then this back-off). */
 const RETRY_CONFIG = { retries: 4, factor: 2, minTimeout: 250, maxTimeout: 8000, randomize: true };
 const REQUEST_TIMEOUT_MS = 15_000;
@@ -34,6 +44,8 @@ class SlackBridge implements ChannelBridge {
   private readonly socket: SocketModeReceiver | null = null;
   private readonly logger: Logger;
   private bot: BotIdentity | null = null;
+  /** Assistant threads opened here whose first question has not titled them yet (oldest dropped first). */
+  private readonly untitled = new Set<string>();
   private stopped = false;
   /** A connection attempt (the first or a reconnect) is under way: its own outcome decides what follows. */
   private reconnecting = false;
@@ -79,6 +91,8 @@ class SlackBridge implements ChannelBridge {
     this.app.event('message', async ({ event, body }) => this.onMessage(event as SlackMessageEvent, body.event_id, body.team_id));
     this.app.event('app_mention', async ({ event, body }) => this.onMessage(event as SlackMessageEvent, body.event_id, body.team_id));
     this.app.event('reaction_added', async ({ event }) => this.onReaction(event as SlackReactionEvent));
+    // Slack's assistant side panel: a new thread gets suggested prompts, and its first question becomes its title.
+    this.app.event('assistant_thread_started', async ({ event }) => this.onAssistantThread(event as unknown as SlackAssistantThreadEvent));
     // Buttons the bridge posted: acknowledged at once (Slack wants it within 3 s), then handed on.
     this.app.action(/.*/, async ({ ack, body }) => {
       await ack();
@@ -137,10 +151,35 @@ class SlackBridge implements ChannelBridge {
     if (!this.bot) return;
     const message = this.inbound.message(event, eventId, this.bot, teamId);
     if (!message) return;
+    // The first question of an assistant thread opened here titles it.
+    const threadKey = event.thread_ts && event.channel ? `${event.channel}:${event.thread_ts}` : null;
+    if (threadKey !== null && this.untitled.delete(threadKey) && message.addressed !== false) {
+      const title = message.text.length > TITLE_CHARS ? `${message.text.slice(0, TITLE_CHARS - 1)}…` : message.text;
+      this.web.assistant.threads
+        .setTitle({ channel_id: event.channel!, thread_ts: event.thread_ts!, title })
+        .catch((err: unknown) => this.logger.debug({ err }, 'slack: the assistant thread title could not be set'));
+    }
     try {
       await this.options.events.onMessage(message);
     } catch (err) {
       this.logger.error({ err, externalId: message.externalId }, 'slack: the channels service did not take a message');
+    }
+  }
+
+  private async onAssistantThread(event: SlackAssistantThreadEvent): Promise<void> {
+    const thread = event.assistant_thread;
+    const channel = thread?.channel_id;
+    const threadTs = thread?.thread_ts;
+    if (!this.bot || typeof channel !== 'string' || typeof threadTs !== 'string' || !this.options.settings().enabled) return;
+    this.untitled.add(`${channel}:${threadTs}`);
+    if (this.untitled.size > REMEMBERED_THREADS) this.untitled.delete(this.untitled.values().next().value!);
+    try {
+      const configured = this.options.settings().suggestedPrompts;
+      const prompts = configured.length > 0 ? configured : ((await this.options.events.suggestPrompts?.()) ?? []);
+      if (prompts.length === 0) return;
+      await this.web.assistant.threads.setSuggestedPrompts({ channel_id: channel, thread_ts: threadTs, prompts: prompts.slice(0, 4) });
+    } catch (err) {
+      this.logger.warn({ err, channel }, 'slack: the suggested prompts could not be set');
     }
   }
 

@@ -11,6 +11,7 @@ import { createChannel } from '../helpers/factories.js';
 import { seedSupport } from '../integration/chat-helpers.js';
 
 const BOT_TOKEN = 'xoxb-ai-app';
+const APP_TOKEN = 'xapp-ai-app';
 const SIGNING_SECRET = 'ai-app-signing-secret';
 
 describe('Slack as an AI app', { timeout: 30_000 }, () => {
@@ -44,7 +45,7 @@ describe('Slack as an AI app', { timeout: 30_000 }, () => {
       .all(ts);
 
   beforeAll(async () => {
-    fake = await startFakeSlack({ botToken: BOT_TOKEN, aiApps: true });
+    fake = await startFakeSlack({ botToken: BOT_TOKEN, appToken: APP_TOKEN, aiApps: true });
     t = await createTestApp({ env: { SWITCHBOARD_SLACK_API_URL: fake.apiUrl } });
     const persona = await seedSupport(t);
     const channel = await createChannel(t, {
@@ -119,5 +120,44 @@ describe('Slack as an AI app', { timeout: 30_000 }, () => {
     expect(fake.calls.filter((c) => c.method === 'chat.startStream')).toHaveLength(1);
     expect(fake.ok('chat.postMessage').filter((c) => c.body.thread_ts === again)).toHaveLength(1);
     fake.refuse('chat.startStream', null);
+  });
+
+  it('suggests prompts in a new assistant thread (from the persona’s knowledge, or the channel’s own), answers there and titles it with the first question — Events API and Socket Mode', async () => {
+    fake.reset();
+    const started = (channel: string, threadTs: string) =>
+      eventCallback({ type: 'assistant_thread_started', assistant_thread: { user_id: 'U60', channel_id: channel, thread_ts: threadTs, context: { channel_id: 'C1', team_id: 'T1' } }, event_ts: nextTs() }, { botUserId: fake.botUserId });
+    const thread = nextTs();
+    expect((await deliver(started('D60', thread))).statusCode).toBe(200);
+    await fake.waitFor('the suggested prompts', () => fake.ok('assistant.threads.setSuggestedPrompts').length === 1, 5_000);
+    expect(fake.ok('assistant.threads.setSuggestedPrompts')[0]!.body).toMatchObject({
+      channel_id: 'D60',
+      thread_ts: thread,
+      prompts: [{ title: 'About Refund policy', message: 'What should I know about Refund policy?' }],
+    });
+
+    // A message in the panel's thread is answered (posted then edited: this channel remembers that Slack refused streaming above) and titles the thread.
+    const asked = nextTs();
+    const res = await deliver(eventCallback({ ...messageEvent({ channel: 'D60', channel_type: 'im', text: 'How long do refunds take for orders paid by card?', user: 'U60', ts: asked, thread_ts: thread }), team: 'T1' }, { botUserId: fake.botUserId }));
+    expect(res.statusCode).toBe(200);
+    const answered = () => t.ctx.sqlite().sqlite.prepare('SELECT status FROM channel_inbox WHERE conversation_id = ?').pluck().get(`D60:${thread}`) === 'answered';
+    await fake.waitFor('the answer in the panel', answered, 8_000);
+    const reply = fake.ok('chat.postMessage').find((c) => c.body.channel === 'D60' && c.body.thread_ts === thread)!;
+    expect(fake.text('D60', String(reply.response!.ts))).toContain('5 business days');
+    expect(fake.ok('assistant.threads.setTitle').map((c) => c.body)).toEqual([expect.objectContaining({ channel_id: 'D60', thread_ts: thread, title: 'How long do refunds take for orders paid by card?' })]);
+
+    // The channel's own prompts win; over Socket Mode too.
+    const prompts = [{ title: 'Refund status', message: 'Where is my refund?' }];
+    const socket = await createChannel(t, {
+      type: 'slack',
+      name: 'AI Slack (socket)',
+      personaId: (await t.request({ method: 'GET', url: `/business/channels/${channelId}` })).json().personaId,
+      credentials: { botToken: BOT_TOKEN, appToken: APP_TOKEN },
+      settings: { suggestedPrompts: prompts },
+    });
+    expect(socket.status).toBe('connected');
+    const socketThread = nextTs();
+    fake.socket.push(started('D61', socketThread));
+    await fake.waitFor('the prompts over Socket Mode', () => fake.ok('assistant.threads.setSuggestedPrompts').some((c) => c.body.channel_id === 'D61'), 5_000);
+    expect(fake.ok('assistant.threads.setSuggestedPrompts').find((c) => c.body.channel_id === 'D61')!.body.prompts).toEqual(prompts);
   });
 });

@@ -42,7 +42,7 @@ export async function waitFor<T>(probe: () => T | null | undefined | false, what
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export const defaultSettings = (): ChannelSettings => ({ respondTo: 'mentions', replyInThread: true, allowedConversations: [], enabled: true, streaming: true, feedbackButtons: true, statusMessages: [] });
+export const defaultSettings = (): ChannelSettings => ({ respondTo: 'mentions', replyInThread: true, allowedConversations: [], enabled: true, streaming: true, feedbackButtons: true, statusMessages: [], suggestedPrompts: [] });
 
 export interface Rig {
   fake: FakeDiscord;

@@ -197,6 +197,13 @@ export async function startFakeSlack(options: FakeSlackOptions): Promise<FakeSla
         if (method === 'chat.stopStream') stream.stopped = true;
         return { ok: true, channel, ts: body.ts };
       }
+      case 'assistant.threads.setSuggestedPrompts':
+      case 'assistant.threads.setTitle':
+        if (!options.aiApps) return { ok: false, error: 'unknown_method' };
+        if (typeof body.channel_id !== 'string' || typeof body.thread_ts !== 'string') return { ok: false, error: 'invalid_arguments' };
+        if (method === 'assistant.threads.setSuggestedPrompts' && (!Array.isArray(body.prompts) || body.prompts.length === 0 || body.prompts.length > 4)) return { ok: false, error: 'invalid_arguments' };
+        if (method === 'assistant.threads.setTitle' && (typeof body.title !== 'string' || body.title === '')) return { ok: false, error: 'invalid_arguments' };
+        return { ok: true };
       case 'assistant.threads.setStatus':
         if (!options.aiApps) return { ok: false, error: 'unknown_method' };
         if (typeof body.channel_id !== 'string' || typeof body.thread_ts !== 'string' || typeof body.status !== 'string') return { ok: false, error: 'invalid_arguments' };

@@ -44,7 +44,7 @@ export function recorder(): Recorder {
 }
 
 export function defaultSettings(): ChannelSettings {
-  return { respondTo: 'mentions', replyInThread: true, allowedConversations: [], enabled: true, streaming: true, feedbackButtons: true, statusMessages: [] };
+  return { respondTo: 'mentions', replyInThread: true, allowedConversations: [], enabled: true, streaming: true, feedbackButtons: true, statusMessages: [], suggestedPrompts: [] };
 }
 
 export interface Harness {

@@ -43,7 +43,7 @@ describe.each(testBackends())('webhook channels on $kind', { timeout: 20_000 }, 
   it('connects a channel: 201, defaults, never the credentials; admin only; bad bodies refused', async () => {
     const channel = await createChannel(t, { type: 'webhook', name: 'Site chat', personaId: persona, credentials: { secret: SECRET } });
     expect(channel).toMatchObject({ type: 'webhook', name: 'Site chat', personaId: persona, abTestId: null, status: 'connected', statusDetail: null });
-    expect(channel.settings).toEqual({ respondTo: 'mentions', replyInThread: true, allowedConversations: [], enabled: true, streaming: true, feedbackButtons: true, statusMessages: [] });
+    expect(channel.settings).toEqual({ respondTo: 'mentions', replyInThread: true, allowedConversations: [], enabled: true, streaming: true, feedbackButtons: true, statusMessages: [], suggestedPrompts: [] });
     const listed = await t.request({ method: 'GET', url: '/business/channels?type=webhook' });
     expect(listed.json().data.map((c: { id: string }) => c.id)).toContain(channel.id);
     for (const res of [listed, await t.request({ method: 'GET', url: `/business/channels/${channel.id}` })]) expect(res.body).not.toContain(SECRET);

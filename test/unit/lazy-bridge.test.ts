@@ -39,7 +39,7 @@ function recordingFactory(rec: Recorded, options: { failStart?: string; http?: b
 }
 
 function optionsOf(credentials: SlackCredentials): BridgeOptions<SlackCredentials> {
-  const settings = { respondTo: 'mentions' as const, replyInThread: true, allowedConversations: [], enabled: true, streaming: true, feedbackButtons: true, statusMessages: [] };
+  const settings = { respondTo: 'mentions' as const, replyInThread: true, allowedConversations: [], enabled: true, streaming: true, feedbackButtons: true, statusMessages: [], suggestedPrompts: [] };
   return {
     channelId: 'chn_1',
     credentials,

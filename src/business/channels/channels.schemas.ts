@@ -16,6 +16,10 @@ export const settingsSchema = z.strictObject({
     .array(z.string().trim().min(1).max(100))
     .max(10)
     .describe('Slack: the loading messages the thread shows, rotating, while the answer is worked out (`assistant.threads.setStatus`); empty: “is thinking…”.'),
+  suggestedPrompts: z
+    .array(z.strictObject({ title: z.string().trim().min(1).max(75), message: z.string().trim().min(1).max(500) }))
+    .max(4)
+    .describe('Slack: the prompts a new assistant thread suggests (`assistant.threads.setSuggestedPrompts`); empty: made from the titles of the persona’s knowledge.'),
 });
 
 export const DEFAULT_SETTINGS: z.infer<typeof settingsSchema> = {
@@ -26,6 +30,7 @@ export const DEFAULT_SETTINGS: z.infer<typeof settingsSchema> = {
   streaming: true,
   feedbackButtons: true,
   statusMessages: [],
+  suggestedPrompts: [],
 };
 
 /** A channel's stored settings with the defaults of fields added since it was created. */

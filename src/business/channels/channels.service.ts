@@ -66,6 +66,8 @@ export interface ChannelServiceDeps {
   leases?: { owner: string; ms: number; store: LeaseStore };
   /** Handoff desks; absent in tests of channels alone. */
   desk?: DeskPort;
+  /** Titles of the knowledge a persona answers from (its own, then shared), at most `limit`: suggested prompts. */
+  knowledgeTitles?: (workspaceId: string, personaId: string, limit: number) => Promise<string[]>;
 }
 
 type Status = Channel['status'];
@@ -155,6 +157,7 @@ export function createChannelService(deps: ChannelServiceDeps) {
       onAction: async (action: InboundAction) => {
         if (deps.desk) await deps.desk.deskAction(state.row.workspace_id, state.row.id, action);
       },
+      suggestPrompts: () => promptsFor(state.row),
       // A feedback button: one rating per person and answer (a second click, or Slack's retry, changes nothing).
       onFeedback: async (feedback: InboundFeedback) => {
         const seq = await store.receive({
@@ -178,6 +181,18 @@ export function createChannelService(deps: ChannelServiceDeps) {
     if (row.type === 'slack') return deps.factories.slack({ ...common, credentials: open<SlackCredentials>(row), apiUrl: deps.apiUrls.slack });
     if (row.type === 'discord') return deps.factories.discord({ ...common, credentials: open<DiscordCredentials>(row), apiUrl: deps.apiUrls.discord });
     return createWebhookBridge({ channelId: row.id, credentials: open<WebhookCredentials>(row), guard: deps.guard });
+  }
+
+  /**
+   * What a new assistant thread suggests when the channel names no prompts: questions about the
+   * titles of the knowledge its persona answers from (an A/B test's persona A), or a general one.
+   */
+  async function promptsFor(row: ChannelRow): Promise<Array<{ title: string; message: string }>> {
+    let personaId = row.persona_id;
+    if (personaId === null && row.ab_test_id !== null) personaId = (await deps.abTests.get(row.workspace_id, row.ab_test_id).catch(() => null))?.personaA.split('@')[0] ?? null;
+    const titles = personaId !== null && deps.knowledgeTitles ? await deps.knowledgeTitles(row.workspace_id, personaId, 3) : [];
+    if (titles.length === 0) return [{ title: 'What can you do?', message: 'What can you help me with?' }];
+    return titles.map((name) => ({ title: `About ${name}`.slice(0, 75), message: `What should I know about ${name}?`.slice(0, 500) }));
   }
 
   /**

@@ -109,6 +109,20 @@ export function createKnowledgeStore(db: SqlBackend, dialect: KnowledgeDialect) 
       await k.updateTable('knowledge_sources').set({ lease_until: until }).where('lease_owner', '=', owner).where('status', '=', 'processing').execute();
     },
 
+    /** Names of the ready sources a persona answers from, its own first, then shared ones, newest first. */
+    async titlesFor(workspaceId: string, personaId: string, limit: number): Promise<string[]> {
+      const rows = await k
+        .selectFrom('knowledge_sources')
+        .select(['name', 'persona_id'])
+        .where('workspace_id', '=', workspaceId)
+        .where('status', '=', 'ready')
+        .where((eb) => eb.or([eb('persona_id', 'is', null), eb('persona_id', '=', personaId)]))
+        .orderBy('created_at', 'desc')
+        .limit(limit * 4)
+        .execute();
+      return [...rows.filter((r) => r.persona_id !== null), ...rows.filter((r) => r.persona_id === null)].slice(0, limit).map((r) => r.name);
+    },
+
     /** Id, scope and metadata of the sources a search may see, for metadata filters. */
     sourcesForFilter(workspaceId: string, personaId: string | undefined) {
       let q = k.selectFrom('knowledge_sources').select(['id', 'metadata']).where('workspace_id', '=', workspaceId);
