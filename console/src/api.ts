@@ -226,6 +226,7 @@ export interface ChannelSettings {
   streaming: boolean;
   feedbackButtons: boolean;
   statusMessages: string[];
+  suggestedPrompts: { title: string; message: string }[];
 }
 export interface Channel {
   id: string;

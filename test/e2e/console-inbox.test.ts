@@ -212,12 +212,14 @@ describe('the Inbox: human handoff in the console, in Chromium', { timeout: 60_0
     expect(await channelForm.getByLabel('Stream answers natively (else post, then edit)').isChecked()).toBe(true);
     await channelForm.getByLabel('Stream answers natively (else post, then edit)').uncheck();
     await channelForm.getByLabel('Status messages').fill('Looking into it…\nChecking the order…');
+    await channelForm.getByLabel('Suggested prompts').fill('Order status | Where is my order?');
     expect(await axeSerious(page)).toEqual([]);
     await channelForm.getByRole('button', { name: 'Save settings' }).click();
     await expect.poll(async () => (await api('GET', `/business/channels/${deskChannel.id}`)).settings, { timeout: UI_WAIT_MS }).toMatchObject({
       streaming: false,
       feedbackButtons: true,
       statusMessages: ['Looking into it…', 'Checking the order…'],
+      suggestedPrompts: [{ title: 'Order status', message: 'Where is my order?' }],
     });
 
     const billing = await api('POST', '/personas', { name: 'Billing', instructions: 'Answer billing questions.' });

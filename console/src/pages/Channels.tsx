@@ -94,6 +94,7 @@ function Manage({ channel, onDone }: { channel: Channel; onDone: () => void }) {
   const [s, setS] = useState<ChannelSettings>(channel.settings);
   const [allowed, setAllowed] = useState(channel.settings.allowedConversations.join(', '));
   const [statuses, setStatuses] = useState(channel.settings.statusMessages.join('\n'));
+  const [prompts, setPrompts] = useState(channel.settings.suggestedPrompts.map((p) => `${p.title} | ${p.message}`).join('\n'));
   const [to, setTo] = useState('');
   const [message, setMessage] = useState('Test message from the Switchboard console');
   const [sent, setSent] = useState<string | null>(null);
@@ -106,8 +107,19 @@ function Manage({ channel, onDone }: { channel: Channel; onDone: () => void }) {
         .split(',')
         .map((x) => x.trim())
         .filter(Boolean);
-      const statusMessages = channel.type === 'slack' ? statuses.split('\n').map((x) => x.trim()).filter(Boolean) : s.statusMessages;
-      await api('PUT', `/business/channels/${channel.id}/settings`, { ...s, allowedConversations, statusMessages });
+      const slack = channel.type === 'slack';
+      const statusMessages = slack ? statuses.split('\n').map((x) => x.trim()).filter(Boolean) : s.statusMessages;
+      const suggestedPrompts = slack
+        ? prompts
+            .split('\n')
+            .map((line) => line.trim())
+            .filter(Boolean)
+            .map((line) => {
+              const bar = line.indexOf('|');
+              return bar < 0 ? { title: line, message: line } : { title: line.slice(0, bar).trim(), message: line.slice(bar + 1).trim() };
+            })
+        : s.suggestedPrompts;
+      await api('PUT', `/business/channels/${channel.id}/settings`, { ...s, allowedConversations, statusMessages, suggestedPrompts });
       onDone();
     });
   };
@@ -149,6 +161,9 @@ function Manage({ channel, onDone }: { channel: Channel; onDone: () => void }) {
             </label>
             <Field label="Status messages" hint="One per line (up to 10): shown, rotating, while an answer is worked out; empty = “is thinking…”">
               {(id) => <textarea id={id} rows={3} value={statuses} onChange={(e) => setStatuses(e.target.value)} />}
+            </Field>
+            <Field label="Suggested prompts" hint="One per line (up to 4), “title | message”: offered in a new assistant thread; empty = questions about the persona’s knowledge">
+              {(id) => <textarea id={id} rows={3} value={prompts} onChange={(e) => setPrompts(e.target.value)} />}
             </Field>
           </>
         )}
