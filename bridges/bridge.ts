@@ -18,7 +18,7 @@ export interface ChannelSettings {
   enabled: boolean;
   /** Slack: stream answers natively where the workspace allows (else post, then edit). */
   streaming: boolean;
-  /** Slack: feedback buttons under every answer (a click arrives as `onFeedback`). */
+  /** Slack and Discord: feedback buttons under every answer (a click arrives as `onFeedback`). */
   feedbackButtons: boolean;
   /** Slack: loading messages shown, rotating, while an answer is worked out; empty = the default. */
   statusMessages: string[];

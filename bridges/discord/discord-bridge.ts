@@ -8,7 +8,7 @@
  *   Reconnects are discord.js's own: a dropped connection resumes (or re-identifies) by itself.
  * - Inbound and reactions: `inbound.ts`. Replies: `reply-writer.ts`. `send()`: `send-queue.ts`.
  */
-import { Client, DiscordAPIError, Events, GatewayIntentBits, Partials, REST, type RESTOptions, RateLimitError } from 'discord.js';
+import { type ChatInputCommandInteraction, Client, DiscordAPIError, Events, GatewayIntentBits, Partials, REST, type RESTOptions, RateLimitError, Routes } from 'discord.js';
 import { RateLimitedError, UnavailableError, UpstreamError, ValidationError } from '../../src/errors.js';
 import type { BridgeFactory, BridgeOptions, ChannelBridge, DiscordCredentials, InboundReaction } from '../bridge.js';
 import { HIGH_PRIORITY_MARK, toDiscordParts } from './format.js';
@@ -16,7 +16,7 @@ import { type RawReaction, toInboundMessage, toInboundRawReaction, toInboundReac
 import { createReplyWriter, type DiscordReplyWriter, type ReplyTuning } from './reply-writer.js';
 import { SendQueue } from './send-queue.js';
 import { destroyClient } from './shutdown.js';
-import { postParts, restTransport } from './transport.js';
+import { FEEDBACK_ACTION, postParts, restTransport } from './transport.js';
 import { describeLoginFailure, describeUnrecoverableClose } from './status.js';
 
 export interface DiscordTuning extends ReplyTuning {
@@ -57,6 +57,14 @@ const INTENTS = [
 // User: a DM reaction by a user not cached since start-up.
 const PARTIALS = [Partials.Channel, Partials.Message, Partials.Reaction, Partials.User];
 
+/** The slash command the bot registers in each server (type 1: chat input; option type 3: string). */
+export const ASK_COMMAND = {
+  name: 'ask',
+  description: 'Ask the assistant a question',
+  type: 1,
+  options: [{ type: 3, name: 'question', description: 'Your question', required: true, max_length: 4000 }],
+};
+
 /** `createDiscordBridge` with its timings spelled out (tests shorten them). */
 export function createDiscordBridgeWith(options: BridgeOptions<DiscordCredentials>, tuning: DiscordTuning): ChannelBridge {
   const { events, logger } = options;
@@ -92,6 +100,46 @@ export function createDiscordBridgeWith(options: BridgeOptions<DiscordCredential
     return restOnly;
   });
 
+  /** Registers `/ask` in these servers; a refusal (no applications.commands scope) is logged, mentions keep working. */
+  async function registerCommands(c: Client<true>, guildIds: string[]): Promise<void> {
+    for (const guildId of guildIds) {
+      try {
+        await c.rest.put(Routes.applicationGuildCommands(c.application.id, guildId), { body: [ASK_COMMAND] });
+      } catch (err) {
+        logger.warn({ err, guildId }, 'discord: /ask could not be registered in this server');
+      }
+    }
+  }
+
+  /**
+   * `/ask question:…`: shown thinking at once (a deferred response), then answered like a mention by
+   * editing that response; a thread opens on the answer, where the follow-ups keep the session.
+   */
+  async function ask(interaction: ChatInputCommandInteraction): Promise<void> {
+    const question = interaction.options.getString('question', true).trim();
+    await interaction.deferReply();
+    const original = await interaction.fetchReply();
+    if (question === '') return void (await interaction.editReply('Ask a question after /ask.'));
+    const inGuild = interaction.inGuild();
+    await events.onMessage({
+      externalId: interaction.id,
+      // The thread the answer opens has the answer's id: the follow-ups there are this conversation.
+      conversationId: inGuild ? original.id : interaction.channelId,
+      conversationRef: interaction.channelId,
+      userId: interaction.user.id,
+      text: question,
+      direct: !inGuild,
+      mentioned: true,
+      replyTo: {
+        channelId: interaction.channelId,
+        messageId: null,
+        interactionApp: interaction.applicationId,
+        interactionToken: interaction.token,
+        threadName: inGuild ? question.slice(0, 90) : null,
+      },
+    });
+  }
+
   function status(state: 'connecting' | 'connected' | 'error', detail: string | null): void {
     const key = `${state}|${detail ?? ''}`;
     if (key === lastStatus) return;
@@ -117,19 +165,33 @@ export function createDiscordBridgeWith(options: BridgeOptions<DiscordCredential
       if (!inbound) return;
       events.onMessage(inbound).catch((err: unknown) => logger.error({ err, externalId: inbound.externalId }, 'discord message could not be stored'));
     });
-    // A click on a button the bridge posted: acknowledged at once (the message stays as it is), then handed on.
+    // The bot's slash command, registered in every server it is in (at once: guild commands need no propagation).
+    c.on(Events.ClientReady, (ready) => void registerCommands(ready, [...ready.guilds.cache.keys()]));
+    c.on(Events.GuildCreate, (guild) => {
+      if (c.isReady()) void registerCommands(c, [guild.id]);
+    });
     c.on(Events.InteractionCreate, (interaction) => {
-      if (stopped || !interaction.isButton() || !options.settings().enabled || !events.onAction) return;
-      const onAction = events.onAction;
+      if (stopped || !options.settings().enabled) return;
+      if (interaction.isChatInputCommand() && interaction.commandName === ASK_COMMAND.name) {
+        void ask(interaction).catch((err: unknown) => logger.error({ err }, 'discord /ask could not be taken'));
+        return;
+      }
+      if (!interaction.isButton()) return;
       const colon = interaction.customId.indexOf(':');
       if (colon <= 0) return;
+      const actionId = interaction.customId.slice(0, colon);
+      const value = interaction.customId.slice(colon + 1);
       // The conversation of the clicked message's thread: a thread started on a message has its id.
       const conversationId = interaction.channel?.isThread() ? interaction.channelId : interaction.message.id;
-      const action = { actionId: interaction.customId.slice(0, colon), value: interaction.customId.slice(colon + 1), userId: interaction.user.id, conversationId, messageId: interaction.message.id };
+      const handle =
+        actionId === FEEDBACK_ACTION
+          ? () => (events.onFeedback && (value === 'positive' || value === 'negative') ? events.onFeedback({ messageExternalId: interaction.message.id, userId: interaction.user.id, rating: value === 'positive' ? 5 : 1 }) : undefined)
+          : () => events.onAction?.({ actionId, value, userId: interaction.user.id, conversationId, messageId: interaction.message.id });
+      // Acknowledged at once (the message stays as it is), then handed on.
       interaction
         .deferUpdate()
-        .then(() => onAction(action))
-        .catch((err: unknown) => logger.error({ err, actionId: action.actionId }, 'discord button click could not be taken'));
+        .then(handle)
+        .catch((err: unknown) => logger.error({ err, actionId }, 'discord button click could not be taken'));
     });
     const react = (inbound: InboundReaction | null) => {
       if (!inbound || stopped || !options.settings().enabled) return;
@@ -244,10 +306,16 @@ export function createDiscordBridgeWith(options: BridgeOptions<DiscordCredential
     },
 
     reply(target) {
-      const { channelId, messageId } = target;
+      const { channelId, messageId, interactionApp, interactionToken, threadName } = target;
       if (typeof channelId !== 'string' || !/^\d{1,20}$/.test(channelId)) throw new ValidationError('Not a Discord reply target (channelId missing).');
       const writer: DiscordReplyWriter = createReplyWriter(
-        { channelId, messageId: typeof messageId === 'string' ? messageId : null },
+        {
+          channelId,
+          messageId: typeof messageId === 'string' ? messageId : null,
+          interaction: typeof interactionApp === 'string' && typeof interactionToken === 'string' ? { applicationId: interactionApp, token: interactionToken } : undefined,
+          threadName: typeof threadName === 'string' ? threadName : undefined,
+          feedback: options.settings().feedbackButtons,
+        },
         transport,
         tuning,
         logger,

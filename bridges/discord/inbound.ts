@@ -39,7 +39,9 @@ export function toInboundMessage(message: Message, client: Client<true>, setting
   let addressed = true;
   if (!direct) {
     const allowed = settings.allowedConversations;
-    addressed = (allowed.length === 0 || allowed.includes(message.channelId) || (parentId !== null && allowed.includes(parentId))) && (settings.respondTo === 'all' || mentioned);
+    // A thread the bot started (on a /ask answer) is a conversation with it: no mention needed there.
+    const botThread = channel.isThread() && channel.ownerId === botId;
+    addressed = (allowed.length === 0 || allowed.includes(message.channelId) || (parentId !== null && allowed.includes(parentId))) && (settings.respondTo === 'all' || mentioned || botThread);
     // A thread message the settings would not answer may still be a member's, in a handoff's desk thread: the service decides.
     if (!addressed && parentId === null) return null;
   }

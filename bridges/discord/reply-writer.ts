@@ -9,7 +9,7 @@
 import type { Logger } from 'pino';
 import type { ReplyWriter } from '../bridge.js';
 import { toDiscordParts } from './format.js';
-import type { DiscordTransport } from './transport.js';
+import { type Components, type DiscordTransport, feedbackComponents } from './transport.js';
 
 export interface ReplyTuning {
   /** Minimum time between the starts of two posts/edits of the progressive message. */
@@ -24,6 +24,12 @@ export interface ReplyTarget {
   channelId: string;
   /** The message replied to; null = a plain message in the channel. */
   messageId: string | null;
+  /** A slash command's deferred response: the answer edits it (no "typing…": Discord shows it thinking). */
+  interaction?: { applicationId: string; token: string } | undefined;
+  /** Start a thread with this name on the answer once it is written (a slash command's follow-ups go there). */
+  threadName?: string | undefined;
+  /** 👍 / 👎 buttons under the answer. */
+  feedback?: boolean | undefined;
 }
 
 export interface DiscordReplyWriter extends ReplyWriter {
@@ -32,7 +38,20 @@ export interface DiscordReplyWriter extends ReplyWriter {
 }
 
 export function createReplyWriter(target: ReplyTarget, transport: DiscordTransport, tuning: ReplyTuning, logger: Logger, onDone: () => void): DiscordReplyWriter {
-  const { channelId, messageId } = target;
+  const { channelId, messageId, interaction } = target;
+  const components: Components | undefined = target.feedback ? feedbackComponents() : undefined;
+  // Where the text goes: the channel (a reply to the message), or a slash command's own response.
+  const ops = interaction
+    ? {
+        first: (text: string, c?: Components) => transport.editOriginal(interaction.applicationId, interaction.token, text, c),
+        edit: (_id: string, text: string, c?: Components) => transport.editOriginal(interaction.applicationId, interaction.token, text, c).then(() => undefined),
+        more: (text: string, c?: Components) => transport.followUp(interaction.applicationId, interaction.token, text, c),
+      }
+    : {
+        first: (text: string, c?: Components) => transport.post(channelId, text, messageId, c),
+        edit: (id: string, text: string, c?: Components) => transport.edit(channelId, id, text, c),
+        more: (text: string, c?: Components) => transport.post(channelId, text, null, c),
+      };
   let firstId: string | null = null;
   /** The text the progressive message shows now. */
   let shown: string | null = null;
@@ -43,6 +62,7 @@ export function createReplyWriter(target: ReplyTarget, transport: DiscordTranspo
   let typingTimer: NodeJS.Timeout | null = null;
   let closed = false;
   let ending: Promise<string[]> | null = null;
+  let failing = false;
 
   const typingStarted = Date.now();
   const typing = () => {
@@ -53,17 +73,19 @@ export function createReplyWriter(target: ReplyTarget, transport: DiscordTranspo
     if (typingTimer) clearInterval(typingTimer);
     typingTimer = null;
   };
-  typing();
-  typingTimer = setInterval(typing, tuning.typingIntervalMs);
-  typingTimer.unref();
+  if (!interaction) {
+    typing();
+    typingTimer = setInterval(typing, tuning.typingIntervalMs);
+    typingTimer.unref();
+  }
 
   /** Posts the first text or edits the message to `text`. */
   async function show(text: string): Promise<void> {
     if (firstId === null) {
       stopTyping(); // the text is on its way: no "typing…" after it, however long the post takes
-      firstId = await transport.post(channelId, text, messageId);
+      firstId = await ops.first(text);
     } else {
-      await transport.edit(channelId, firstId, text);
+      await ops.edit(firstId, text);
     }
     shown = text;
   }
@@ -99,19 +121,25 @@ export function createReplyWriter(target: ReplyTarget, transport: DiscordTranspo
       await inFlight;
       const [first = '', ...rest] = toDiscordParts(text);
       const ids: string[] = [];
+      // The buttons go under the last part.
+      const firstComponents = rest.length === 0 && !failing ? components : undefined;
       if (firstId !== null) {
         try {
-          if (shown !== first) await transport.edit(channelId, firstId, first);
+          if (shown !== first || firstComponents) await ops.edit(firstId, first, firstComponents);
           ids.push(firstId);
         } catch (err) {
           // The progressive message is gone (deleted?): post the answer anew.
           logger.warn({ err, channelId }, 'discord reply edit failed; posting instead');
-          ids.push(await transport.post(channelId, first, messageId));
+          ids.push(await ops.more(first, firstComponents));
         }
       } else {
-        ids.push(await transport.post(channelId, first, messageId));
+        ids.push(await ops.first(first, firstComponents));
       }
-      for (const part of rest) ids.push(await transport.post(channelId, part, null));
+      for (const [i, part] of rest.entries()) ids.push(await ops.more(part, i === rest.length - 1 && !failing ? components : undefined));
+      // A slash command's answer opens a thread for the follow-ups (in a server channel).
+      if (target.threadName && !failing) {
+        await transport.startThread(channelId, ids[0]!, target.threadName).catch((err: unknown) => logger.warn({ err, channelId }, 'discord: the thread for the follow-ups could not be started'));
+      }
       return ids;
     } finally {
       onDone();
@@ -129,6 +157,7 @@ export function createReplyWriter(target: ReplyTarget, transport: DiscordTranspo
       return ending;
     },
     async fail(text) {
+      if (!ending) failing = true;
       ending ??= end(text);
       await ending.catch((err: unknown) => logger.warn({ err, channelId }, 'discord failure notice could not be posted'));
     },

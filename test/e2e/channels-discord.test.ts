@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeDiscord, startFakeDiscord } from '../fakes/discord-api.js';
 import { waitFor } from '../fakes/discord-harness.js';
-import { ALICE, BOB, BOT, DM_ID, FAKE_DISCORD_TOKEN, GENERAL_ID, OTHER_BOT, RANDOM_ID, THREAD_ID } from '../fakes/discord-fixtures.js';
+import { ALICE, BOB, BOT, DM_ID, FAKE_DISCORD_TOKEN, GENERAL_ID, GUILD_ID, OTHER_BOT, RANDOM_ID, THREAD_ID } from '../fakes/discord-fixtures.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createChannel, createPersona, createTeam } from '../helpers/factories.js';
 import { REFUND_TEXT, seedSupport } from '../integration/chat-helpers.js';
@@ -134,4 +134,34 @@ describe('Discord channel end to end', { timeout: 30_000 }, () => {
     const again = fake.userMessage({ channelId: THREAD_ID, author: ALICE, content: `<@${BOT.id}> How long do refunds take?` });
     await waitFor(() => settled(again.id) && repliesTo(String(again.id)).some((p) => finalOf(p).includes('5 business days')), 'the persona’s answer', 10_000);
   });
+  it('registers /ask in the server, shows it thinking, answers by editing the response with feedback buttons, opens a thread where follow-ups keep the session, and a click rates the answer once', async () => {
+    await waitFor(() => fake.commands.find((c) => c.guildId === GUILD_ID), '/ask registered', 5_000);
+    expect(fake.commands.find((c) => c.guildId === GUILD_ID)!.commands).toEqual([expect.objectContaining({ name: 'ask', type: 1, options: [expect.objectContaining({ name: 'question', type: 3, required: true })] })]);
+
+    const id = fake.slash({ user: ALICE, channelId: GENERAL_ID, name: 'ask', options: { question: 'How long do refunds take?' } });
+    await waitFor(() => fake.callbacks.some((c) => c.interactionId === id && c.type === 5), 'the deferred (thinking) response', 5_000);
+    await waitFor(() => settled(id), 'the answer', 10_000);
+    const answer = fake.posted.find((p) => p.edits.length > 0 && finalOf(p).includes('5 business days') && p.channelId === GENERAL_ID && p.body.content === undefined)!;
+    expect(answer, 'the deferred response edited with the answer').toBeDefined();
+    expect(answer.edits.at(-1)!.body.components).toEqual([
+      { type: 1, components: [expect.objectContaining({ custom_id: 'switchboard.feedback:positive' }), expect.objectContaining({ custom_id: 'switchboard.feedback:negative' })] },
+    ]);
+    await waitFor(() => fake.requests.find((r) => r.route === 'POST /channels/:id/messages/:id/threads' && r.path.includes(answer.id)), 'the thread on the answer', 5_000);
+    const [session] = (await t.request({ method: 'GET', url: `/sessions?channelId=${channelId}&userId=${ALICE.id}` })).json().data.filter((x: { title: string }) => x.title.startsWith('How long do refunds take'));
+    expect(session).toBeDefined();
+
+    // A follow-up in the thread (no mention needed: the bot opened it) continues the session.
+    const follow = fake.userMessage({ channelId: answer.id, author: ALICE, content: 'And for exceptions?' });
+    await waitFor(() => settled(follow.id) && repliesTo(String(follow.id)).length > 0, 'the follow-up answer', 10_000);
+    expect((await t.request({ method: 'GET', url: `/sessions/${session.id}` })).json().messageCount).toBe(4);
+
+    // 👍 under the answer: a 5, once per person (Bob's second click changes nothing; Alice's is her own).
+    fake.click({ user: BOB, messageId: answer.id, customId: 'switchboard.feedback:positive' });
+    fake.click({ user: BOB, messageId: answer.id, customId: 'switchboard.feedback:negative' });
+    fake.click({ user: ALICE, messageId: answer.id, customId: 'switchboard.feedback:positive' });
+    const ratings = () => t.ctx.sqlite().sqlite.prepare('SELECT f.rating FROM feedback f JOIN channel_messages m ON m.message_id = f.message_id WHERE m.external_id = ?').pluck().all(answer.id);
+    await waitFor(() => ratings().length === 2, 'two ratings', 5_000);
+    expect(ratings()).toEqual([5, 5]);
+  });
 });
+

@@ -96,11 +96,11 @@ describe('Slack as an AI app', { timeout: 30_000 }, () => {
     await fake.waitFor('the rating', () => ratings(streamTs).length === 1, 5_000);
     // The same person again (or Slack retrying): nothing changes. Someone else: their own rating.
     expect((await click('U50', 'negative', streamTs, ts)).statusCode).toBe(200);
-    expect((await click('U51', 'negative', streamTs, ts)).statusCode).toBe(200);
+    expect((await click('U51', 'positive', streamTs, ts)).statusCode).toBe(200);
     await fake.waitFor('the second person’s rating', () => ratings(streamTs).length === 2, 5_000);
-    expect(ratings(streamTs)).toEqual([5, 1]);
+    expect(ratings(streamTs)).toEqual([5, 5]);
     const overview = (await t.request({ method: 'GET', url: `/business/analytics?timeframe=1h&metrics=satisfaction&channelId=${channelId}` })).json();
-    expect(overview.metrics.satisfaction).toMatchObject({ average: 3, count: 2 });
+    expect(overview.metrics.satisfaction).toMatchObject({ average: 5, count: 2 });
   });
 
   it('falls back to posting then editing when Slack refuses streaming, remembers it, and keeps the feedback buttons', async () => {

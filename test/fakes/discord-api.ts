@@ -66,6 +66,10 @@ export interface FakeDiscord {
   userMessage(input: MessageInput): Record<string, unknown>;
   /** Interaction callbacks the bot answered, oldest first. */
   callbacks: Array<{ interactionId: string; type: number; at: number }>;
+  /** Guild command registrations (`PUT /applications/:id/guilds/:id/commands`), oldest first. */
+  commands: Array<{ guildId: string; commands: Array<Record<string, unknown>> }>;
+  /** Dispatches INTERACTION_CREATE for a slash command with string options; answers the interaction id. */
+  slash(input: { user: FakeUser; channelId: string; name: string; options: Record<string, string> }): string;
   /** Dispatches INTERACTION_CREATE for a click on a button (`customId`) of a message the bot posted; answers the interaction id. */
   click(input: { user: FakeUser; messageId: string; customId: string }): string;
   /** Dispatches MESSAGE_REACTION_ADD (with `guild_id` and `member` in a guild channel). */
@@ -89,7 +93,11 @@ export async function startFakeDiscord(options: Partial<FakeDiscordSettings> & {
   let settings: FakeDiscordSettings = { token: FAKE_DISCORD_TOKEN, heartbeatIntervalMs: 1000, ackHeartbeats: true, acceptConnections: true, echo: true, restToken: null, ...options };
   const requests: RecordedRequest[] = [];
   const callbacks: FakeDiscord['callbacks'] = [];
-  const interactions = new Set<string>();
+  /** Interactions dispatched and not yet answered: their channel and token. */
+  const interactions = new Map<string, { channelId: string; token: string; user: FakeUser }>();
+  /** A deferred interaction response's message, by the interaction's token. */
+  const originals = new Map<string, string>();
+  const commands: FakeDiscord['commands'] = [];
   const posted: PostedMessage[] = [];
   const messages = new Map<string, Record<string, unknown>>();
   const scripts = new Map<string, Scripted[]>();
@@ -122,13 +130,50 @@ export async function startFakeDiscord(options: Partial<FakeDiscordSettings> & {
 
     const callback = /^\/interactions\/(\d+)\/[^/]+\/callback$/.exec(path);
     if (callback && method === 'POST') {
-      const known = interactions.has(callback[1]!);
+      const known = interactions.get(callback[1]!);
       if (!known) return json(res, 404, { message: 'Unknown interaction', code: 10062 });
       interactions.delete(callback[1]!);
-      callbacks.push({ interactionId: callback[1]!, type: Number((body as { type?: unknown } | undefined)?.type), at: Date.now() });
+      const type = Number((body as { type?: unknown } | undefined)?.type);
+      callbacks.push({ interactionId: callback[1]!, type, at: Date.now() });
+      // A deferred response (5) shows a "thinking…" message in the channel, edited later through the interaction's webhook.
+      if (type === 5) {
+        const message: Record<string, unknown> = { ...messagePayload({ channelId: known.channelId, author: BOT, content: '' }), flags: 128, interaction_metadata: { id: callback[1], type: 2, user: known.user, authorizing_integration_owners: { '0': GUILD_ID } } };
+        messages.set(message.id as string, message);
+        originals.set(known.token, message.id as string);
+        posted.push({ id: message.id as string, channelId: known.channelId, content: '', body: {}, edits: [], at: Date.now() });
+      }
       res.writeHead(204, rateHeaders(route, 4, 1));
       res.end();
       return;
+    }
+    // An interaction's webhook (no bot token, as Discord): its original response, and follow-ups.
+    const hook = /^\/webhooks\/(\d+)\/([^/]+)(?:\/messages\/(?:@|%40)original)?$/.exec(path);
+    if (hook) {
+      const token = hook[2]!;
+      const originalId = originals.get(token);
+      const b = (body ?? {}) as Record<string, unknown>;
+      if (path.endsWith('original')) {
+        const message = originalId ? messages.get(originalId) : undefined;
+        const record = posted.find((p) => p.id === originalId);
+        if (!message || !record) return json(res, 404, { message: 'Unknown Webhook', code: 10015 });
+        if (method === 'GET') return json(res, 200, message, rateHeaders(route, 4, 1));
+        if (method !== 'PATCH') return json(res, 405, { message: '405: Method Not Allowed', code: 0 });
+        const invalid = invalidContent(b.content);
+        if (invalid) return json(res, 400, { message: 'Invalid Form Body', code: 50035 });
+        const updated = { ...message, content: b.content, flags: 0, ...(b.components ? { components: b.components } : {}), edited_timestamp: new Date().toISOString() };
+        messages.set(originalId!, updated);
+        record.content = b.content as string;
+        record.edits.push({ content: b.content as string, body: b, at: Date.now() });
+        return json(res, 200, updated, rateHeaders(route, 4, 1));
+      }
+      if (method !== 'POST' || !originalId) return json(res, 404, { message: 'Unknown Webhook', code: 10015 });
+      const invalid = invalidContent(b.content);
+      if (invalid) return json(res, 400, { message: 'Invalid Form Body', code: 50035 });
+      const channelId = messages.get(originalId)!.channel_id as string;
+      const message: Record<string, unknown> = { ...messagePayload({ channelId, author: BOT, content: b.content as string }), ...(b.components ? { components: b.components } : {}) };
+      messages.set(message.id as string, message);
+      posted.push({ id: message.id as string, channelId, content: b.content as string, body: b, edits: [], at: Date.now() });
+      return json(res, 200, message, rateHeaders(route, 4, 1));
     }
     if (req.headers.authorization !== `Bot ${settings.restToken ?? settings.token}`) return json(res, 401, { message: '401: Unauthorized', code: 0 });
     const scripted = scripts.get(route)?.shift();
@@ -146,6 +191,13 @@ export async function startFakeDiscord(options: Partial<FakeDiscordSettings> & {
 
     const ok = (status: number, answer: unknown) => json(res, status, answer, rateHeaders(route, 4, 1));
     const [, a, id, c, mid] = path.split('/');
+    const registered = /^\/applications\/(\d+)\/guilds\/(\d+)\/commands$/.exec(path);
+    if (registered && method === 'PUT') {
+      const list = (Array.isArray(body) ? body : []) as Array<Record<string, unknown>>;
+      const answer = list.map((cmd) => ({ ...cmd, id: snowflake(), application_id: registered[1], guild_id: registered[2], version: '1', default_member_permissions: null, nsfw: false }));
+      commands.push({ guildId: registered[2]!, commands: answer });
+      return ok(200, answer);
+    }
     if (route === 'GET /gateway/bot') {
       return ok(200, { url: gatewayUrl, shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 14_400_000, max_concurrency: 1 } });
     }
@@ -163,7 +215,7 @@ export async function startFakeDiscord(options: Partial<FakeDiscordSettings> & {
       if (!message || message.channel_id !== id) return json(res, 404, { message: 'Unknown Message', code: 10008 });
       const name = String((body as { name?: unknown } | undefined)?.name ?? '');
       if (name.length < 1 || name.length > 100) return json(res, 400, { message: 'Invalid Form Body', code: 50035 });
-      const thread = threadPayload(mid, id, name);
+      const thread = threadPayload(mid, id, name, BOT.id);
       CHANNELS[mid] = thread;
       ok(201, { ...thread, guild_id: GUILD_ID });
       gateway.dispatch('THREAD_CREATE', { ...thread, guild_id: GUILD_ID, newly_created: true });
@@ -234,7 +286,7 @@ export async function startFakeDiscord(options: Partial<FakeDiscordSettings> & {
       if (!message) throw new Error(`FakeDiscord.click: no message ${messageId}`);
       const channelId = message.channel_id as string;
       const id = snowflake();
-      interactions.add(id);
+      interactions.set(id, { channelId, token: `interaction-token-${id}`, user });
       const channel = channelPayload(channelId);
       gateway.dispatch('INTERACTION_CREATE', {
         id,
@@ -248,6 +300,31 @@ export async function startFakeDiscord(options: Partial<FakeDiscordSettings> & {
         token: `interaction-token-${id}`,
         version: 1,
         message,
+        app_permissions: '1024',
+        locale: 'en-US',
+        guild_locale: 'en-US',
+        entitlements: [],
+        authorizing_integration_owners: { '0': GUILD_ID },
+        context: 0,
+      });
+      return id;
+    },
+    commands,
+    slash({ user, channelId, name, options: values }) {
+      const id = snowflake();
+      interactions.set(id, { channelId, token: `interaction-token-${id}`, user });
+      const channel = channelPayload(channelId);
+      gateway.dispatch('INTERACTION_CREATE', {
+        id,
+        application_id: BOT.id,
+        type: 2,
+        data: { id: snowflake(), name, type: 1, guild_id: GUILD_ID, options: Object.entries(values).map(([key, value]) => ({ name: key, type: 3, value })) },
+        guild_id: GUILD_ID,
+        channel_id: channelId,
+        ...(channel ? { channel: { ...channel, guild_id: GUILD_ID } } : {}),
+        member: { user, roles: [], permissions: '1024', joined_at: '2024-01-01T00:00:00.000Z', deaf: false, mute: false, flags: 0 },
+        token: `interaction-token-${id}`,
+        version: 1,
         app_permissions: '1024',
         locale: 'en-US',
         guild_locale: 'en-US',

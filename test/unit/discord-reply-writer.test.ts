@@ -27,6 +27,9 @@ function slowTransport(latencyMs: number) {
     edit: (_c, _m, content) => run('edit', content, undefined),
     typing: async () => void calls.push({ kind: 'typing', start: Date.now(), end: Date.now() }),
     card: () => Promise.reject(new Error('a reply posts no cards')),
+    editOriginal: () => Promise.reject(new Error('not a slash command')),
+    followUp: () => Promise.reject(new Error('not a slash command')),
+    startThread: () => Promise.reject(new Error('not a slash command')),
   };
   return { transport, calls, maxInFlight: () => maxInFlight };
 }

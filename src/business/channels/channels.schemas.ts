@@ -11,7 +11,7 @@ export const settingsSchema = z.strictObject({
   streaming: z
     .boolean()
     .describe('Slack: stream answers natively (`chat.startStream` / `appendStream` / `stopStream`) where the workspace allows it; otherwise, or when Slack refuses, post then edit about once a second.'),
-  feedbackButtons: z.boolean().describe('Slack: 👍/👎 feedback buttons under every answer; a click rates that answer (5 or 1), once per person.'),
+  feedbackButtons: z.boolean().describe('Slack and Discord: 👍/👎 feedback buttons under every answer; a click rates that answer (5 or 1), once per person.'),
   statusMessages: z
     .array(z.string().trim().min(1).max(100))
     .max(10)
