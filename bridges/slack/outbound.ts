@@ -18,6 +18,12 @@ export const FEEDBACK_ACTION = 'switchboard.feedback';
 /** At most this much of an answer is streamed as one message (markdown); the rest follows as messages. */
 export const STREAM_LIMIT = 12_000;
 /**
+ * `chat.appendStream` calls a channel makes, all its answers together: at most this many a second
+ * (a bucket of as many, refilled continuously). With many answers at once each appends less often,
+ * with more text; `chat.stopStream` writes whatever is left.
+ */
+export const APPENDS_PER_SECOND = 10;
+/**
  * What Slack answers when this workspace, plan, base URL (Enterprise Grid, GovSlack) or token cannot
  * stream or show a status: the channel falls back (post, then edit) and remembers.
  */
@@ -32,6 +38,20 @@ export class SlackOutbound {
   /** Slack refused native streaming (or the status) on this channel: answers post then edit (and show no status) from now on. */
   streamingRefused = false;
   statusRefused = false;
+  private appendTokens = APPENDS_PER_SECOND;
+  private appendRefilled = Date.now();
+
+  /** Takes one `chat.appendStream` from the channel's budget: 0 when taken, else how long to wait for one (ms). */
+  takeAppend(): number {
+    const now = Date.now();
+    this.appendTokens = Math.min(APPENDS_PER_SECOND, this.appendTokens + ((now - this.appendRefilled) * APPENDS_PER_SECOND) / 1000);
+    this.appendRefilled = now;
+    if (this.appendTokens >= 1) {
+      this.appendTokens -= 1;
+      return 0;
+    }
+    return Math.ceil(((1 - this.appendTokens) * 1000) / APPENDS_PER_SECOND);
+  }
 
   constructor(
     readonly web: WebClient,
@@ -357,6 +377,17 @@ class StreamingReply implements ReplyWriter {
     if (this.done || this.fallback) return;
     const text = this.latest.slice(0, STREAM_LIMIT);
     if (text.trim() === '' || text === this.sent || !text.startsWith(this.sent)) return;
+    if (this.ts !== null) {
+      // The channel's append budget is spent: try again when there is one (the text keeps growing meanwhile).
+      const wait = this.out.takeAppend();
+      if (wait > 0) {
+        this.timer = setTimeout(() => {
+          this.timer = null;
+          this.flush();
+        }, wait);
+        return;
+      }
+    }
     this.lastStart = Date.now();
     const request =
       this.ts === null

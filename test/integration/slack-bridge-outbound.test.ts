@@ -3,7 +3,7 @@
  * send queue's priority, and 429 Retry-After.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { HIGH_PRIORITY_MARK } from '../../bridges/slack/outbound.js';
+import { APPENDS_PER_SECOND, HIGH_PRIORITY_MARK } from '../../bridges/slack/outbound.js';
 import { startFakeSlack, type FakeSlack } from '../fakes/slack-api.js';
 import { BOT_TOKEN, makeBridge, sleep, until, type Harness } from '../fakes/slack-harness.js';
 
@@ -25,6 +25,39 @@ afterAll(async () => {
 });
 
 describe('Slack bridge, replies', () => {
+  it('streams 50 answers at once within the channel’s append budget, each ending with all of its text', async () => {
+    const ai = await startFakeSlack({ botToken: BOT_TOKEN, aiApps: true });
+    try {
+      h = makeBridge(ai);
+      await h.bridge.start();
+      const writers = Array.from({ length: 50 }, (_, i) => h.bridge.reply({ channel: 'C1', thread_ts: `1700.${String(i).padStart(6, '0')}`, user: `U${i}`, team: 'T1' }));
+      const texts = writers.map(() => '');
+      const t0 = Date.now();
+      while (Date.now() - t0 < 3000) {
+        writers.forEach((w, i) => {
+          texts[i] += `word${i} `;
+          w.progress(texts[i]!);
+        });
+        await sleep(50);
+      }
+      await Promise.all(writers.map((w, i) => w.finish(`${texts[i]}done`)));
+      const appends = ai.ok('chat.appendStream').map((c) => c.at);
+      // Any one-second window: at most the bucket (10) plus a second's refill (10), whatever the load.
+      const worst = Math.max(0, ...appends.map((at) => appends.filter((x) => x >= at && x < at + 1000).length));
+      expect(worst, `appendStream calls in the busiest second (of ${appends.length})`).toBeLessThanOrEqual(2 * APPENDS_PER_SECOND);
+      expect(ai.ok('chat.startStream')).toHaveLength(50);
+      expect(ai.ok('chat.stopStream')).toHaveLength(50);
+      for (const [i, start] of ai.ok('chat.startStream').entries()) {
+        const thread = String(start.body.thread_ts);
+        const n = Number(thread.split('.')[1]);
+        expect(ai.text('C1', String(start.response!.ts)), `answer ${i}`).toBe(`${texts[n]}done`);
+      }
+      await h.bridge.stop();
+    } finally {
+      await ai.close();
+    }
+  });
+
   it('shows the thread a status while the answer is worked out, a tool’s status until the first text, and asks a Slack without statuses once', async () => {
     const ai = await startFakeSlack({ botToken: BOT_TOKEN, aiApps: true });
     try {
