@@ -63,6 +63,10 @@ export interface InboundMessage {
   addressed?: boolean;
 }
 
+/** The action ids of the buttons under an answer: feedback (👍/👎) and Regenerate (Slack). */
+export const FEEDBACK_ACTION = 'switchboard.feedback';
+export const REGENERATE_ACTION = 'switchboard.regenerate';
+
 /** A click on a button the bot posted (`OutboundMessage.buttons`). */
 export interface InboundAction {
   /** The button's id and value as posted. */
@@ -74,6 +78,10 @@ export interface InboundAction {
   conversationId: string;
   /** The platform id of the message clicked (Slack ts, Discord message id). */
   messageId: string;
+  /** This click, stable across the platform's retries of it (Slack `action_ts`). */
+  clickId?: string | undefined;
+  /** Where an answer to the click goes (its thread, to the user who clicked). */
+  replyTo?: ReplyTarget | undefined;
 }
 
 /** A click on an answer's feedback buttons: a rating of that answer. */

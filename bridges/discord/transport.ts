@@ -5,7 +5,7 @@
  * so an answer can never ping anyone, whatever text the model wrote.
  */
 import { type REST, Routes } from 'discord.js';
-import type { OutboundButton } from '../bridge.js';
+import { FEEDBACK_ACTION, type OutboundButton } from '../bridge.js';
 import { toDiscordParts } from './format.js';
 
 /** Mentions Discord may turn into notifications: none. */
@@ -34,8 +34,7 @@ const STYLES = { primary: 1, secondary: 2, danger: 4 } as const;
 /** A button's custom id carries the button's id and value: `<id>:<value>` (100 characters at most). */
 export const customIdOf = (b: OutboundButton) => `${b.id}:${b.value}`.slice(0, 100);
 
-/** The action id of the feedback buttons under an answer (as on Slack). */
-export const FEEDBACK_ACTION = 'switchboard.feedback';
+export { FEEDBACK_ACTION } from '../bridge.js';
 
 /** 👍 / 👎 under an answer: a click arrives as a component interaction. */
 export function feedbackComponents(): Components {

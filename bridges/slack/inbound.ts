@@ -112,7 +112,8 @@ export interface SlackBlockActions {
   channel?: { id?: string };
   container?: { channel_id?: string; message_ts?: string; thread_ts?: string };
   message?: { ts?: string; thread_ts?: string };
-  actions?: Array<{ action_id?: string; value?: string }>;
+  team?: { id?: string } | null;
+  actions?: Array<{ action_id?: string; value?: string; action_ts?: string }>;
 }
 
 /** The button clicks of a `block_actions` interaction; the conversation is the clicked message's thread. */
@@ -122,7 +123,10 @@ export function toAction(body: SlackBlockActions): InboundAction[] {
   const messageId = body.message?.ts ?? body.container?.message_ts;
   const ts = body.message?.thread_ts ?? body.container?.thread_ts ?? messageId;
   if (body.type !== 'block_actions' || !userId || !channel || !ts || !messageId) return [];
-  return (body.actions ?? []).flatMap((a) => (a.action_id && a.value !== undefined ? [{ actionId: a.action_id, value: a.value, userId, conversationId: `${channel}:${ts}`, messageId }] : []));
+  const replyTo = { channel, thread_ts: ts, user: userId, team: body.team?.id ?? null };
+  return (body.actions ?? []).flatMap((a) =>
+    a.action_id && a.value !== undefined ? [{ actionId: a.action_id, value: a.value, userId, conversationId: `${channel}:${ts}`, messageId, clickId: a.action_ts, replyTo }] : [],
+  );
 }
 
 const RATINGS: Record<string, 5 | 1> = { '+1': 5, thumbsup: 5, '-1': 1, thumbsdown: 1 };

@@ -5,7 +5,7 @@
  */
 import type { webApi } from '@slack/bolt';
 import type { Logger } from 'pino';
-import type { ChannelSettings, OutboundButton, OutboundMessage, ReplyTarget, ReplyWriter, SendResult } from '../bridge.js';
+import { type ChannelSettings, FEEDBACK_ACTION, type OutboundButton, type OutboundMessage, REGENERATE_ACTION, type ReplyTarget, type ReplyWriter, type SendResult } from '../bridge.js';
 import { markdownToMrkdwn, SLACK_PART_LIMIT, toSlackParts } from './format.js';
 import { splitMessage } from '../split.js';
 
@@ -13,8 +13,7 @@ import { splitMessage } from '../split.js';
 export const PROGRESS_INTERVAL_MS = 1000;
 /** Put in front of a `high` priority send, so the reader sees it is urgent. */
 export const HIGH_PRIORITY_MARK = '🔴 ';
-/** The action id of the feedback buttons under an answer. */
-export const FEEDBACK_ACTION = 'switchboard.feedback';
+export { FEEDBACK_ACTION, REGENERATE_ACTION } from '../bridge.js';
 /** At most this much of an answer is streamed as one message (markdown); the rest follows as messages. */
 export const STREAM_LIMIT = 12_000;
 /**
@@ -323,7 +322,7 @@ class StreamingReply implements ReplyWriter {
     if (!this.fallback && this.ts === null) await this.start(streamed);
     if (this.fallback) return this.fallback.finish(text);
     const delta = streamed.startsWith(this.sent) ? streamed.slice(this.sent.length) : '';
-    await this.out.web.chat.stopStream({ channel: this.target.channel, ts: this.ts!, ...(delta ? { markdown_text: delta } : {}), ...(this.feedback ? { blocks: [feedbackBlock()] as never } : {}) });
+    await this.out.web.chat.stopStream({ channel: this.target.channel, ts: this.ts!, ...(delta ? { markdown_text: delta } : {}), ...(this.feedback ? { blocks: answerButtons() as never } : {}) });
     const ids = [this.ts!];
     for (const part of rest.flatMap((r) => toSlackParts(r))) ids.push(await this.out.post(this.target.channel, part, this.target.thread_ts));
     return ids;
@@ -404,8 +403,16 @@ class StreamingReply implements ReplyWriter {
   }
 }
 
-/** The buttons under an answer: 👍/👎 (`feedback_buttons` in a `context_actions` block). */
-export function feedbackBlock() {
+/**
+ * The buttons under an answer: 👍/👎 (`feedback_buttons` in a `context_actions` block), then
+ * Regenerate (a button in an `actions` block: Slack documents no "regenerate" icon for an
+ * `icon_button`, and a block Slack does not know would refuse the whole answer).
+ */
+export function answerButtons() {
+  return [feedbackBlock(), { type: 'actions', elements: [{ type: 'button', action_id: REGENERATE_ACTION, value: 'regenerate', text: { type: 'plain_text', text: 'Regenerate' } }] }];
+}
+
+function feedbackBlock() {
   const button = (text: string, value: string, label: string) => ({ text: { type: 'plain_text', text }, value, accessibility_label: label });
   return {
     type: 'context_actions',
@@ -422,7 +429,7 @@ export function feedbackBlock() {
 
 /** An answer part's text as sections (each within Slack's limit), then the feedback buttons. */
 function answerBlocks(text: string) {
-  return [...splitMessage(text, SECTION_LIMIT).map((part) => ({ type: 'section', text: { type: 'mrkdwn', text: part } })), feedbackBlock()];
+  return [...splitMessage(text, SECTION_LIMIT).map((part) => ({ type: 'section', text: { type: 'mrkdwn', text: part } })), ...answerButtons()];
 }
 
 /** Slack's limit for a section block's text; the message's `text` keeps all of it (notifications, clients without blocks). */

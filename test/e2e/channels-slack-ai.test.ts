@@ -83,6 +83,7 @@ describe('Slack as an AI app', { timeout: 30_000 }, () => {
         type: 'context_actions',
         elements: [expect.objectContaining({ type: 'feedback_buttons', action_id: 'switchboard.feedback', positive_button: expect.objectContaining({ value: 'positive' }), negative_button: expect.objectContaining({ value: 'negative' }) })],
       },
+      { type: 'actions', elements: [expect.objectContaining({ type: 'button', action_id: 'switchboard.regenerate', text: { type: 'plain_text', text: 'Regenerate' } })] },
     ]);
     // Nothing posted or edited the old way.
     expect(fake.ok('chat.postMessage').filter((c) => c.body.thread_ts === ts)).toEqual([]);
@@ -103,6 +104,21 @@ describe('Slack as an AI app', { timeout: 30_000 }, () => {
     expect(overview.metrics.satisfaction).toMatchObject({ average: 5, count: 2 });
   });
 
+  it('asks the question again under Regenerate, once per click (a retried delivery is not asked twice)', async () => {
+    const ts = await ask('How long do refunds take, roughly?', 'U70');
+    const first = fake.ok('chat.startStream').find((c) => c.body.thread_ts === ts)!;
+    const payload = blockActions({ user: 'U70', actionId: 'switchboard.regenerate', value: 'regenerate', channel: 'C1', messageTs: String(first.response!.ts), threadTs: ts });
+    const form = signSlackForm(payload, SIGNING_SECRET);
+    const send = () => t.app.inject({ method: 'POST', url: `/business/channels/${channelId}/slack/events`, headers: form.headers, payload: form.body });
+    expect((await send()).statusCode).toBe(200);
+    expect((await send()).statusCode).toBe(200);
+    await fake.waitFor('the second answer', () => fake.ok('chat.stopStream').filter((c) => fake.ok('chat.startStream').some((s) => s.body.thread_ts === ts && s.response!.ts === c.body.ts)).length === 2, 8_000);
+    const [session] = (await t.request({ method: 'GET', url: `/sessions?channelId=${channelId}&userId=U70` })).json().data;
+    const messages = (await t.request({ method: 'GET', url: `/sessions/${session.id}` })).json().messages.filter((m: { role: string }) => m.role === 'user');
+    expect(messages.map((m: { content: string }) => m.content)).toEqual(['How long do refunds take, roughly?', 'How long do refunds take, roughly?']);
+    expect(t.ctx.sqlite().sqlite.prepare("SELECT count(*) FROM channel_inbox WHERE external_id LIKE 'regenerate:%'").pluck().get()).toBe(1);
+  });
+
   it('falls back to posting then editing when Slack refuses streaming, remembers it, and keeps the feedback buttons', async () => {
     fake.reset();
     fake.refuse('chat.startStream', 'not_allowed');
@@ -113,7 +129,7 @@ describe('Slack as an AI app', { timeout: 30_000 }, () => {
     const answerTs = String(posted[0]!.response!.ts);
     expect(fake.text('C1', answerTs)).toContain('5 business days');
     const last = [...fake.ok('chat.update').filter((c) => c.body.ts === answerTs), posted[0]!].find((c) => c.body.blocks !== undefined)!;
-    expect((last.body.blocks as Array<{ type: string }>).map((b) => b.type)).toEqual(['section', 'context_actions']);
+    expect((last.body.blocks as Array<{ type: string }>).map((b) => b.type)).toEqual(['section', 'context_actions', 'actions']);
 
     // The channel remembers: the next answer does not try to stream.
     const again = await ask('And exceptions?');

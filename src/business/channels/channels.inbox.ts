@@ -6,7 +6,7 @@
  * recent; older ones expire. A 👍/👎 on a reply becomes feedback on that answer.
  */
 import type { Logger } from 'pino';
-import type { InboundMessage, InboundReaction, ReplyWriter } from '../../../bridges/bridge.js';
+import type { InboundAction, InboundMessage, InboundReaction, ReplyWriter } from '../../../bridges/bridge.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Answer } from '../../core/chat/chat.schemas.js';
@@ -227,6 +227,32 @@ export function createInbox(deps: InboxDeps) {
         if (done) break;
       }
       clearTimeout(timer);
+    },
+
+    /**
+     * Regenerate under an answer: its question is asked again in the same conversation (stored and
+     * answered like a message; a retried click is asked once). Answers whether it was an answer.
+     */
+    async regenerate(channel: RoutedChannel, action: InboundAction, reply: (m: InboundMessage) => ReplyWriter): Promise<boolean> {
+      const posted = await store.postedMessage(channel.id, action.messageId);
+      if (!posted?.session_id || !posted.message_id || !action.replyTo) return false;
+      const question = await store.questionOf(posted.session_id, posted.message_id);
+      if (question === undefined) return false;
+      await this.receive(
+        channel,
+        {
+          externalId: `regenerate:${action.messageId}:${action.userId}:${action.clickId ?? ''}`,
+          conversationId: action.conversationId,
+          conversationRef: String(action.replyTo.channel ?? action.conversationId),
+          userId: action.userId,
+          text: question,
+          direct: false,
+          mentioned: true,
+          replyTo: action.replyTo,
+        },
+        reply,
+      );
+      return true;
     },
 
     /** 👍/👎 on one of the bot's replies → a 5 or 1 rating of that answer. */

@@ -15,7 +15,7 @@
  */
 import crypto from 'node:crypto';
 import type { Logger } from 'pino';
-import type { BridgeFactory, ChannelBridge, DiscordCredentials, InboundAction, InboundFeedback, InboundMessage, OutboundButton, RawHttpRequest, RawHttpResponse, SlackCredentials } from '../../../bridges/bridge.js';
+import { type BridgeFactory, type ChannelBridge, type DiscordCredentials, type InboundAction, type InboundFeedback, type InboundMessage, type OutboundButton, type RawHttpRequest, type RawHttpResponse, REGENERATE_ACTION, type SlackCredentials } from '../../../bridges/bridge.js';
 import { createWebhookBridge, SIGNATURE_HEADER, verifySignature, type WebhookCredentials } from '../../../bridges/webhook/webhook-bridge.js';
 import type { ChangeSignals } from '../../db/change-signals.js';
 import type { LeaseStore } from '../../db/leases.js';
@@ -155,6 +155,10 @@ export function createChannelService(deps: ChannelServiceDeps) {
         await inbox.receive(routed(state.row), message, (m) => bridgeOf(state).reply(m.replyTo));
       },
       onAction: async (action: InboundAction) => {
+        if (action.actionId === REGENERATE_ACTION) {
+          await inbox.regenerate(routed(state.row), action, (m) => bridgeOf(state).reply(m.replyTo));
+          return;
+        }
         if (deps.desk) await deps.desk.deskAction(state.row.workspace_id, state.row.id, action);
       },
       suggestPrompts: () => promptsFor(state.row),

@@ -71,6 +71,21 @@ export function createChannelStore(db: SqlBackend, writes: ChannelWrites) {
     sessionOf: async (channelId: string, conversationId: string) => (await sessionOfConversation.first(channelId, conversationId))?.session_id,
     setSession: writes.setSession,
     posted: (rows: PostedMessage[]): Promise<void> => (rows.length === 0 ? Promise.resolve() : writes.posted(rows)),
+    /** The user's message an answer answered: the latest one before it in its session. */
+    async questionOf(sessionId: string, answerId: string): Promise<string | undefined> {
+      const answer = await k.selectFrom('messages').select('seq').where('session_id', '=', sessionId).where('id', '=', answerId).executeTakeFirst();
+      if (!answer) return undefined;
+      const question = await k
+        .selectFrom('messages')
+        .select('content')
+        .where('session_id', '=', sessionId)
+        .where('role', '=', 'user')
+        .where('seq', '<', answer.seq)
+        .orderBy('seq', 'desc')
+        .limit(1)
+        .executeTakeFirst();
+      return question?.content;
+    },
     postedMessage: (channelId: string, externalId: string) =>
       k.selectFrom('channel_messages').selectAll().where('channel_id', '=', channelId).where('external_id', '=', externalId).executeTakeFirst(),
   };
