@@ -192,8 +192,16 @@ describe('Slack bridge, Events API', () => {
     expect(await form(blockActions({ user: 'U9', actionId: 'handoff.return', value: 'hnd_1', channel: 'CDESK', messageTs: '1.000200', threadTs: '1.000100' }))).toEqual({ status: 200, body: '' });
     await until('both clicks', () => actions.length === 2);
     expect(actions).toEqual([
-      { actionId: 'handoff.accept', value: 'hnd_1', userId: 'U9', conversationId: 'CDESK:1.000100', messageId: '1.000100' },
-      { actionId: 'handoff.return', value: 'hnd_1', userId: 'U9', conversationId: 'CDESK:1.000100', messageId: '1.000200' },
+      {
+        actionId: 'handoff.accept',
+        value: 'hnd_1',
+        userId: 'U9',
+        conversationId: 'CDESK:1.000100',
+        messageId: '1.000100',
+        clickId: expect.any(String),
+        replyTo: { channel: 'CDESK', thread_ts: '1.000100', user: 'U9', team: 'T1' },
+      },
+      expect.objectContaining({ actionId: 'handoff.return', value: 'hnd_1', userId: 'U9', conversationId: 'CDESK:1.000100', messageId: '1.000200' }),
     ]);
     const { user: _user, ...noUser } = blockActions({ user: 'U9', actionId: 'handoff.accept', value: 'hnd_1', channel: 'CDESK', messageTs: '1.000100' });
     await expect(form(noUser)).rejects.toMatchObject({ code: 'validation_failed', status: 400, errors: [expect.objectContaining({ path: 'payload.user' })] });
