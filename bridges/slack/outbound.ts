@@ -156,18 +156,44 @@ export class SlackOutbound {
 }
 
 /**
+ * The pacing both kinds of reply share: at most one request in flight, the next no sooner than
+ * PROGRESS_INTERVAL_MS after the previous one started; `flush` sends the latest text.
+ */
+abstract class Paced {
+  protected inFlight: Promise<void> | null = null;
+  protected timer: NodeJS.Timeout | null = null;
+  protected lastStart = 0;
+  protected done = false;
+
+  protected abstract flush(): void;
+
+  /** Stops progress and waits for the request in flight. */
+  protected async settle(): Promise<void> {
+    this.done = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    if (this.inFlight) await this.inFlight;
+  }
+
+  protected schedule(): void {
+    if (this.inFlight || this.timer || this.done) return;
+    const wait = Math.max(0, this.lastStart + PROGRESS_INTERVAL_MS - Date.now());
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.flush();
+    }, wait);
+  }
+}
+
+/**
  * One reply: the first `progress` text is posted, later ones edit that message, no sooner than
  * PROGRESS_INTERVAL_MS after the previous request started and never while one is in flight; only
  * the latest text is sent. `finish`/`fail` wait for the request in flight, then write the final text.
  */
-class ProgressiveReply implements ReplyWriter {
+class ProgressiveReply extends Paced implements ReplyWriter {
   private ts: string | null = null;
   private latest: string | null = null;
   private shown: string | null = null;
-  private inFlight: Promise<void> | null = null;
-  private timer: NodeJS.Timeout | null = null;
-  private lastStart = 0;
-  private done = false;
 
   constructor(
     private readonly out: SlackOutbound,
@@ -175,7 +201,9 @@ class ProgressiveReply implements ReplyWriter {
     private readonly threadTs: string | null,
     private readonly logger: Logger,
     private readonly feedback = false,
-  ) {}
+  ) {
+    super();
+  }
 
   progress(textSoFar: string): void {
     if (this.done) return;
@@ -213,24 +241,8 @@ class ProgressiveReply implements ReplyWriter {
     }
   }
 
-  /** Stops progress and waits for the request in flight. */
-  private async settle(): Promise<void> {
-    this.done = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    if (this.inFlight) await this.inFlight;
-  }
 
-  private schedule(): void {
-    if (this.inFlight || this.timer || this.done) return;
-    const wait = Math.max(0, this.lastStart + PROGRESS_INTERVAL_MS - Date.now());
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.flush();
-    }, wait);
-  }
-
-  private flush(): void {
+  protected flush(): void {
     if (this.done || this.latest === null) return;
     const parts = toSlackParts(this.latest);
     const text = parts.length > 1 ? `${parts[0] ?? ''} …` : (parts[0] ?? '');
@@ -291,15 +303,11 @@ function withStatus(writer: ReplyWriter, out: SlackOutbound, channel: string, th
  * `chat.stopStream` with the rest and the feedback buttons. When Slack refuses to start a stream,
  * the reply (and every later one on the channel) is posted then edited instead.
  */
-class StreamingReply implements ReplyWriter {
+class StreamingReply extends Paced implements ReplyWriter {
   private ts: string | null = null;
   private sent = '';
   private latest = '';
   private fallback: ReplyWriter | null = null;
-  private inFlight: Promise<void> | null = null;
-  private timer: NodeJS.Timeout | null = null;
-  private lastStart = 0;
-  private done = false;
 
   constructor(
     private readonly out: SlackOutbound,
@@ -307,7 +315,9 @@ class StreamingReply implements ReplyWriter {
     private readonly feedback: boolean,
     private readonly progressive: () => ReplyWriter,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    super();
+  }
 
   progress(textSoFar: string): void {
     if (this.done) return;
@@ -356,23 +366,8 @@ class StreamingReply implements ReplyWriter {
     }
   }
 
-  private async settle(): Promise<void> {
-    this.done = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    if (this.inFlight) await this.inFlight;
-  }
 
-  private schedule(): void {
-    if (this.inFlight || this.timer || this.done) return;
-    const wait = Math.max(0, this.lastStart + PROGRESS_INTERVAL_MS - Date.now());
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.flush();
-    }, wait);
-  }
-
-  private flush(): void {
+  protected flush(): void {
     if (this.done || this.fallback) return;
     const text = this.latest.slice(0, STREAM_LIMIT);
     if (text.trim() === '' || text === this.sent || !text.startsWith(this.sent)) return;

@@ -252,6 +252,31 @@ export async function startFakeDiscord(options: Partial<FakeDiscordSettings> & {
     return json(res, 404, { message: '404: Not Found', code: 0 });
   }
 
+  /** Dispatches an INTERACTION_CREATE in a server channel (a click, a slash command); answers its id. */
+  function interact(user: FakeUser, channelId: string, fields: Record<string, unknown>): string {
+    const id = snowflake();
+    interactions.set(id, { channelId, token: `interaction-token-${id}`, user });
+    const channel = channelPayload(channelId);
+    gateway.dispatch('INTERACTION_CREATE', {
+      id,
+      application_id: BOT.id,
+      guild_id: GUILD_ID,
+      channel_id: channelId,
+      ...(channel ? { channel: { ...channel, guild_id: GUILD_ID } } : {}),
+      member: { user, roles: [], permissions: '1024', joined_at: '2024-01-01T00:00:00.000Z', deaf: false, mute: false, flags: 0 },
+      token: `interaction-token-${id}`,
+      version: 1,
+      app_permissions: '1024',
+      locale: 'en-US',
+      guild_locale: 'en-US',
+      entitlements: [],
+      authorizing_integration_owners: { '0': GUILD_ID },
+      context: 0,
+      ...fields,
+    });
+    return id;
+  }
+
   const server = http.createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {
       if (!res.headersSent) json(res, 500, { message: `Fake failure: ${String(err)}`, code: 0 });
@@ -284,55 +309,12 @@ export async function startFakeDiscord(options: Partial<FakeDiscordSettings> & {
     click({ user, messageId, customId }) {
       const message = messages.get(messageId);
       if (!message) throw new Error(`FakeDiscord.click: no message ${messageId}`);
-      const channelId = message.channel_id as string;
-      const id = snowflake();
-      interactions.set(id, { channelId, token: `interaction-token-${id}`, user });
-      const channel = channelPayload(channelId);
-      gateway.dispatch('INTERACTION_CREATE', {
-        id,
-        application_id: BOT.id,
-        type: 3,
-        data: { custom_id: customId, component_type: 2 },
-        guild_id: GUILD_ID,
-        channel_id: channelId,
-        ...(channel ? { channel: { ...channel, guild_id: GUILD_ID } } : {}),
-        member: { user, roles: [], permissions: '1024', joined_at: '2024-01-01T00:00:00.000Z', deaf: false, mute: false, flags: 0 },
-        token: `interaction-token-${id}`,
-        version: 1,
-        message,
-        app_permissions: '1024',
-        locale: 'en-US',
-        guild_locale: 'en-US',
-        entitlements: [],
-        authorizing_integration_owners: { '0': GUILD_ID },
-        context: 0,
-      });
-      return id;
+      return interact(user, message.channel_id as string, { type: 3, data: { custom_id: customId, component_type: 2 }, message });
     },
     commands,
     slash({ user, channelId, name, options: values }) {
-      const id = snowflake();
-      interactions.set(id, { channelId, token: `interaction-token-${id}`, user });
-      const channel = channelPayload(channelId);
-      gateway.dispatch('INTERACTION_CREATE', {
-        id,
-        application_id: BOT.id,
-        type: 2,
-        data: { id: snowflake(), name, type: 1, guild_id: GUILD_ID, options: Object.entries(values).map(([key, value]) => ({ name: key, type: 3, value })) },
-        guild_id: GUILD_ID,
-        channel_id: channelId,
-        ...(channel ? { channel: { ...channel, guild_id: GUILD_ID } } : {}),
-        member: { user, roles: [], permissions: '1024', joined_at: '2024-01-01T00:00:00.000Z', deaf: false, mute: false, flags: 0 },
-        token: `interaction-token-${id}`,
-        version: 1,
-        app_permissions: '1024',
-        locale: 'en-US',
-        guild_locale: 'en-US',
-        entitlements: [],
-        authorizing_integration_owners: { '0': GUILD_ID },
-        context: 0,
-      });
-      return id;
+      const options = Object.entries(values).map(([key, value]) => ({ name: key, type: 3, value }));
+      return interact(user, channelId, { type: 2, data: { id: snowflake(), name, type: 1, guild_id: GUILD_ID, options } });
     },
     react({ user, channelId, messageId, emoji }) {
       const guildId = channelPayload(channelId)?.guild_id as string | undefined;
