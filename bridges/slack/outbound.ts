@@ -55,7 +55,7 @@ export class SlackOutbound {
   constructor(
     readonly web: WebClient,
     private readonly logger: Logger,
-    private readonly settings: () => ChannelSettings = () => ({ respondTo: 'mentions', replyInThread: true, allowedConversations: [], enabled: true, streaming: false, feedbackButtons: false, statusMessages: [], suggestedPrompts: [] }),
+    private readonly settings: () => ChannelSettings,
   ) {}
 
   async post(channel: string, text: string, threadTs: string | null): Promise<string> {

@@ -139,7 +139,8 @@ describe('Discord bridge: replies', () => {
     await waitFor(() => rig!.fake.posted.length === 1, 'the progressive message');
     rig.fake.fail(PATCH, { kind: 'rate-limit', retryAfter: 1 });
     writer.progress('one two');
-    await sleep(1100);
+    // The refused edit is retried once Retry-After has passed.
+    await waitFor(() => rig!.fake.requests.filter((x) => x.route === PATCH).length >= 2, 'the edit retried after Retry-After', 5_000);
     writer.progress('one two three');
     const ids = await writer.finish('one two three four');
     const patches = rig.fake.requests.filter((x) => x.route === PATCH);

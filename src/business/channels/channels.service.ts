@@ -18,6 +18,7 @@ import type { Logger } from 'pino';
 import { type BridgeFactory, type ChannelBridge, type DiscordCredentials, type InboundAction, type InboundFeedback, type InboundMessage, type OutboundButton, type RawHttpRequest, type RawHttpResponse, REGENERATE_ACTION, type SlackCredentials } from '../../../bridges/bridge.js';
 import { createWebhookBridge, SIGNATURE_HEADER, verifySignature, type WebhookCredentials } from '../../../bridges/webhook/webhook-bridge.js';
 import type { ChangeSignals } from '../../db/change-signals.js';
+import type { DeskThread } from '../handoffs/handoffs.service.js';
 import type { LeaseStore } from '../../db/leases.js';
 import type { ChannelRow } from '../../db/schema.js';
 import { ConflictError, NotFoundError, UnauthorizedError, UpstreamError, ValidationError, validationErrorOf, zodFieldErrors } from '../../errors.js';
@@ -40,8 +41,8 @@ export interface BridgeFactories {
 
 /** Handoff desks (business/handoffs): members' replies in a desk thread and their button clicks go there, not to the persona. */
 export interface DeskPort {
-  isDeskThread(channelId: string, conversationId: string): Promise<boolean>;
-  deskMessage(workspaceId: string, channelId: string, message: { conversationId: string; userId: string; text: string }): Promise<void>;
+  deskThread(channelId: string, conversationId: string): Promise<DeskThread | undefined>;
+  deskMessage(workspaceId: string, thread: DeskThread, message: { userId: string; text: string }): Promise<void>;
   deskAction(workspaceId: string, channelId: string, action: InboundAction): Promise<void>;
 }
 
@@ -204,7 +205,8 @@ export function createChannelService(deps: ChannelServiceDeps) {
    * delivery is not relayed twice) and handed over. Answers whether it was one.
    */
   async function toDesk(state: Live, message: InboundMessage): Promise<boolean> {
-    if (!deps.desk || !(await deps.desk.isDeskThread(state.row.id, message.conversationId))) return false;
+    const thread = deps.desk ? await deps.desk.deskThread(state.row.id, message.conversationId) : undefined;
+    if (!deps.desk || !thread) return false;
     const seq = await store.receive({
       channel_id: state.row.id,
       external_id: message.externalId,
@@ -213,7 +215,7 @@ export function createChannelService(deps: ChannelServiceDeps) {
       status: 'answered',
       received_at: clock.now().toISOString(),
     });
-    if (seq !== null) await deps.desk.deskMessage(state.row.workspace_id, state.row.id, { conversationId: message.conversationId, userId: message.userId, text: message.text });
+    if (seq !== null) await deps.desk.deskMessage(state.row.workspace_id, thread, { userId: message.userId, text: message.text });
     return true;
   }
 

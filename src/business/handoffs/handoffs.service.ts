@@ -16,7 +16,8 @@
  * and offers queued handoffs whose team became available.
  */
 import type { Logger } from 'pino';
-import type { HandoffRow } from '../../db/schema.js';
+import type { Selectable } from 'kysely';
+import type { Database, HandoffRow } from '../../db/schema.js';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors.js';
 import type { Clock } from '../../lib/clock.js';
 import type { IdGenerator } from '../../lib/ids.js';
@@ -31,6 +32,7 @@ import { type HandoffStore, OPEN, type Queue, type QueueRow, type Writes } from 
 import type { Cipher } from '../../lib/cipher.js';
 import { type AddressGuardOptions, assertPublicUrl } from '../../lib/address-guard.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { OutboundButton } from '../../../bridges/bridge.js';
 import { SIGNATURE_HEADER, signature } from '../../../bridges/webhook/webhook-bridge.js';
 
 /** Handoffs the sweep looks at per pass. */
@@ -62,12 +64,7 @@ export function toHandoff(row: HandoffRow, nextAvailableAt: string | null = null
 type Outbox = NonNullable<Writes['outbox']>[number];
 
 /** A button under a desk post; a click comes back as a `DeskAction` with its id and value. */
-export interface DeskButton {
-  id: 'handoff.accept' | 'handoff.return' | 'handoff.resolve';
-  label: string;
-  value: string;
-  style?: 'primary' | 'danger';
-}
+export type DeskButton = OutboundButton & { id: 'handoff.accept' | 'handoff.return' | 'handoff.resolve' };
 
 /** What the handoffs need of the channels service (built after this one). Each throws when it could not. */
 export interface ChannelPort {
@@ -79,9 +76,11 @@ export interface ChannelPort {
   typeOf(workspaceId: string, channelId: string): Promise<'slack' | 'discord' | 'webhook'>;
 }
 
+/** Where a handoff's card was posted: its thread is the handoff's at the desk. */
+export type DeskThread = Pick<Selectable<Database['handoff_desk_threads']>, 'workspace_id' | 'handoff_id'>;
+
 /** A message in a desk thread, or a click on a desk button, as a channel received it. */
 export interface DeskMessage {
-  conversationId: string;
   userId: string;
   text: string;
 }
@@ -605,16 +604,15 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
       await store.setChatUserIds(workspaceId, teamId, users.map((u) => ({ emailKey: emailKey(u.email), chatUserId: u.chatUserId })));
     },
 
-    /** Whether a channel conversation is a handoff's desk thread (its messages are members', not the persona's). */
-    isDeskThread: async (channelId: string, conversationId: string): Promise<boolean> => (await store.deskThread(channelId, conversationId)) !== undefined,
+    /** The handoff's desk thread a channel conversation is, if any (its messages are members', not the persona's). */
+    deskThread: (channelId: string, conversationId: string): Promise<DeskThread | undefined> => store.deskThread(channelId, conversationId),
 
     /**
      * A message in a desk thread: the reply of the member who accepted reaches the user; anyone else
      * is told how it stands (a member who has not accepted), or ignored (not a member).
      */
-    async deskMessage(workspaceId: string, channelId: string, message: DeskMessage): Promise<void> {
-      const thread = await store.deskThread(channelId, message.conversationId);
-      if (!thread || thread.workspace_id !== workspaceId) return;
+    async deskMessage(workspaceId: string, thread: DeskThread, message: DeskMessage): Promise<void> {
+      if (thread.workspace_id !== workspaceId) return;
       const row = await store.find(workspaceId, thread.handoff_id);
       if (!row) return;
       const team = await teamOf(workspaceId, row.team_id);

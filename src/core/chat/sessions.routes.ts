@@ -8,8 +8,8 @@ import { feedbackResultSchema, feedbackSchema, listSessionsQuerySchema, sessionD
 import { openSse } from './sse.js';
 
 /** A session's event stream looks for new messages this often, and ends after this long (EventSource reconnects with Last-Event-ID). */
-export const SESSION_EVENTS_POLL_MS = 500;
-export const SESSION_EVENTS_MAX_MS = 15 * 60_000;
+const SESSION_EVENTS_POLL_MS = 500;
+const SESSION_EVENTS_MAX_MS = 15 * 60_000;
 const EVENTS_BATCH = 100;
 
 const eventsQuerySchema = z.strictObject({
@@ -61,9 +61,7 @@ export function sessionRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         const { workspaceId } = principalOf(request);
         const id = request.params.id;
         const lastEventId = Number(request.headers['last-event-id']);
-        let cursor = Number.isInteger(lastEventId) && lastEventId >= 0 ? lastEventId : (request.query.after ?? (await sessions.latestSeq(workspaceId, id)));
-        // A session of another workspace (or none) is a 404 before the stream opens.
-        if (request.query.after !== undefined || Number.isInteger(lastEventId)) await sessions.latestSeq(workspaceId, id);
+        let cursor = await sessions.eventsStart(workspaceId, id, Number.isInteger(lastEventId) && lastEventId >= 0 ? lastEventId : request.query.after);
         const sse = openSse(reply);
         const until = Date.now() + SESSION_EVENTS_MAX_MS;
         await sse.write('retry: 1000\n\n');

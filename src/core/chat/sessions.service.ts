@@ -67,9 +67,13 @@ export function createSessionService({ store, clock, personas, channelExists, ha
       return { ...toSession(row), messages: (await store.messages(row.id)).map(toMessage) };
     },
 
-    /** Where a session's event stream starts: after its latest message (404 when it is not the workspace's). */
-    async latestSeq(workspaceId: string, id: string): Promise<number> {
-      return store.latestSeq((await find(workspaceId, id)).id);
+    /**
+     * Where a session's event stream starts: after `after` (a reconnect's last event), else after its
+     * latest message. 404 when the session is not the workspace's, before the stream opens.
+     */
+    async eventsStart(workspaceId: string, id: string, after: number | undefined): Promise<number> {
+      const row = await find(workspaceId, id);
+      return after ?? store.latestSeq(row.id);
     },
 
     /**
