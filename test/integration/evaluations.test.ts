@@ -222,7 +222,8 @@ describe.each(testBackends())('evaluation runs in the background on $kind', (bac
       expect(expectProblem(await t.request({ method: 'DELETE', url: `/personas/${p.id}` }), 409, 'conflict').detail).toContain(id);
       const cancelled = await t.request({ method: 'POST', url: `/evaluations/runs/${id}/cancel` });
       expect(cancelled.statusCode, cancelled.body).toBe(200);
-      expect(cancelled.json().status).toBe('cancelled');
+      // The answer carries the summary of what was answered, as the next read does.
+      expect(cancelled.json()).toMatchObject({ status: 'cancelled', progress: { done: 2, total: 10 }, summary: { cases: 2, passed: 2 } });
       await t.ctx.services.evaluations.idle();
       expect(gated.state.aborted).toBe(1);
       const after = (await t.request({ method: 'GET', url: `/evaluations/runs/${id}` })).json();
