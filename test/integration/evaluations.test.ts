@@ -71,12 +71,14 @@ describe.each(testBackends())('evaluations on $kind', (backend) => {
     expect((await t.request({ method: 'DELETE', url: `/datasets/${ds.id}/cases/${added.json().id}` })).statusCode).toBe(204);
     expect((await get(`/datasets/${ds.id}`)).json().caseCount).toBe(3);
 
+    // The other workspace names its own persona: only the dataset being ours can make the run a 404.
+    const theirs = await createPersona(t, { name: 'Theirs' }, other);
     for (const res of [
       await get(`/datasets/${ds.id}`, other),
       await get(`/datasets/${ds.id}/cases`, other),
       await post(`/datasets/${ds.id}/cases`, { input: 'x' }, other),
       await get(`/datasets/${ds.id}/export`, other),
-      await post('/evaluations/runs', { datasetId: ds.id, personaId: 'per_nope' }, other),
+      await post('/evaluations/runs', { datasetId: ds.id, personaId: theirs.id }, other),
     ]) {
       expectProblem(res, 404, 'not_found');
     }
