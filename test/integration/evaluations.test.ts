@@ -264,6 +264,10 @@ describe.each(testBackends())('evaluation runs in the background on $kind', (bac
       expect(run).toMatchObject({ progress: { done: 10, total: 10 }, summary: { cases: 10, passed: 10 } });
       const rows = await next.db.kysely.selectFrom('eval_results').select(['position']).where('run_id', '=', id).orderBy('position').execute();
       expect(rows.map((r) => r.position)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+      // Results are kept once whatever is answered again, so what the model was asked is the proof:
+      // the two answered before the restart are not asked again, the one cut short and the rest once each.
+      expect(gated.state.asked).toEqual(TEN.slice(0, 3).map((c) => c.input));
+      expect(model.state.asked).toEqual(TEN.slice(2).map((c) => c.input));
       expect((await next.db.kysely.selectFrom('eval_runs').select('attempts').where('id', '=', id).executeTakeFirstOrThrow()).attempts).toBe(2);
     } finally {
       gated.state.release();
