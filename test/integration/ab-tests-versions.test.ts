@@ -110,11 +110,28 @@ describe.each(testBackends())('A/B tests between versions on $kind', (backend) =
     const swept = (await t.request({ method: 'GET', url: `/business/ab-tests/${failing.id}` })).json();
     expect(swept.status).toBe('completed');
     expect(swept.stopReason).toMatch(/^guardrail maxErrorRate: /);
-    // Only B is held to the limits (A failed every time), and a stopped test is not swept again.
+    // A stopped test is not swept again.
     expect(await t.ctx.services.abTests.enforceGuardrails()).toBe(0);
     const manual = await createAbTest(t, { personaA: a.id, personaB: b.id });
     await put(manual.id, 'start');
     expect((await put(manual.id, 'stop')).json().stopReason).toBe('manual');
+  });
+
+  it('holds only B to the limits: A failing every answer stops nothing while B keeps them', async () => {
+    const a = await createPersona(t, { name: 'Failing A' });
+    const b = await createPersona(t, { name: 'Healthy B' });
+    const test = await createAbTest(t, { personaA: a.id, personaB: b.id, guardrails: { maxErrorRate: 0.1 } });
+    await put(test.id, 'start');
+    for (let i = 0; i < 40; i++) {
+      await recordInteraction(t, { workspace_id: ws, persona_id: a.id, ab_test_id: test.id, variant: 'A', started_at: NOW, error: 'upstream_error' });
+      await recordInteraction(t, { workspace_id: ws, persona_id: b.id, ab_test_id: test.id, variant: 'B', started_at: NOW, error: null });
+    }
+    expect(await t.ctx.services.abTests.enforceGuardrails()).toBe(0);
+    const read = await results(test.id);
+    expect(read.status).toBe('running');
+    // B's error rate is 0, its interval starting at 0, not below it.
+    expect(read.guardrails).toEqual([{ guardrail: 'maxErrorRate', limit: 0.1, observed: 0, interval: [0, expect.any(Number)], breached: false }]);
+    expect(read.guardrails[0].interval[1]).toBeLessThan(0.1);
   });
 
   it('reports guardrail intervals within the metric’s range: an error rate within 0–1, an average rating within 1–5', async () => {
