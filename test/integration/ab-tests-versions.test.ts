@@ -110,11 +110,48 @@ describe.each(testBackends())('A/B tests between versions on $kind', (backend) =
     const swept = (await t.request({ method: 'GET', url: `/business/ab-tests/${failing.id}` })).json();
     expect(swept.status).toBe('completed');
     expect(swept.stopReason).toMatch(/^guardrail maxErrorRate: /);
-    // Only B is held to the limits (A failed every time), and a stopped test is not swept again.
+    // A stopped test is not swept again.
     expect(await t.ctx.services.abTests.enforceGuardrails()).toBe(0);
     const manual = await createAbTest(t, { personaA: a.id, personaB: b.id });
     await put(manual.id, 'start');
     expect((await put(manual.id, 'stop')).json().stopReason).toBe('manual');
+  });
+
+  it('holds only B to the limits: A failing every answer stops nothing while B keeps them', async () => {
+    const a = await createPersona(t, { name: 'Failing A' });
+    const b = await createPersona(t, { name: 'Healthy B' });
+    const test = await createAbTest(t, { personaA: a.id, personaB: b.id, guardrails: { maxErrorRate: 0.1 } });
+    await put(test.id, 'start');
+    for (let i = 0; i < 40; i++) {
+      await recordInteraction(t, { workspace_id: ws, persona_id: a.id, ab_test_id: test.id, variant: 'A', started_at: NOW, error: 'upstream_error' });
+      await recordInteraction(t, { workspace_id: ws, persona_id: b.id, ab_test_id: test.id, variant: 'B', started_at: NOW, error: null });
+    }
+    expect(await t.ctx.services.abTests.enforceGuardrails()).toBe(0);
+    const read = await results(test.id);
+    expect(read.status).toBe('running');
+    // B's error rate is 0, its interval starting at 0, not below it.
+    expect(read.guardrails).toEqual([{ guardrail: 'maxErrorRate', limit: 0.1, observed: 0, interval: [0, expect.any(Number)], breached: false }]);
+    expect(read.guardrails[0].interval[1]).toBeLessThan(0.1);
+  });
+
+  it('reports guardrail intervals within the metric’s range: an error rate within 0–1, an average rating within 1–5', async () => {
+    const a = await createPersona(t, { name: 'Fine A' });
+    const b = await createPersona(t, { name: 'Down B' });
+    const test = await createAbTest(t, { personaA: a.id, personaB: b.id, guardrails: { maxErrorRate: 0.5, minSatisfaction: 3 } });
+    await put(test.id, 'start');
+    for (let i = 0; i < 10; i++) {
+      await recordInteraction(t, { workspace_id: ws, persona_id: b.id, ab_test_id: test.id, variant: 'B', started_at: NOW, error: 'upstream_error' });
+    }
+    await rate(test.id, b.id, 'B', Array.from({ length: 10 }, () => 1));
+    // Every answer failed and every rating is 1: the raw sequences reach past 1 and below 1.
+    const read = await results(test.id);
+    expect(read.status).toBe('completed');
+    expect(read.guardrails).toEqual([
+      { guardrail: 'maxErrorRate', limit: 0.5, observed: 1, interval: [expect.any(Number), 1], breached: true },
+      { guardrail: 'minSatisfaction', limit: 3, observed: 1, interval: [1, expect.any(Number)], breached: true },
+    ]);
+    const record = (await t.request({ method: 'GET', url: `/business/ab-tests/${test.id}` })).json();
+    expect(record.stopReason).toMatch(/^guardrail maxErrorRate: B's error rate is at least [\d.]+ \(95 % confidence sequence [\d.]+–1\), above the limit 0\.5$/);
   });
 
   it('promotes the winner: its version becomes current, channels and the test’s model id move to it, once', async () => {

@@ -71,12 +71,14 @@ describe.each(testBackends())('evaluations on $kind', (backend) => {
     expect((await t.request({ method: 'DELETE', url: `/datasets/${ds.id}/cases/${added.json().id}` })).statusCode).toBe(204);
     expect((await get(`/datasets/${ds.id}`)).json().caseCount).toBe(3);
 
+    // The other workspace names its own persona: only the dataset being ours can make the run a 404.
+    const theirs = await createPersona(t, { name: 'Theirs' }, other);
     for (const res of [
       await get(`/datasets/${ds.id}`, other),
       await get(`/datasets/${ds.id}/cases`, other),
       await post(`/datasets/${ds.id}/cases`, { input: 'x' }, other),
       await get(`/datasets/${ds.id}/export`, other),
-      await post('/evaluations/runs', { datasetId: ds.id, personaId: 'per_nope' }, other),
+      await post('/evaluations/runs', { datasetId: ds.id, personaId: theirs.id }, other),
     ]) {
       expectProblem(res, 404, 'not_found');
     }
@@ -222,7 +224,8 @@ describe.each(testBackends())('evaluation runs in the background on $kind', (bac
       expect(expectProblem(await t.request({ method: 'DELETE', url: `/personas/${p.id}` }), 409, 'conflict').detail).toContain(id);
       const cancelled = await t.request({ method: 'POST', url: `/evaluations/runs/${id}/cancel` });
       expect(cancelled.statusCode, cancelled.body).toBe(200);
-      expect(cancelled.json().status).toBe('cancelled');
+      // The answer carries the summary of what was answered, as the next read does.
+      expect(cancelled.json()).toMatchObject({ status: 'cancelled', progress: { done: 2, total: 10 }, summary: { cases: 2, passed: 2 } });
       await t.ctx.services.evaluations.idle();
       expect(gated.state.aborted).toBe(1);
       const after = (await t.request({ method: 'GET', url: `/evaluations/runs/${id}` })).json();
@@ -261,6 +264,10 @@ describe.each(testBackends())('evaluation runs in the background on $kind', (bac
       expect(run).toMatchObject({ progress: { done: 10, total: 10 }, summary: { cases: 10, passed: 10 } });
       const rows = await next.db.kysely.selectFrom('eval_results').select(['position']).where('run_id', '=', id).orderBy('position').execute();
       expect(rows.map((r) => r.position)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+      // Results are kept once whatever is answered again, so what the model was asked is the proof:
+      // the two answered before the restart are not asked again, the one cut short and the rest once each.
+      expect(gated.state.asked).toEqual(TEN.slice(0, 3).map((c) => c.input));
+      expect(model.state.asked).toEqual(TEN.slice(2).map((c) => c.input));
       expect((await next.db.kysely.selectFrom('eval_runs').select('attempts').where('id', '=', id).executeTakeFirstOrThrow()).attempts).toBe(2);
     } finally {
       gated.state.release();

@@ -95,7 +95,7 @@ export const abTestResultsSchema = z
         guardrail: z.enum(['maxErrorRate', 'maxP95LatencyMs', 'minSatisfaction']),
         limit: z.number(),
         observed: z.number().nullable().describe("B's figure so far: error rate, share of answers slower than the limit, or average rating."),
-        interval: z.array(z.number()).length(2).nullable().describe('Confidence sequence of the observed figure.'),
+        interval: z.array(z.number()).length(2).nullable().describe('Confidence sequence of the observed figure, within the values it can take (a share 0–1, an average rating 1–5).'),
         breached: z.boolean(),
       }),
     ),

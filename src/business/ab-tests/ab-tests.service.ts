@@ -267,15 +267,15 @@ export function createAbTestService({ store, personas, clock, ids }: AbTestServi
     const checks: AbTestResults['guardrails'] = [];
     const answersB = answers.filter((x) => x.variant === 'B' && x.error !== 'cancelled');
     if (guardrails.maxErrorRate !== undefined) {
-      checks.push(check('maxErrorRate', guardrails.maxErrorRate, answersB.map((x) => (x.error === null ? 0 : 1)), 'above'));
+      checks.push(check('maxErrorRate', guardrails.maxErrorRate, answersB.map((x) => (x.error === null ? 0 : 1)), 'above', SHARE_RANGE));
     }
     if (guardrails.maxP95LatencyMs !== undefined) {
       const limit = guardrails.maxP95LatencyMs;
-      const slow = check('maxP95LatencyMs', P95_SHARE, answersB.filter((x) => x.error === null).map((x) => (x.latency_ms > limit ? 1 : 0)), 'above');
+      const slow = check('maxP95LatencyMs', P95_SHARE, answersB.filter((x) => x.error === null).map((x) => (x.latency_ms > limit ? 1 : 0)), 'above', SHARE_RANGE);
       checks.push({ ...slow, limit });
     }
     if (guardrails.minSatisfaction !== undefined) {
-      checks.push(check('minSatisfaction', guardrails.minSatisfaction, ratings.filter((r) => r.variant === 'B').map((r) => r.rating), 'below'));
+      checks.push(check('minSatisfaction', guardrails.minSatisfaction, ratings.filter((r) => r.variant === 'B').map((r) => r.rating), 'below', RATING_RANGE));
     }
     return {
       testId: row.id,
@@ -305,8 +305,17 @@ export function createAbTestService({ store, personas, clock, ids }: AbTestServi
 
 type GuardrailCheck = AbTestResults['guardrails'][number];
 
-/** One guardrail on B's observations in time order: broken when its confidence sequence lies wholly beyond the limit. */
-function check(guardrail: GuardrailCheck['guardrail'], limit: number, values: number[], direction: 'above' | 'below'): GuardrailCheck {
+/** The values a guardrail's figure can take: a share (error rate, slow answers), or an average rating. */
+const SHARE_RANGE: [number, number] = [0, 1];
+const RATING_RANGE: [number, number] = [1, 5];
+
+/**
+ * One guardrail on B's observations in time order: broken when its confidence sequence lies wholly
+ * beyond the limit. The interval is reported within `range`: the sequence's own can reach past the
+ * values the figure can take (ten failures in ten: 0.61–1.39), and the true figure lies in both.
+ * Clipping changes no verdict: a limit lies within the range.
+ */
+function check(guardrail: GuardrailCheck['guardrail'], limit: number, values: number[], direction: 'above' | 'below', range: [number, number]): GuardrailCheck {
   const sequence = createMeanSequence({ alpha: SIGNIFICANCE_LEVEL });
   let breached = false;
   for (const v of values) {
@@ -315,7 +324,8 @@ function check(guardrail: GuardrailCheck['guardrail'], limit: number, values: nu
     breached ||= breaches(sequence.state(), limit, direction);
   }
   const st = sequence.state();
-  return { guardrail, limit, observed: st.mean, interval: st.interval, breached };
+  const interval: [number, number] | null = st.interval && [Math.max(range[0], st.interval[0]), Math.min(range[1], st.interval[1])];
+  return { guardrail, limit, observed: st.mean, interval, breached };
 }
 
 function guardrailReason(g: GuardrailCheck): string {

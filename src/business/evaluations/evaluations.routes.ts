@@ -218,7 +218,7 @@ export function evaluationRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         schema: {
           tags,
           summary: 'Cancel a queued or running run',
-          description: 'It stops starting cases (within a second on another instance) and keeps, summarized, what it answered. Finished → 409.',
+          description: 'It stops starting cases (within a second on another instance) and keeps, summarized, what it answered; the answer carries that summary. Finished → 409.',
           params: idParams,
           response: withErrors({ 200: evalRunSchema }, [404, 409]),
         },

@@ -119,8 +119,8 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
   const { store, personas, clock, ids, leases, logger } = deps;
   const now = () => clock.now().toISOString();
   const leaseUntil = () => new Date(clock.now().getTime() + leases.ms).toISOString();
-  /** Runs this instance is working on, by id: aborting one stops starting its cases. */
-  const active = new Map<string, AbortController>();
+  /** Runs this instance is working on, by id: aborting one stops starting its cases; `stopped` settles when its work has. */
+  const active = new Map<string, { abort: AbortController; stopped: Promise<void> }>();
   const waiting: string[] = [];
   let timer: NodeJS.Timeout | undefined;
   let closed = false;
@@ -347,14 +347,13 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
       const id = waiting.shift()!;
       if (active.has(id)) continue;
       const abort = new AbortController();
-      active.set(id, abort);
-      void work(id, abort)
-        .catch((err: unknown) => logger.error({ err, runId: id }, 'evaluation run failed'))
-        .finally(() => {
-          active.delete(id);
-          pump();
-          if (active.size === 0 && waiting.length === 0) for (const w of idleWaiters.splice(0)) w();
-        });
+      const stopped = work(id, abort).catch((err: unknown) => logger.error({ err, runId: id }, 'evaluation run failed'));
+      active.set(id, { abort, stopped });
+      void stopped.finally(() => {
+        active.delete(id);
+        pump();
+        if (active.size === 0 && waiting.length === 0) for (const w of idleWaiters.splice(0)) w();
+      });
     }
   }
 
@@ -500,9 +499,14 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
     async cancelRun(workspaceId: string, id: string): Promise<EvalRun> {
       const row = await findRun(workspaceId, id);
       if (!(await store.cancelRun(workspaceId, id, now()))) throw new ConflictError(`Evaluation run ${id} is ${row.status}; only a queued or running run can be cancelled.`);
+      // A run working here stops first (its case under way is cut short, keeping no result), so the
+      // answer carries the summary of everything it answered; one working elsewhere may still add a case.
       const local = active.get(id);
-      if (local) local.abort();
-      else await finishCancelled({ ...row, status: 'cancelled' });
+      if (local) {
+        local.abort.abort();
+        await local.stopped;
+      }
+      await finishCancelled({ ...row, status: 'cancelled' });
       return toEvalRun(await findRun(workspaceId, id));
     },
     async results(workspaceId: string, id: string, page: PageRequest, passed?: boolean): Promise<Page<EvalResult>> {
@@ -587,7 +591,7 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
       clearInterval(timer);
       waiting.length = 0;
       const held = active.size > 0;
-      for (const abort of active.values()) abort.abort();
+      for (const { abort } of active.values()) abort.abort();
       await this.idle();
       if (held && leases.shared) await store.renewLeases(leases.owner, now());
     },

@@ -11,8 +11,8 @@
  * overallPass and meanScore read them this way; a scorer added elsewhere (the LLM judge) takes part
  * as a check when it sets passed, as a rank when not.
  */
-import vm from 'node:vm';
 import { type EvalCase, jsonSchemaValidator, parseRegex } from './cases.js';
+import { TIMED_OUT, withinBudget } from './time-budget.js';
 
 export interface ScoredAnswer {
   text: string;
@@ -51,7 +51,7 @@ export const MEASUREMENT_SCORERS: ReadonlySet<string> = new Set<ScorerName>(['la
 
 /** Text a regex is tested against is cut to this many characters. */
 export const REGEX_TEXT_MAX = 100_000;
-/** Milliseconds one regex test may run. */
+/** Milliseconds one regex test may run (its own running: a busy machine's time is not counted, see withinBudget). */
 export const REGEX_TIMEOUT_MS = 50;
 /** Milliseconds one JSON Schema validation (whose `pattern`s are user regexes too) may run. */
 export const JSON_SCHEMA_TIMEOUT_MS = 100;
@@ -70,30 +70,6 @@ const check = (scorer: ScorerName, passed: boolean, detail?: string, value: numb
 // ---------------------------------------------------------------------------------------------
 // User regexes under a time limit
 
-// A case's regex, and the patterns of its JSON Schema (pattern, patternProperties), run against
-// model output: a catastrophic one ((a+)+$) would block the event loop for hours. They run as a
-// call from a script in a vm context, whose timeout terminates whatever JavaScript is running,
-// the regex engine included. One context and one compiled script serve every call.
-let sandbox: { context: vm.Context; script: vm.Script } | undefined;
-const TIMED_OUT = Symbol('timed out');
-
-function guarded<T>(fn: () => T, timeoutMs: number): T | typeof TIMED_OUT {
-  sandbox ??= {
-    context: vm.createContext({ call: null }, { codeGeneration: { strings: false, wasm: false } }),
-    script: new vm.Script('call()'),
-  };
-  const { context, script } = sandbox;
-  context.call = fn;
-  try {
-    return script.runInContext(context, { timeout: timeoutMs }) as T;
-  } catch (error) {
-    if ((error as { code?: unknown } | null)?.code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') return TIMED_OUT;
-    throw error;
-  } finally {
-    context.call = null;
-  }
-}
-
 /**
  * Whether `regex` (a case's `regex`: "pattern" or "/pattern/flags") matches `text` (its first
  * REGEX_TEXT_MAX characters); 'timeout' when it ran out of time. Throws when the regex does not compile.
@@ -102,7 +78,7 @@ export function testRegex(regex: string, text: string, timeoutMs = REGEX_TIMEOUT
   const { pattern, flags } = parseRegex(regex);
   const compiled = new RegExp(pattern, flags);
   const subject = text.length > REGEX_TEXT_MAX ? text.slice(0, REGEX_TEXT_MAX) : text;
-  const result = guarded(() => compiled.test(subject), timeoutMs);
+  const result = withinBudget(() => compiled.test(subject), timeoutMs);
   return result === TIMED_OUT ? 'timeout' : result;
 }
 
@@ -157,7 +133,7 @@ function jsonSchemaScore(schema: Record<string, unknown>, text: string): Score {
   if (typeof validator === 'string') return { scorer: 'json_schema', value: null, passed: false, detail: cut(`the schema does not compile: ${validator}`) };
   const json = answerJson(text);
   if (!json) return check('json_schema', false, 'the answer is not JSON (nor holds JSON in a ```json block)');
-  const valid = guarded(() => validator(json.value), JSON_SCHEMA_TIMEOUT_MS);
+  const valid = withinBudget(() => validator(json.value), JSON_SCHEMA_TIMEOUT_MS);
   if (valid === TIMED_OUT) return { scorer: 'json_schema', value: null, passed: false, detail: 'schema validation timed out' };
   if (valid) return check('json_schema', true);
   const errors = (validator.errors ?? []).slice(0, 5).map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`);
