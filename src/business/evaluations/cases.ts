@@ -90,7 +90,8 @@ function regexProblem(source: string): string | null {
 // ---------------------------------------------------------------------------------------------
 // JSON Schema (Ajv)
 
-// Ajv is loaded at the first case with a jsonSchema (src/lib/ajv.ts).
+// Ajv is loaded at the first case with a jsonSchema (src/lib/ajv.ts), csv-parse at the first CSV.
+const require = createRequire(import.meta.url);
 let draft07: Ajv | undefined;
 let draft2020: Ajv2020 | undefined;
 
@@ -377,7 +378,7 @@ function decodeList(cell: string): string[] {
  */
 export function parseCasesCsv(text: string, { maxCases = DEFAULT_MAX_CASES }: ParseOptions = {}): { cases: EvalCase[] } {
   // csv-parse is loaded at the first CSV import, not at start-up.
-  const { parse } = createRequire(import.meta.url)('csv-parse/sync') as typeof import('csv-parse/sync');
+  const { parse } = require('csv-parse/sync') as typeof import('csv-parse/sync');
   const body = text.replace(/^\uFEFF/, '');
   let rows: string[][];
   try {
