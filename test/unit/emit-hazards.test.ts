@@ -2,13 +2,14 @@
 // type assertion after `new`: `new (require('ajv') as typeof import('ajv')).Ajv(o)` is emitted as
 // `new require('ajv').Ajv(o)`, which calls the class without `new` on the built server, while
 // vitest's transform keeps them and every test passes. Take the value out first, then `new` it.
+// (TypeScript 7.0.2 does the same with `satisfies` and `<T>x`; it keeps them around `x!`.)
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
-/** `new (` … ` as ` … `)`, the inner expression holding calls one level deep. */
-const NEW_OF_ASSERTION = /\bnew\s*\((?:[^()]|\([^()]*\))*?\s(?:as|satisfies)\s/g;
+/** `new (<T>` or `new (` … ` as ` / ` satisfies ` … `)`, the inner expression holding calls one level deep. */
+const NEW_OF_ASSERTION = /\bnew\s*\((?:\s*<[\w.]+>|(?:[^()]|\([^()]*\))*?\s(?:as|satisfies)\s)/g;
 
 function sources(dir: string): string[] {
   return fs.readdirSync(path.join(ROOT, dir), { recursive: true, encoding: 'utf8' })
@@ -20,6 +21,8 @@ describe('emit hazards', () => {
   it('finds the pattern it looks for', () => {
     expect("new (require('ajv') as typeof import('ajv')).Ajv(OPTIONS)".match(NEW_OF_ASSERTION)).toHaveLength(1);
     expect('const { Ajv } = require(\'ajv\') as typeof import(\'ajv\'); new Ajv(OPTIONS)'.match(NEW_OF_ASSERTION)).toBeNull();
+    expect('new (f() satisfies Factory).Y()'.match(NEW_OF_ASSERTION)).toHaveLength(1);
+    expect('new (<Factory>f()).Y()'.match(NEW_OF_ASSERTION)).toHaveLength(1);
     expect('Module: new (bytes: Uint8Array) => object;'.match(NEW_OF_ASSERTION)).toBeNull();
   });
 
