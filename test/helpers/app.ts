@@ -19,6 +19,9 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
+/** What the request factories need: a TestApp, or the built server's client (test/helpers/built-server.ts). */
+export type Requester = Pick<TestApp, 'request'>;
+
 export function tempDir(prefix = 'switchboard-test-'): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }

@@ -3,6 +3,8 @@
 // log line names its URL, and always killed by `killAll()`.
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
+import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import type { Requester } from './app.js';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 export const MAIN = path.join(ROOT, 'dist/src/main.js');
@@ -71,6 +73,37 @@ export function builtServers(options: { dataDir: string; adminKey: string; liste
     },
     killAll() {
       for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    },
+  };
+}
+
+/**
+ * The built server's HTTP API over fetch with the `TestApp.request` signature, so the request
+ * factories (test/helpers/factories.ts) and `expectProblem` work against it: the admin key (or
+ * `as`) as bearer, a JSON body (a string or FormData is sent as it is).
+ */
+export function builtClient(server: Pick<BuiltServer, 'url'>, adminKey: string): Requester {
+  return {
+    async request({ as, body, headers, method = 'GET', url }: Omit<InjectOptions, 'body'> & { as?: string | null; body?: unknown }) {
+      const h: Record<string, string> = { ...(headers as Record<string, string> | undefined) };
+      const key = as === undefined ? adminKey : as;
+      if (key !== null) h.authorization = `Bearer ${key}`;
+      let payload: string | FormData | undefined;
+      if (body instanceof FormData) payload = body;
+      else if (body !== undefined) {
+        h['content-type'] ??= 'application/json';
+        payload = typeof body === 'string' ? body : JSON.stringify(body);
+      }
+      const res = await fetch(new URL(String(url), server.url), { method, headers: h, body: payload });
+      const text = await res.text();
+      // The parts of an inject response that the tests read (status, headers, body, json()).
+      return {
+        statusCode: res.status,
+        headers: Object.fromEntries(res.headers),
+        body: text,
+        payload: text,
+        json: () => JSON.parse(text) as unknown,
+      } as unknown as LightMyRequestResponse;
     },
   };
 }

@@ -6,31 +6,31 @@ import type { Channel } from '../../src/business/channels/channels.schemas.js';
 import type { Persona } from '../../src/core/personas/personas.schemas.js';
 import type { Insertable } from 'kysely';
 import type { FeedbackTable, InteractionsTable } from '../../src/db/schema.js';
-import type { TestApp } from './app.js';
+import type { Requester, TestApp } from './app.js';
 
 /** POST /personas with defaults for what is not given; `as` is another key (default the admin key). */
-export async function createPersona(t: TestApp, fields: Record<string, unknown> = {}, as?: string): Promise<Persona> {
+export async function createPersona(t: Requester, fields: Record<string, unknown> = {}, as?: string): Promise<Persona> {
   const res = await t.request({ method: 'POST', url: '/personas', body: { name: 'Ada', instructions: 'Answer briefly.', ...fields }, ...(as ? { as } : {}) });
   expect(res.statusCode, res.body).toBe(201);
   return res.json() as Persona;
 }
 
 /** POST /knowledge (JSON) expecting 202, returning the source. */
-export async function addSource(t: TestApp, body: Record<string, unknown>, as?: string) {
+export async function addSource(t: Requester, body: Record<string, unknown>, as?: string) {
   const res = await t.request({ method: 'POST', url: '/knowledge', body, ...(as ? { as } : {}) });
   expect(res.statusCode, res.body).toBe(202);
   return res.json();
 }
 
 /** POST /business/teams with defaults for what is not given, expecting 201. */
-export async function createTeam(t: TestApp, fields: Record<string, unknown> = {}, as?: string): Promise<Team> {
+export async function createTeam(t: Requester, fields: Record<string, unknown> = {}, as?: string): Promise<Team> {
   const res = await t.request({ method: 'POST', url: '/business/teams', body: { name: 'Support', members: ['ada@example.com'], ...fields }, ...(as ? { as } : {}) });
   expect(res.statusCode, res.body).toBe(201);
   return res.json() as Team;
 }
 
 /** POST /business/ab-tests (a draft) expecting 201; `personaA`/`personaB` are required fields. */
-export async function createAbTest(t: TestApp, fields: Record<string, unknown>, as?: string): Promise<AbTest> {
+export async function createAbTest(t: Requester, fields: Record<string, unknown>, as?: string): Promise<AbTest> {
   const res = await t.request({ method: 'POST', url: '/business/ab-tests', body: { name: 'Test', ...fields }, ...(as ? { as } : {}) });
   expect(res.statusCode, res.body).toBe(201);
   return res.json() as AbTest;
@@ -67,7 +67,7 @@ export async function workspaceOf(t: TestApp, key = t.adminKey): Promise<string>
 }
 
 /** POST /business/channels (admin key) expecting 201; `type`, `credentials` and a persona or A/B test come from `fields`. */
-export async function createChannel(t: TestApp, fields: Record<string, unknown>, as?: string): Promise<Channel> {
+export async function createChannel(t: Requester, fields: Record<string, unknown>, as?: string): Promise<Channel> {
   const res = await t.request({ method: 'POST', url: '/business/channels', body: { name: 'Channel', ...fields }, ...(as ? { as } : {}) });
   expect(res.statusCode, res.body).toBe(201);
   return res.json() as Channel;

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { expect } from 'vitest';
 import { createLogger } from '../../src/lib/logger.js';
-import { tempDir, type TestApp } from './app.js';
+import { type Requester, tempDir } from './app.js';
 
 /** The fake MCP server as a stdio command: plain JavaScript, run by this very node binary. */
 export const FAKE_MCP_SERVER = fileURLToPath(new URL('../fakes/mcp-test-server.mjs', import.meta.url));
@@ -21,7 +21,7 @@ export function stdioServer(name: string, credentials: Record<string, string> = 
 }
 
 /** POST /api/mcp/servers (admin key) expecting 201; returns the McpServer. */
-export async function registerServer(t: TestApp, body: Record<string, unknown>, as?: string) {
+export async function registerServer(t: Requester, body: Record<string, unknown>, as?: string) {
   const res = await t.request({ method: 'POST', url: '/api/mcp/servers', body, ...(as ? { as } : {}) });
   expect(res.statusCode, res.body).toBe(201);
   expect(res.headers.location).toBe(`/api/mcp/servers/${res.json().id}`);
@@ -29,7 +29,7 @@ export async function registerServer(t: TestApp, body: Record<string, unknown>, 
 }
 
 /** POST /api/mcp/tools/execute with the admin key (or `as`). */
-export function execute(t: TestApp, body: Record<string, unknown>, as?: string) {
+export function execute(t: Requester, body: Record<string, unknown>, as?: string) {
   return t.request({ method: 'POST', url: '/api/mcp/tools/execute', body, ...(as ? { as } : {}) });
 }
 

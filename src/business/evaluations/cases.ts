@@ -34,6 +34,7 @@ import { z } from 'zod';
 import { csvCell } from '../analytics/analytics.export.js';
 import { detectDelimiter } from '../../core/knowledge/extractors/csv.js';
 import { type FieldError, ValidationError, validationErrorOf, zodFieldErrors } from '../../errors.js';
+import { isModernDraft, newAjv07, newAjv2020 } from '../../lib/ajv.js';
 import { jsonDepthIssue, pathTooDeep, TOO_DEEP } from '../../lib/json-depth.js';
 
 export const CASE_LIMITS = {
@@ -87,15 +88,12 @@ function regexProblem(source: string): string | null {
 }
 
 // ---------------------------------------------------------------------------------------------
-// JSON Schema (Ajv), as src/core/tools/json-schema.ts loads it
+// JSON Schema (Ajv)
 
-// Ajv is loaded at the first case with a jsonSchema. Required, not imported: compile() is synchronous.
+// Ajv is loaded at the first case with a jsonSchema (src/lib/ajv.ts), csv-parse at the first CSV.
 const require = createRequire(import.meta.url);
-const AJV_OPTIONS = { allErrors: true, strict: false, validateFormats: false };
 let draft07: Ajv | undefined;
 let draft2020: Ajv2020 | undefined;
-const ajv07 = () => (draft07 ??= new (require('ajv') as typeof import('ajv')).Ajv(AJV_OPTIONS));
-const ajv2020 = () => (draft2020 ??= new (require('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js')).Ajv2020(AJV_OPTIONS));
 
 /** Compiled validators (or the compile error) by schema text; one dataset repeats a few schemas. */
 const validators = new Map<string, ValidateFunction | string>();
@@ -115,7 +113,7 @@ export function jsonSchemaValidator(schema: Record<string, unknown>): ValidateFu
   const cached = validators.get(key);
   if (cached !== undefined) return cached;
   const { $schema, $id: _id, ...rest } = schema;
-  const ajv = typeof $schema !== 'string' || /2019-09|2020-12/.test($schema) ? ajv2020() : ajv07();
+  const ajv = isModernDraft($schema) ? (draft2020 ??= newAjv2020()) : (draft07 ??= newAjv07());
   let result: ValidateFunction | string;
   try {
     const compiled = ajv.compile(rest);

@@ -2,19 +2,14 @@
  * Parameters checked against an external tool's input JSON Schema before the call, so a bad field
  * is a 400 naming `parameters.<field>` instead of a round trip to the server.
  */
-import { createRequire } from 'node:module';
 import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
 import type { Ajv2020 } from 'ajv/dist/2020.js';
 import type { FieldError } from '../../errors.js';
+import { isModernDraft, newAjv07, newAjv2020 } from '../../lib/ajv.js';
 
-// Ajv is loaded and its two instances made at the first external tool's schema, not at every start
-// (issue 23; the HTTP routes validate with zod, so nothing else loads it). Required: compile() is synchronous.
-const require = createRequire(import.meta.url);
-const OPTIONS = { allErrors: true, strict: false, validateFormats: false };
+// Ajv is loaded and its two instances made at the first external tool's schema, not at every start.
 let draft07: Ajv | undefined;
 let draft2020: Ajv2020 | undefined;
-const ajv07 = () => (draft07 ??= new (require('ajv') as typeof import('ajv')).Ajv(OPTIONS));
-const ajv2020 = () => (draft2020 ??= new (require('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js')).Ajv2020(OPTIONS));
 
 /** Compiled validators by schema text; tool schemas rarely change. */
 const cache = new Map<string, ValidateFunction | null>();
@@ -24,10 +19,11 @@ function compile(schema: Record<string, unknown>): ValidateFunction | null {
   const key = JSON.stringify(schema);
   if (cache.has(key)) return cache.get(key) ?? null;
   const { $schema, $id: _id, ...rest } = schema;
-  const modern = typeof $schema !== 'string' || /2019-09|2020-12/.test($schema);
+  // Made outside the try: Ajv failing to load is a fault to report, not a schema to skip.
+  const ajv = isModernDraft($schema) ? (draft2020 ??= newAjv2020()) : (draft07 ??= newAjv07());
   let validate: ValidateFunction | null;
   try {
-    validate = (modern ? ajv2020() : ajv07()).compile(rest);
+    validate = ajv.compile(rest);
   } catch {
     // A schema ajv cannot read: leave the checking to the server.
     validate = null;
