@@ -25,7 +25,7 @@ export interface ChangeSignals {
   close(): Promise<void>;
 }
 
-/** How often an instance reads the signals: a change elsewhere reaches its caches within this (API.md §13: 1 s). */
+/** How often an instance reads the signals: a change elsewhere reaches its caches within this and the read, the 1 s the README promises (many instances; test/e2e/instances.test.ts asserts it). */
 export const POLL_MS = 250;
 
 function handlers() {

@@ -33,7 +33,9 @@ import { authorize, errorOf, mcpStatus, postForm } from '../helpers/oauth.js';
 import { createTestDatabase, postgresUrl, type TestDatabase, withClient } from '../helpers/postgres.js';
 import { type RoundRobinProxy, roundRobinProxy } from '../helpers/round-robin-proxy.js';
 
-/** API.md §13 allows 1 s; the signals are read every 250 ms. The test waits longer so a loaded machine cannot fail it, and prints what it saw. */
+/** A key or persona changed on one instance is seen so by the others within 1 s (README, many instances): each reads the change signals every 250 ms (change-signals.ts POLL_MS). Asserted, and what was seen printed. */
+const PROPAGATION_BOUND_MS = 1_000;
+/** What follows a change beyond the caches (a channel's bridge connecting, a stdio child ending, a source processed) has no bound of its own: waited for as a condition, this long at most. */
 const PROPAGATION_WAIT_MS = 5_000;
 /** Leases of 3 s (30 by default), so a takeover is seen quickly; URL sources on 127.0.0.1 allowed (the fake document server). */
 const INSTANCE_ENV = { SWITCHBOARD_LEASE_SECONDS: '3', SWITCHBOARD_ALLOW_PRIVATE_URLS: '1', SWITCHBOARD_MCP_STDIO: '1' };
@@ -105,10 +107,10 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
       signal: AbortSignal.timeout(5_000),
     });
 
-  /** How long until `server` answers `path` with `status` for `key`, asked every 20 ms. */
+  /** How long until `server` answers `path` with `status` for `key`, asked every 20 ms: within the propagation bound. */
   async function until(server: BuiltServer, path: string, key: string, status: number): Promise<number> {
     const started = performance.now();
-    await expect.poll(async () => (await call(server, 'GET', path, key)).status, { timeout: PROPAGATION_WAIT_MS, interval: 20 }).toBe(status);
+    await expect.poll(async () => (await call(server, 'GET', path, key)).status, { timeout: PROPAGATION_BOUND_MS, interval: 20 }).toBe(status);
     return performance.now() - started;
   }
 
@@ -207,10 +209,10 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
     expect((await call(b, 'PUT', `/personas/${id}`, adminKey, { name: 'After' })).status).toBe(200);
     expect(await nameOn(b)).toBe('After');
     const started = performance.now();
-    await expect.poll(() => nameOn(a), { timeout: PROPAGATION_WAIT_MS, interval: 20 }).toBe('After');
+    await expect.poll(() => nameOn(a), { timeout: PROPAGATION_BOUND_MS, interval: 20 }).toBe('After');
     console.log(`persona renamed on B seen on A after ${(performance.now() - started).toFixed(0)} ms`);
     expect((await call(a, 'DELETE', `/personas/${id}`, adminKey)).status).toBe(204);
-    await expect.poll(async () => (await call(b, 'POST', '/query', adminKey, { personaId: id, message: 'Still there?' })).status, { timeout: PROPAGATION_WAIT_MS, interval: 20 }).toBe(404);
+    await expect.poll(async () => (await call(b, 'POST', '/query', adminKey, { personaId: id, message: 'Still there?' })).status, { timeout: PROPAGATION_BOUND_MS, interval: 20 }).toBe(404);
   });
 
   it('lastUsedAt is the latest use on any instance, whichever instance writes its use last', async () => {
@@ -466,6 +468,10 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
   const inboxStatus = (externalId: string) =>
     withClient(database.url, async (client) => (await client.query<{ status: string }>('SELECT status FROM channel_inbox WHERE external_id = $1', [externalId])).rows[0]?.status);
 
+  /** How many messages of a channel are still to be answered (stored, or being answered), in the shared database. */
+  const unsettled = (channelId: string) =>
+    withClient(database.url, async (client) => Number((await client.query<{ n: string }>("SELECT count(*) AS n FROM channel_inbox WHERE channel_id = $1 AND status IN ('pending', 'answering')", [channelId])).rows[0]!.n));
+
   async function newPersona(server: BuiltServer): Promise<string> {
     const res = await call(server, 'POST', '/personas', adminKey, { name: 'Channel persona', instructions: 'Answer briefly.' });
     expect(res.status).toBe(201);
@@ -552,8 +558,13 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
     expect(slack.socket.open).toBe(1);
 
     const eventId = `EvSocket${nextTs().replace('.', '')}`;
-    slack.socket.push(eventCallback(messageEvent({ text: `<@${slack.botUserId}> over the socket?`, channel_type: 'im' }), { eventId, botUserId: slack.botUserId }));
+    const event = messageEvent({ text: `<@${slack.botUserId}> over the socket?`, channel_type: 'im' });
+    const since = Date.now();
+    slack.socket.push(eventCallback(event, { eventId, botUserId: slack.botUserId }));
     await expect.poll(() => inboxStatus(eventId), { timeout: 10_000 }).toBe('answered');
+    // Once nothing of the channel waits for an answer any more, one reply was posted.
+    await expect.poll(() => unsettled(id), { timeout: 10_000 }).toBe(0);
+    expect(slack.ok('chat.postMessage').filter((c) => c.at >= since && c.body.channel === event.channel)).toHaveLength(1);
 
     // Switched off through A, which does not hold it: B disconnects.
     expect((await call(a, 'PUT', `/business/channels/${id}/settings`, adminKey, { enabled: false })).status).toBe(200);

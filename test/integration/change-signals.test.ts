@@ -27,15 +27,30 @@ describe.each(testBackends().filter((b) => b.kind === 'postgres'))('change signa
   it('runs the handlers of every other instance once per change, and its own at once', async () => {
     opened = await openTestBackend(which);
     const [a, b] = [await instance(20), await instance(20)];
+    // A third instance that never polls marks a point in time on another topic: once A and B have
+    // each run its handler, each has read the table after every change before the mark (one read
+    // returns all topics), so a second run of a 'keys' handler (an echo) would have happened by then.
+    const marker = await instance(60_000);
     const seen = { a: 0, b: 0 };
+    const marks = { a: 0, b: 0 };
     a.onChange('keys', () => seen.a++);
     b.onChange('keys', () => seen.b++);
+    a.onChange('personas', () => marks.a++);
+    b.onChange('personas', () => marks.b++);
+    const bothReadSince = async () => {
+      const before = { ...marks };
+      await marker.changed('personas');
+      await expect.poll(() => marks.a > before.a && marks.b > before.b).toBe(true);
+    };
+
     await a.changed('keys');
     expect(seen.a).toBe(1);
-    await expect.poll(() => seen.b).toBe(1);
+    await bothReadSince();
+    expect(seen).toEqual({ a: 1, b: 1 });
     await b.changed('keys');
     expect(seen.b).toBe(2);
-    await expect.poll(() => seen.a).toBe(2);
+    await bothReadSince();
+    expect(seen).toEqual({ a: 2, b: 2 });
   });
 
   it('sees a change made before its first poll', async () => {

@@ -144,6 +144,16 @@ function cli(env: Record<string, string>) {
   };
 }
 
+/** The first count each table's progress showed, `done/total`, from a run's stderr on a terminal (one line redrawn per table). */
+function firstProgress(stderr: string): Record<string, string> {
+  const first: Record<string, string> = {};
+  for (const line of stderr.split('\r')) {
+    const m = /\] (\d+\/\d+) ([^\n]+)/.exec(line);
+    if (m && !(m[2]! in first)) first[m[2]!] = m[1]!;
+  }
+  return first;
+}
+
 const sha256 = (file: string) => crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex');
 
 const withPassword = (url: string) => {
@@ -379,23 +389,32 @@ describe.skipIf(!postgresUrl())('switchboard copy-data', { timeout: 120_000 }, (
   it('continues an interrupted copy where it stopped, never twice, then refuses a second copy', async () => {
     const target = await freshDatabase();
     const config = loadConfig({ LOG_LEVEL: 'silent', ...env() });
-    const quiet = { stdout: () => {}, stderr: () => {} };
-    const copyUntil = (stop: (batch: { phase: string; table: string }) => boolean) => {
+    /** What one run did: the rows it read of each table (its batches) and where its progress started per table. */
+    const runLog = () => {
+      const rows: Record<string, number> = {};
+      const progress = { stderr: '' };
+      const io = { stdout: () => {}, stderr: (t: string) => void (progress.stderr += t), isTTY: true };
+      return { rows, io, firstProgress: () => firstProgress(progress.stderr) };
+    };
+    const copyUntil = (log: ReturnType<typeof runLog>, stop: (batch: { phase: string; table: string }) => boolean) => {
       let stopped = false;
       return runCopyData(config, {
         direction: 'to', url: target.url, json: true, env: env(), batchRows: 2,
         afterBatch: (b) => {
+          if (b.phase === 'copy') log.rows[b.table] = (log.rows[b.table] ?? 0) + b.rows;
           if (!stopped && stop(b)) {
             stopped = true;
             throw new Error('interrupted');
           }
         },
-      }, quiet);
+      }, log.io);
     };
 
     // Stopped in the middle of the messages (batches of 1, then 2 rows)...
     let batches = 0;
-    await expect(copyUntil((b) => b.table === 'messages' && ++batches === 2)).rejects.toThrow('interrupted');
+    const first = runLog();
+    await expect(copyUntil(first, (b) => b.table === 'messages' && ++batches === 2)).rejects.toThrow('interrupted');
+    expect(first.rows.messages).toBe(3);
     const partial = await postgresCounts(target.url);
     expect(partial).toMatchObject({ knowledge_chunks: sourceCounts.knowledge_chunks, messages: 3, interactions: 0, settings: sourceCounts.settings! + 1 });
     const record = await withClient(target.url, async (c) => (await c.query("SELECT value FROM settings WHERE key = 'copy_data'")).rows[0]?.value);
@@ -404,7 +423,14 @@ describe.skipIf(!postgresUrl())('switchboard copy-data', { timeout: 120_000 }, (
 
     // ...then, continued, in the middle of indexing the chunks: every row is there once, the record too.
     let indexed = 0;
-    await expect(copyUntil((b) => b.phase === 'index' && ++indexed === 3)).rejects.toThrow('interrupted');
+    const second = runLog();
+    await expect(copyUntil(second, (b) => b.phase === 'index' && ++indexed === 3)).rejects.toThrow('interrupted');
+    // Each table's progress starts at what the first run copied, and the two runs read every source row once between them.
+    const startedAt = second.firstProgress();
+    for (const t of TABLES) {
+      expect(startedAt[t], t).toBe(`${first.rows[t] ?? 0}/${sourceCounts[t]}`);
+      expect((first.rows[t] ?? 0) + (second.rows[t] ?? 0), t).toBe(sourceCounts[t]);
+    }
     expect(await postgresCounts(target.url)).toEqual({ ...sourceCounts, settings: sourceCounts.settings! + 1 });
     expect((await postgresIndex(target.url)).documents).toBe(6);
 
@@ -417,7 +443,10 @@ describe.skipIf(!postgresUrl())('switchboard copy-data', { timeout: 120_000 }, (
     expect(intruder.out.stderr).toMatch(/holds an unfinished copy from SQLite .*run that copy again/);
 
     const resumed = cli(env());
-    expect(await runCli(['copy-data', '--to', target.url, '--json'], resumed.io), resumed.out.stdout + resumed.out.stderr).toBe(0);
+    expect(await runCli(['copy-data', '--to', target.url, '--json'], { ...resumed.io, isTTY: true }), resumed.out.stdout + resumed.out.stderr).toBe(0);
+    // Every table was finished: each one's progress starts full.
+    const resumedAt = firstProgress(resumed.out.stderr);
+    for (const t of TABLES) expect(resumedAt[t], t).toBe(`${sourceCounts[t]}/${sourceCounts[t]}`);
     const summary = JSON.parse(resumed.out.stdout);
     expect(summary).toMatchObject({ resumed: true, verified: true, copied: 0, chunksIndexed: sourceCounts.knowledge_chunks! - 6 });
     expect(await postgresCounts(target.url)).toEqual(sourceCounts);
