@@ -7,7 +7,7 @@ import type { InboundAction } from '../../bridges/bridge.js';
 import { AppError, UnauthorizedError } from '../../src/errors.js';
 import { startFakeSlack, type FakeSlack } from '../fakes/slack-api.js';
 import { appMentionEvent, blockActions, eventCallback, messageEvent, nextTs, reactionEvent, signSlackRequest } from '../fakes/slack-events.js';
-import { BOT_TOKEN, deliver, makeBridge, sleep, until, type Harness } from '../fakes/slack-harness.js';
+import { BOT_TOKEN, deliver, makeBridge, until, type Harness } from '../fakes/slack-harness.js';
 
 let fake: FakeSlack;
 const started: Harness[] = [];
@@ -22,13 +22,14 @@ async function startBridge(): Promise<Harness> {
 /** Delivers a plain (unmentioned) message as a marker and waits for it: everything sent before it has been handled. */
 async function barrier(h: Harness, channel = 'C9'): Promise<void> {
   const before = h.rec.messages.length;
+  const respondTo = h.settings.respondTo;
   h.settings.respondTo = 'all';
   const allowed = [...h.settings.allowedConversations];
   h.settings.allowedConversations = [];
   await deliver(h.bridge, eventCallback(messageEvent({ channel, text: 'barrier' })));
   await until('the barrier message', () => h.rec.messages.length > before && h.rec.messages.at(-1)?.text === 'barrier');
   h.rec.messages.pop();
-  h.settings.respondTo = 'mentions';
+  h.settings.respondTo = respondTo;
   h.settings.allowedConversations = allowed;
 }
 
@@ -259,8 +260,7 @@ describe('Slack bridge, Events API', () => {
     h.settings.allowedConversations = ['C2'];
     await deliver(h.bridge, eventCallback(messageEvent({ channel: 'C1', text: '<@UBOT> not here' })));
     await deliver(h.bridge, eventCallback(messageEvent({ channel: 'C2', text: '<@UBOT> here' })));
-    await until('the allowed message', () => h.rec.messages.length >= 3);
-    await sleep(50);
+    await barrier(h);
     expect(h.rec.messages.slice(2).map((m) => m.text)).toEqual(['here']);
 
     h.settings.allowedConversations = [];
