@@ -119,17 +119,24 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
     await fake.waitFor('the message to be stored, silently', () => latest.get(session.id) === 'is anyone there?' && settled(ts), 8_000);
     expect((await t.request({ method: 'GET', url: `/handoffs/${handoff.id}` })).json().messages.at(-1)).toMatchObject({ role: 'user', content: 'is anyone there?' });
     expect(inThread()).toHaveLength(posts);
+    // Once a person has joined, users stop mentioning the bot: a plain reply in the thread is for the person too.
+    const plain = (text: string) => deliver(eventCallback(messageEvent({ text, user: 'U77', thread_ts: ts }), { botUserId: fake.botUserId }), {}, deskChannel);
+    expect((await plain('my order number is 1234')).statusCode).toBe(200);
+    await fake.waitFor('the plain reply to be stored, silently', () => latest.get(session.id) === 'my order number is 1234' && settled(ts), 8_000);
+    expect(inThread()).toHaveLength(posts);
 
     await t.request({ method: 'POST', url: `/handoffs/${handoff.id}/messages`, body: { member: 'ada@example.com', text: 'Hi, Ada here: your refund left today.' } });
     await t.request({ method: 'POST', url: `/handoffs/${handoff.id}/return`, body: { member: 'ada@example.com' } });
     await t.ctx.services.handoffs.deliver();
     expect(inThread().slice(posts)).toEqual(['Hi, Ada here: your refund left today.', 'ada@example.com (a person) left the conversation; Refund desk takes over again.']);
 
-    // Handed back: the persona answers the thread again, with the person's reply in its history.
+    // Handed back: a plain reply is not for the persona (respondTo: mentions) and is dropped; a mention is answered again, with the person's reply in its history.
+    expect((await plain('thanks, Ada')).statusCode).toBe(200);
     expect((await mention('How long do refunds take?', { thread_ts: ts })).statusCode).toBe(200);
     await fake.waitFor('the persona’s answer', () => settled(ts) && inThread().length > posts + 2, 8_000);
     const history = (await t.request({ method: 'GET', url: `/sessions/${session.id}` })).json().messages;
     expect(history.map((m: { author?: string }) => m.author ?? null)).toContain('human:ada@example.com');
+    expect(history.map((m: { content: string }) => m.content)).not.toContain('thanks, Ada');
   });
 
   it('works a handoff from Slack: the card with Accept in the team’s channel, a click accepts, the member’s thread replies reach the user, Hand back returns the thread to the persona', async () => {
@@ -187,8 +194,8 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
     const done = (accepted.body.blocks as Array<{ type: string; elements?: Array<{ action_id: string }> }>).find((b) => b.type === 'actions')!.elements!.map((e) => e.action_id);
     expect(done).toEqual(['handoff.return', 'handoff.resolve']);
 
-    // The user writes: the member sees it in the desk thread. Bo's reply there (no mention) reaches the user, once across a retry.
-    expect((await post(messageEvent({ text: `<@${fake.botUserId}> is anyone there?`, user: 'U77', thread_ts: ts }))).statusCode).toBe(200);
+    // The user writes a plain reply (no mention: a person has the thread): the member sees it in the desk thread. Bo's reply there (no mention) reaches the user, once across a retry.
+    expect((await post(messageEvent({ text: 'is anyone there?', user: 'U77', thread_ts: ts }))).statusCode).toBe(200);
     await fake.waitFor('the user’s message in the desk thread', () => texts('CTEAM', cardTs).includes('User: is anyone there?'), 8_000);
     const reply = eventCallback(messageEvent({ channel: 'CTEAM', text: 'Hi, Bo here: the second charge is refunded.', user: 'UBO', thread_ts: cardTs }), { botUserId: fake.botUserId });
     expect((await deliver(reply, {}, userChannel)).statusCode).toBe(200);
