@@ -167,6 +167,14 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
 
     expect((await post(messageEvent({ text: `<@${fake.botUserId}> /human I was charged twice`, user: 'U77', ts }))).statusCode).toBe(200);
     await fake.waitFor('the hand-over notice', () => settled(ts) && texts('C1', ts).some((x) => x.includes('passing this conversation to a person')), 8_000);
+    // A notice is no answer: no Good/Bad, no Regenerate under it (posted, or written in an edit).
+    const notice = posts('C1', ts).find((c) => String(c.body.text).includes('passing this conversation to a person'))!;
+    const noticeTs = String(notice.response!.ts);
+    const noticeCalls = [notice, ...fake.ok('chat.update').filter((c) => c.body.ts === noticeTs)];
+    expect(noticeCalls.map((c) => c.body.blocks ?? null)).toEqual(noticeCalls.map(() => null));
+    // Regenerate clicked on a notice (one posted with the buttons before they left notices) asks nothing again.
+    const regenerate = signSlackForm(blockActions({ user: 'U77', actionId: 'switchboard.regenerate', value: 'regenerate', channel: 'C1', messageTs: noticeTs, threadTs: ts }), SIGNING_SECRET);
+    expect((await t.app.inject({ method: 'POST', url: `/business/channels/${userChannel}/slack/events`, headers: regenerate.headers, payload: regenerate.body })).statusCode).toBe(200);
     await deliverAll();
     const [card] = posts('CTEAM').filter((c) => c.body.thread_ts === undefined);
     expect(card, 'the card in the team channel').toBeDefined();
@@ -209,6 +217,9 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
     expect(texts('C1', ts)).not.toContain('I can take it');
     const messages = (await t.request({ method: 'GET', url: `/handoffs/${handoff.id}` })).json().messages;
     expect(messages.filter((m: { author: string | null }) => m.author === 'human:bo@example.com').map((m: { content: string }) => m.content)).toEqual(['Hi, Bo here: the second charge is refunded.']);
+    // The Regenerate click on the notice (handled long since: every step above waited on the same channel) re-sent no `/human`.
+    expect(messages.filter((m: { role: string }) => m.role === 'user').map((m: { content: string }) => m.content)).toEqual(['/human I was charged twice', 'is anyone there?']);
+    expect(texts('CTEAM', cardTs).filter((x) => x.startsWith('User:'))).toEqual(['User: is anyone there?']);
 
     // Bo hands back from Slack: the user is told, and the persona answers the thread again with Bo's reply in its history.
     expect((await click('UBO', 'handoff.return', handoff.id, String(accepted.response!.ts), cardTs)).statusCode).toBe(200);
