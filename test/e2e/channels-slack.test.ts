@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { type AppContext, createContext } from '../../src/context.js';
 import { type FakeSlack, startFakeSlack } from '../fakes/slack-api.js';
-import { appMentionEvent, blockActions, eventCallback, messageEvent, nextTs, reactionEvent, signSlackForm, signSlackRequest } from '../fakes/slack-events.js';
+import { appMentionEvent, blockActions, eventCallback, messageEvent, nextTs, reactionEvent, signSlackCommand, signSlackForm, signSlackRequest, slashCommand } from '../fakes/slack-events.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createAbTest, createChannel, createPersona, createTeam } from '../helpers/factories.js';
 import { captureLogs } from '../helpers/mcp-tools.js';
@@ -269,6 +269,38 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
     const second = fake.ok('chat.postMessage').filter((c) => c.body.channel === 'UCY').at(-1)!;
     expect(String(second.body.text)).toContain('‹@UBOSS&gt; ‹!channel&gt; said so');
     expect(String(second.body.text)).not.toMatch(/<[@!](UBOSS|channel)/);
+  });
+
+  it('hands over on the /human slash command: the bot starts a thread where it was typed, the notice and the person’s replies go there', async () => {
+    const team = await createTeam(t, { name: 'Slash people', members: ['di@example.com'] });
+    const desk = await createPersona(t, { name: 'Slash desk', instructions: 'Answer briefly.', teamId: team.id });
+    const userChannel = (await createChannel(t, { type: 'slack', name: 'Slash Slack', personaId: desk.id, credentials: { botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET } })).id;
+    const command = signSlackCommand(slashCommand({ text: 'my parcel is lost', user: 'U90', channel: 'C5', responseUrl: fake.responseUrl }), SIGNING_SECRET);
+    const res = await t.app.inject({ method: 'POST', url: `/business/channels/${userChannel}/slack/events`, headers: command.headers, payload: command.body });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.body).toBe('');
+    const inC5 = () => fake.ok('chat.postMessage').filter((c) => c.body.channel === 'C5');
+    await fake.waitFor('the thread and its notice', () => inC5().some((c) => String(c.body.text).includes('passing this conversation to a person')), 8_000);
+    const [root, notice] = inC5();
+    expect(root!.body).toMatchObject({ text: '<@U90> asked for a person: my parcel is lost' });
+    const rootTs = String(root!.response!.ts);
+    expect(notice!.body).toMatchObject({ thread_ts: rootTs });
+    expect(notice!.body.blocks).toBeUndefined();
+    const [session] = (await t.request({ method: 'GET', url: `/sessions?channelId=${userChannel}` })).json().data;
+    expect(session).toMatchObject({ userId: 'U90', personaId: desk.id });
+    const [handoff] = (await t.request({ method: 'GET', url: '/handoffs?status=offered' })).json().data.filter((h: { sessionId: string }) => h.sessionId === session.id);
+    expect(handoff).toMatchObject({ trigger: 'user', reason: 'my parcel is lost', member: 'di@example.com' });
+
+    // The thread is the conversation: a plain reply there is for the person; their reply comes back there.
+    expect((await deliver(eventCallback(messageEvent({ channel: 'C5', text: 'it was due Monday', user: 'U90', thread_ts: rootTs }), { botUserId: fake.botUserId }), {}, userChannel)).statusCode).toBe(200);
+    const latest = t.ctx.sqlite().sqlite.prepare('SELECT content FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT 1').pluck();
+    await fake.waitFor('the reply stored for the person', () => latest.get(session.id) === 'it was due Monday', 8_000);
+    await t.request({ method: 'POST', url: `/handoffs/${handoff.id}/accept`, body: { member: 'di@example.com' } });
+    await t.request({ method: 'POST', url: `/handoffs/${handoff.id}/messages`, body: { member: 'di@example.com', text: 'Di here: found it.' } });
+    await t.ctx.services.handoffs.deliver();
+    await fake.waitFor('Di’s reply in the thread', () => inC5().some((c) => c.body.thread_ts === rootTs && c.body.text === 'Di here: found it.'), 8_000);
+    const messages = (await t.request({ method: 'GET', url: `/handoffs/${handoff.id}` })).json().messages;
+    expect(messages.filter((m: { role: string }) => m.role === 'user').map((m: { content: string }) => m.content)).toEqual(['/human my parcel is lost', 'it was due Monday']);
   });
 
   it('answers a retried delivery once, ignores its own and other bots’ messages, and answers url_verification', async () => {
