@@ -133,6 +133,8 @@ export interface ReplyWriter {
   fail(text: string): Promise<void>;
   /** What the answer is doing now ("Searching the knowledge…"), where the platform shows a status. Never throws. */
   status?(text: string): void;
+  /** Nothing will be written (a person has the conversation): takes back what the writer showed meanwhile (a status). Never throws. */
+  discard?(): Promise<void>;
 }
 
 export interface FinishOptions {

@@ -295,6 +295,11 @@ function withStatus(writer: ReplyWriter, out: SlackOutbound, channel: string, th
     status: (text) => {
       if (!texted) void out.status(channel, threadTs, text);
     },
+    // No reply will clear the status (Slack does when one arrives): an empty status does.
+    discard: async () => {
+      await thinking;
+      await out.status(channel, threadTs, '');
+    },
   };
 }
 

@@ -112,6 +112,7 @@ export function createInbox(deps: InboxDeps) {
       );
       // A person has the conversation: the persona says nothing, and nothing is posted.
       if (answer.handoff && answer.response === '') {
+        await writer.discard?.();
         await store.settle(seq, 'answered', now());
         return answer;
       }
