@@ -11,7 +11,7 @@
  * `externalId`.
  */
 import type { ChannelSettings, InboundAction, InboundMessage, InboundReaction } from '../bridge.js';
-import { escapeEntities, slackToPlain } from './format.js';
+import { slackToPlain } from './format.js';
 
 export interface BotIdentity {
   /** The bot user's id (`U…`), as in `<@U…>` mentions. */
@@ -139,51 +139,4 @@ export function toReaction(event: SlackReactionEvent, bot: BotIdentity): Inbound
   const rating = RATINGS[event.reaction.replace(/::skin-tone-\d$/, '')];
   if (rating === undefined) return null;
   return { messageExternalId: event.item.ts, userId: event.user, rating };
-}
-
-/** The slash command the bridge handles: `/human <reason>` hands the conversation to a person (docs/channels.md). */
-export const HUMAN_COMMAND = '/human';
-
-/** The fields of a slash command (a signed form, or a `slash_commands` envelope) the bridge reads. */
-export interface SlackSlashCommand {
-  command?: string;
-  text?: string;
-  user_id?: string;
-  channel_id?: string;
-  team_id?: string;
-  trigger_id?: string;
-}
-
-/**
- * `/human <reason>` → what the channel gets, with the conversation still to be chosen: a slash
- * command has no thread (Slack allows none in threads), so it is a top-level message of the channel
- * or DM where it was typed. `root`: the text of the message that starts its thread (with
- * `replyInThread`); null: the conversation is the channel itself. Null when it is not to be taken.
- */
-export function toCommand(
-  command: SlackSlashCommand,
-  settings: ChannelSettings,
-  bot: BotIdentity,
-): { refused: boolean; root: string | null; message: (threadTs: string | null) => InboundMessage } | null {
-  const { user_id: user, channel_id: channel, trigger_id: trigger } = command;
-  if (!settings.enabled || command.command !== HUMAN_COMMAND || !user || !channel || !trigger) return null;
-  const allowed = settings.allowedConversations.length === 0 || settings.allowedConversations.includes(channel);
-  const reason = slackToPlain(command.text ?? '', bot.userId);
-  const text = reason === '' ? HUMAN_COMMAND : `${HUMAN_COMMAND} ${reason}`;
-  return {
-    refused: !allowed,
-    // The reason as plain text: whatever markup it had (`<!channel>`) pings nobody when the bot posts it.
-    root: settings.replyInThread ? `<@${user}> asked for a person${reason === '' ? '.' : `: ${escapeEntities(reason)}`}` : null,
-    message: (threadTs) => ({
-      // One invocation, one trigger id: stable if the delivery is ever repeated.
-      externalId: `command:${trigger}`,
-      conversationId: threadTs ? `${channel}:${threadTs}` : channel,
-      conversationRef: channel,
-      userId: user,
-      text,
-      direct: channel.startsWith('D'),
-      mentioned: true,
-      replyTo: { channel, thread_ts: threadTs, user, team: command.team_id ?? null },
-    }),
-  };
 }

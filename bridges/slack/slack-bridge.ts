@@ -11,7 +11,8 @@ import { App, LogLevel, SocketModeReceiver, webApi, type Logger as BoltLogger } 
 import type { Logger } from 'pino';
 import { UnavailableError } from '../../src/errors.js';
 import type { BridgeFactory, BridgeOptions, ChannelBridge, OutboundMessage, RawHttpRequest, RawHttpResponse, ReplyTarget, ReplyWriter, SendResult, SlackCredentials } from '../bridge.js';
-import { HUMAN_COMMAND, InboundMapper, toAction, toCommand, toReaction, type BotIdentity, type SlackBlockActions, type SlackMessageEvent, type SlackReactionEvent, type SlackSlashCommand } from './inbound.js';
+import { HUMAN_COMMAND, takeCommand } from './command.js';
+import { InboundMapper, toAction, toReaction, type BotIdentity, type SlackBlockActions, type SlackMessageEvent, type SlackReactionEvent } from './inbound.js';
 import { FEEDBACK_ACTION, SlackOutbound } from './outbound.js';
 import { EventsApiReceiver } from './receiver.js';
 
@@ -99,7 +100,10 @@ class SlackBridge implements ChannelBridge {
       await this.onActions(body as unknown as SlackBlockActions);
     });
     // `/human <reason>`: Slack's client sends any message starting with `/` as a slash command, so a user cannot type it as a message.
-    this.app.command(HUMAN_COMMAND, async ({ command, ack, respond }) => this.onCommand(command, ack, respond));
+    this.app.command(HUMAN_COMMAND, async ({ command, ack, respond }) => {
+      if (this.bot) await takeCommand(command, { ack, respond, bot: this.bot, settings: this.options.settings(), outbound: this.outbound, events: this.options.events, logger: this.logger });
+      else await ack();
+    });
     this.app.error(async (err) => this.logger.error({ err }, 'slack: a listener failed'));
   }
 
@@ -165,39 +169,6 @@ class SlackBridge implements ChannelBridge {
       await this.options.events.onMessage(message);
     } catch (err) {
       this.logger.error({ err, externalId: message.externalId }, 'slack: the channels service did not take a message');
-    }
-  }
-
-  /**
-   * A slash command: acknowledged at once (Slack wants it within 3 s), then, with `replyInThread`,
-   * the bot starts a thread in the channel or DM where it was typed, and the command is that thread's
-   * first message; without, it is the channel's conversation. What cannot be taken is answered to
-   * the user alone (ephemeral).
-   */
-  private async onCommand(command: SlackSlashCommand, ack: (response?: { response_type: 'ephemeral'; text: string }) => Promise<void>, respond: (message: { response_type: 'ephemeral'; text: string }) => Promise<unknown>): Promise<void> {
-    const taken = this.bot ? toCommand(command, this.options.settings(), this.bot) : null;
-    if (!taken) return ack();
-    if (taken.refused) return ack({ response_type: 'ephemeral', text: 'I do not answer in this conversation.' });
-    await ack();
-    let threadTs: string | null = null;
-    if (taken.root !== null) {
-      try {
-        threadTs = await this.outbound.post(command.channel_id!, taken.root, null);
-      } catch (err) {
-        const code = (err as { data?: { error?: unknown } } | null)?.data?.error;
-        this.logger.warn({ err, channel: command.channel_id }, 'slack: could not start the thread of a slash command');
-        const why = typeof code === 'string' ? ` (${code})` : '';
-        await respond({ response_type: 'ephemeral', text: `I could not start a thread here${why}. Add me to this conversation, or write <@${this.bot!.userId}> /human in a thread.` }).catch((e: unknown) =>
-          this.logger.debug({ err: e }, 'slack: the slash command could not be answered'),
-        );
-        return;
-      }
-    }
-    const message = taken.message(threadTs);
-    try {
-      await this.options.events.onMessage(message);
-    } catch (err) {
-      this.logger.error({ err, externalId: message.externalId }, 'slack: the channels service did not take a slash command');
     }
   }
 
