@@ -123,12 +123,23 @@ export interface ReplyWriter {
    * about once a second, by posting then editing one message. Never throws; never waits for the platform.
    */
   progress(textSoFar: string): void;
-  /** The final answer: edits or posts it, split at the platform's limit. Answers the platform ids of every part. */
-  finish(text: string): Promise<string[]>;
+  /**
+   * The final answer: edits or posts it, split at the platform's limit. Answers the platform ids of
+   * every part. `answerButtons: false`: a notice, not an answer (a handoff's): no feedback or
+   * Regenerate buttons under it, whatever the settings say.
+   */
+  finish(text: string, options?: FinishOptions): Promise<string[]>;
   /** The answer failed: replaces any partial text with `text` (a short apology), or posts it. */
   fail(text: string): Promise<void>;
   /** What the answer is doing now ("Searching the knowledge…"), where the platform shows a status. Never throws. */
   status?(text: string): void;
+  /** Nothing will be written (a person has the conversation): takes back what the writer showed meanwhile (a status). Never throws. */
+  discard?(): Promise<void>;
+}
+
+export interface FinishOptions {
+  /** Default true: the answer buttons the channel's settings ask for. */
+  answerButtons?: boolean | undefined;
 }
 
 export interface OutboundMessage {

@@ -57,6 +57,17 @@ const blockActionsSchema = z.looseObject({
   actions: z.array(z.looseObject({ action_id: z.string(), value: text, type: text })).max(25),
 });
 
+/** A slash command (a form of plain fields) as Bolt and the bridge read it. */
+const slashCommandSchema = z.looseObject({
+  command: z.string().startsWith('/'),
+  text: z.string(),
+  user_id: z.string().min(1),
+  channel_id: z.string().min(1),
+  team_id: z.string(),
+  trigger_id: z.string().min(1),
+  response_url: z.string(),
+});
+
 export type SlackDelivery =
   | { kind: 'url_verification'; challenge: string }
   | { kind: 'ssl_check' }
@@ -66,7 +77,7 @@ export type SlackDelivery =
 
 /**
  * A delivery's body: JSON (Events API), or a form with a JSON `payload` (interactivity) or plain
- * fields (ssl_check). Throws the AppError to answer for a body that is not JSON or not a delivery.
+ * fields (a slash command, ssl_check). Throws the AppError to answer for a body that is not JSON or not a delivery.
  */
 export function readSlackDelivery(raw: string, contentType: string): SlackDelivery {
   let body: unknown;
@@ -77,6 +88,8 @@ export function readSlackDelivery(raw: string, contentType: string): SlackDelive
     if (payload === null) {
       if (form.has('ssl_check')) return { kind: 'ssl_check' };
       body = Object.fromEntries(form);
+      // A slash command names no `type`: its `command` says what it is.
+      if (form.has('command')) return { kind: 'event', body: check(slashCommandSchema, body, where) };
     } else {
       where = 'payload';
       body = parseJsonBody(payload, 'payload');

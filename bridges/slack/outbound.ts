@@ -5,7 +5,7 @@
  */
 import type { webApi } from '@slack/bolt';
 import type { Logger } from 'pino';
-import { type ChannelSettings, FEEDBACK_ACTION, type OutboundButton, type OutboundMessage, REGENERATE_ACTION, type ReplyTarget, type ReplyWriter, type SendResult } from '../bridge.js';
+import { type ChannelSettings, FEEDBACK_ACTION, type FinishOptions, type OutboundButton, type OutboundMessage, REGENERATE_ACTION, type ReplyTarget, type ReplyWriter, type SendResult } from '../bridge.js';
 import { markdownToMrkdwn, SLACK_PART_LIMIT, toSlackParts } from './format.js';
 import { splitMessage } from '../split.js';
 
@@ -211,13 +211,14 @@ class ProgressiveReply extends Paced implements ReplyWriter {
     this.schedule();
   }
 
-  async finish(text: string): Promise<string[]> {
+  async finish(text: string, options: FinishOptions = {}): Promise<string[]> {
     await this.settle();
     const parts = toSlackParts(text);
     const ids: string[] = [];
     const first = parts[0] ?? '';
+    const feedback = this.feedback && options.answerButtons !== false;
     // The feedback buttons go under the last part.
-    const last = parts.length === 1 && this.feedback;
+    const last = parts.length === 1 && feedback;
     if (this.ts === null) ids.push(last ? await this.out.postWithFeedback(this.channel, first, this.threadTs) : await this.out.post(this.channel, first, this.threadTs));
     else {
       if (first !== this.shown || last) await this.out.update(this.channel, this.ts, first, last ? answerBlocks(first) : undefined);
@@ -225,7 +226,7 @@ class ProgressiveReply extends Paced implements ReplyWriter {
     }
     const thread = this.threadTs ?? ids[0] ?? null;
     for (const [i, part] of parts.slice(1).entries()) {
-      ids.push(this.feedback && i === parts.length - 2 ? await this.out.postWithFeedback(this.channel, part, thread) : await this.out.post(this.channel, part, thread));
+      ids.push(feedback && i === parts.length - 2 ? await this.out.postWithFeedback(this.channel, part, thread) : await this.out.post(this.channel, part, thread));
     }
     return ids;
   }
@@ -283,9 +284,9 @@ function withStatus(writer: ReplyWriter, out: SlackOutbound, channel: string, th
       if (ready) writer.progress(soFar);
       else pending = soFar;
     },
-    finish: async (text) => {
+    finish: async (text, options) => {
       await thinking;
-      return writer.finish(text);
+      return writer.finish(text, options);
     },
     fail: async (text) => {
       await thinking;
@@ -293,6 +294,11 @@ function withStatus(writer: ReplyWriter, out: SlackOutbound, channel: string, th
     },
     status: (text) => {
       if (!texted) void out.status(channel, threadTs, text);
+    },
+    // No reply will clear the status (Slack does when one arrives): an empty status does.
+    discard: async () => {
+      await thinking;
+      await out.status(channel, threadTs, '');
     },
   };
 }
@@ -326,13 +332,14 @@ class StreamingReply extends Paced implements ReplyWriter {
     this.schedule();
   }
 
-  async finish(text: string): Promise<string[]> {
+  async finish(text: string, options: FinishOptions = {}): Promise<string[]> {
     await this.settle();
     const [streamed = '', ...rest] = splitMessage(text, STREAM_LIMIT);
     if (!this.fallback && this.ts === null) await this.start(streamed);
-    if (this.fallback) return this.fallback.finish(text);
+    if (this.fallback) return this.fallback.finish(text, options);
     const delta = streamed.startsWith(this.sent) ? streamed.slice(this.sent.length) : '';
-    await this.out.web.chat.stopStream({ channel: this.target.channel, ts: this.ts!, ...(delta ? { markdown_text: delta } : {}), ...(this.feedback ? { blocks: answerButtons() as never } : {}) });
+    const buttons = this.feedback && options.answerButtons !== false;
+    await this.out.web.chat.stopStream({ channel: this.target.channel, ts: this.ts!, ...(delta ? { markdown_text: delta } : {}), ...(buttons ? { blocks: answerButtons() as never } : {}) });
     const ids = [this.ts!];
     for (const part of rest.flatMap((r) => toSlackParts(r))) ids.push(await this.out.post(this.target.channel, part, this.target.thread_ts));
     return ids;

@@ -11,6 +11,7 @@ import { App, LogLevel, SocketModeReceiver, webApi, type Logger as BoltLogger } 
 import type { Logger } from 'pino';
 import { UnavailableError } from '../../src/errors.js';
 import type { BridgeFactory, BridgeOptions, ChannelBridge, OutboundMessage, RawHttpRequest, RawHttpResponse, ReplyTarget, ReplyWriter, SendResult, SlackCredentials } from '../bridge.js';
+import { HUMAN_COMMAND, takeCommand } from './command.js';
 import { InboundMapper, toAction, toReaction, type BotIdentity, type SlackBlockActions, type SlackMessageEvent, type SlackReactionEvent } from './inbound.js';
 import { FEEDBACK_ACTION, SlackOutbound } from './outbound.js';
 import { EventsApiReceiver } from './receiver.js';
@@ -97,6 +98,11 @@ class SlackBridge implements ChannelBridge {
     this.app.action(/.*/, async ({ ack, body }) => {
       await ack();
       await this.onActions(body as unknown as SlackBlockActions);
+    });
+    // `/human <reason>`: Slack's client sends any message starting with `/` as a slash command, so a user cannot type it as a message.
+    this.app.command(HUMAN_COMMAND, async ({ command, ack, respond }) => {
+      if (this.bot) await takeCommand(command, { ack, respond, bot: this.bot, settings: this.options.settings(), outbound: this.outbound, events: this.options.events, logger: this.logger });
+      else await ack();
     });
     this.app.error(async (err) => this.logger.error({ err }, 'slack: a listener failed'));
   }

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeSlack, startFakeSlack } from '../fakes/slack-api.js';
 import { blockActions, eventCallback, messageEvent, nextTs, signSlackForm, signSlackRequest } from '../fakes/slack-events.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { createChannel } from '../helpers/factories.js';
+import { createChannel, createPersona, createTeam } from '../helpers/factories.js';
 import { seedSupport } from '../integration/chat-helpers.js';
 
 const BOT_TOKEN = 'xoxb-ai-app';
@@ -136,6 +136,30 @@ describe('Slack as an AI app', { timeout: 30_000 }, () => {
     expect(fake.calls.filter((c) => c.method === 'chat.startStream')).toHaveLength(1);
     expect(fake.ok('chat.postMessage').filter((c) => c.body.thread_ts === again)).toHaveLength(1);
     fake.refuse('chat.startStream', null);
+  });
+
+  it('streams a handoff’s notice without answer buttons, and takes back the status of a message a person will answer', async () => {
+    const team = await createTeam(t, { name: 'AI people', members: ['ed@example.com'] });
+    const persona = await createPersona(t, { name: 'AI desk', instructions: 'Answer briefly.', teamId: team.id });
+    const desk = (await createChannel(t, { type: 'slack', name: 'AI desk Slack', personaId: persona.id, credentials: { botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET } })).id;
+    const send = (event: Record<string, unknown>) => {
+      const raw = JSON.stringify(eventCallback({ ...event, team: 'T1' }, { botUserId: fake.botUserId }));
+      return t.app.inject({ method: 'POST', url: `/business/channels/${desk}/slack/events`, headers: signSlackRequest(raw, SIGNING_SECRET), payload: raw });
+    };
+    const ts = nextTs();
+    expect((await send(messageEvent({ text: `<@${fake.botUserId}> /human please`, ts, user: 'U80' }))).statusCode).toBe(200);
+    await fake.waitFor('the notice', () => settled(ts), 8_000);
+    const streamTs = String(fake.ok('chat.startStream').find((c) => c.body.thread_ts === ts)!.response!.ts);
+    expect(fake.text('C1', streamTs)).toContain('passing this conversation to a person');
+    const stop = fake.ok('chat.stopStream').find((c) => c.body.ts === streamTs)!;
+    expect(stop.body.blocks).toBeUndefined();
+
+    // The user writes to the person: nothing is answered here, so the thread's "is thinking…" is taken back.
+    const statuses = () => fake.ok('assistant.threads.setStatus').filter((c) => c.body.thread_ts === ts).map((c) => c.body.status);
+    const before = statuses().length;
+    expect((await send(messageEvent({ text: 'hello?', thread_ts: ts, user: 'U80' }))).statusCode).toBe(200);
+    await fake.waitFor('the status taken back', () => statuses().at(-1) === '', 8_000);
+    expect(statuses().slice(before)).toEqual(['is thinking…', '']);
   });
 
   it('suggests prompts in a new assistant thread (from the persona’s knowledge, or the channel’s own), answers there and titles it with the first question — Events API and Socket Mode', async () => {

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { type AppContext, createContext } from '../../src/context.js';
 import { type FakeSlack, startFakeSlack } from '../fakes/slack-api.js';
-import { appMentionEvent, blockActions, eventCallback, messageEvent, nextTs, reactionEvent, signSlackForm, signSlackRequest } from '../fakes/slack-events.js';
+import { appMentionEvent, blockActions, eventCallback, messageEvent, nextTs, reactionEvent, signSlackCommand, signSlackForm, signSlackRequest, slashCommand } from '../fakes/slack-events.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createAbTest, createChannel, createPersona, createTeam } from '../helpers/factories.js';
 import { captureLogs } from '../helpers/mcp-tools.js';
@@ -119,17 +119,24 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
     await fake.waitFor('the message to be stored, silently', () => latest.get(session.id) === 'is anyone there?' && settled(ts), 8_000);
     expect((await t.request({ method: 'GET', url: `/handoffs/${handoff.id}` })).json().messages.at(-1)).toMatchObject({ role: 'user', content: 'is anyone there?' });
     expect(inThread()).toHaveLength(posts);
+    // Once a person has joined, users stop mentioning the bot: a plain reply in the thread is for the person too.
+    const plain = (text: string) => deliver(eventCallback(messageEvent({ text, user: 'U77', thread_ts: ts }), { botUserId: fake.botUserId }), {}, deskChannel);
+    expect((await plain('my order number is 1234')).statusCode).toBe(200);
+    await fake.waitFor('the plain reply to be stored, silently', () => latest.get(session.id) === 'my order number is 1234' && settled(ts), 8_000);
+    expect(inThread()).toHaveLength(posts);
 
     await t.request({ method: 'POST', url: `/handoffs/${handoff.id}/messages`, body: { member: 'ada@example.com', text: 'Hi, Ada here: your refund left today.' } });
     await t.request({ method: 'POST', url: `/handoffs/${handoff.id}/return`, body: { member: 'ada@example.com' } });
     await t.ctx.services.handoffs.deliver();
     expect(inThread().slice(posts)).toEqual(['Hi, Ada here: your refund left today.', 'ada@example.com (a person) left the conversation; Refund desk takes over again.']);
 
-    // Handed back: the persona answers the thread again, with the person's reply in its history.
+    // Handed back: a plain reply is not for the persona (respondTo: mentions) and is dropped; a mention is answered again, with the person's reply in its history.
+    expect((await plain('thanks, Ada')).statusCode).toBe(200);
     expect((await mention('How long do refunds take?', { thread_ts: ts })).statusCode).toBe(200);
     await fake.waitFor('the persona’s answer', () => settled(ts) && inThread().length > posts + 2, 8_000);
     const history = (await t.request({ method: 'GET', url: `/sessions/${session.id}` })).json().messages;
     expect(history.map((m: { author?: string }) => m.author ?? null)).toContain('human:ada@example.com');
+    expect(history.map((m: { content: string }) => m.content)).not.toContain('thanks, Ada');
   });
 
   it('works a handoff from Slack: the card with Accept in the team’s channel, a click accepts, the member’s thread replies reach the user, Hand back returns the thread to the persona', async () => {
@@ -160,6 +167,14 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
 
     expect((await post(messageEvent({ text: `<@${fake.botUserId}> /human I was charged twice`, user: 'U77', ts }))).statusCode).toBe(200);
     await fake.waitFor('the hand-over notice', () => settled(ts) && texts('C1', ts).some((x) => x.includes('passing this conversation to a person')), 8_000);
+    // A notice is no answer: no Good/Bad, no Regenerate under it (posted, or written in an edit).
+    const notice = posts('C1', ts).find((c) => String(c.body.text).includes('passing this conversation to a person'))!;
+    const noticeTs = String(notice.response!.ts);
+    const noticeCalls = [notice, ...fake.ok('chat.update').filter((c) => c.body.ts === noticeTs)];
+    expect(noticeCalls.map((c) => c.body.blocks ?? null)).toEqual(noticeCalls.map(() => null));
+    // Regenerate clicked on a notice (one posted with the buttons before they left notices) asks nothing again.
+    const regenerate = signSlackForm(blockActions({ user: 'U77', actionId: 'switchboard.regenerate', value: 'regenerate', channel: 'C1', messageTs: noticeTs, threadTs: ts }), SIGNING_SECRET);
+    expect((await t.app.inject({ method: 'POST', url: `/business/channels/${userChannel}/slack/events`, headers: regenerate.headers, payload: regenerate.body })).statusCode).toBe(200);
     await deliverAll();
     const [card] = posts('CTEAM').filter((c) => c.body.thread_ts === undefined);
     expect(card, 'the card in the team channel').toBeDefined();
@@ -187,8 +202,8 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
     const done = (accepted.body.blocks as Array<{ type: string; elements?: Array<{ action_id: string }> }>).find((b) => b.type === 'actions')!.elements!.map((e) => e.action_id);
     expect(done).toEqual(['handoff.return', 'handoff.resolve']);
 
-    // The user writes: the member sees it in the desk thread. Bo's reply there (no mention) reaches the user, once across a retry.
-    expect((await post(messageEvent({ text: `<@${fake.botUserId}> is anyone there?`, user: 'U77', thread_ts: ts }))).statusCode).toBe(200);
+    // The user writes a plain reply (no mention: a person has the thread): the member sees it in the desk thread. Bo's reply there (no mention) reaches the user, once across a retry.
+    expect((await post(messageEvent({ text: 'is anyone there?', user: 'U77', thread_ts: ts }))).statusCode).toBe(200);
     await fake.waitFor('the user’s message in the desk thread', () => texts('CTEAM', cardTs).includes('User: is anyone there?'), 8_000);
     const reply = eventCallback(messageEvent({ channel: 'CTEAM', text: 'Hi, Bo here: the second charge is refunded.', user: 'UBO', thread_ts: cardTs }), { botUserId: fake.botUserId });
     expect((await deliver(reply, {}, userChannel)).statusCode).toBe(200);
@@ -202,6 +217,9 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
     expect(texts('C1', ts)).not.toContain('I can take it');
     const messages = (await t.request({ method: 'GET', url: `/handoffs/${handoff.id}` })).json().messages;
     expect(messages.filter((m: { author: string | null }) => m.author === 'human:bo@example.com').map((m: { content: string }) => m.content)).toEqual(['Hi, Bo here: the second charge is refunded.']);
+    // The Regenerate click on the notice (handled long since: every step above waited on the same channel) re-sent no `/human`.
+    expect(messages.filter((m: { role: string }) => m.role === 'user').map((m: { content: string }) => m.content)).toEqual(['/human I was charged twice', 'is anyone there?']);
+    expect(texts('CTEAM', cardTs).filter((x) => x.startsWith('User:'))).toEqual(['User: is anyone there?']);
 
     // Bo hands back from Slack: the user is told, and the persona answers the thread again with Bo's reply in its history.
     expect((await click('UBO', 'handoff.return', handoff.id, String(accepted.response!.ts), cardTs)).statusCode).toBe(200);
@@ -251,6 +269,38 @@ describe('Slack channel end to end', { timeout: 30_000 }, () => {
     const second = fake.ok('chat.postMessage').filter((c) => c.body.channel === 'UCY').at(-1)!;
     expect(String(second.body.text)).toContain('‹@UBOSS&gt; ‹!channel&gt; said so');
     expect(String(second.body.text)).not.toMatch(/<[@!](UBOSS|channel)/);
+  });
+
+  it('hands over on the /human slash command: the bot starts a thread where it was typed, the notice and the person’s replies go there', async () => {
+    const team = await createTeam(t, { name: 'Slash people', members: ['di@example.com'] });
+    const desk = await createPersona(t, { name: 'Slash desk', instructions: 'Answer briefly.', teamId: team.id });
+    const userChannel = (await createChannel(t, { type: 'slack', name: 'Slash Slack', personaId: desk.id, credentials: { botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET } })).id;
+    const command = signSlackCommand(slashCommand({ text: 'my parcel is lost', user: 'U90', channel: 'C5', responseUrl: fake.responseUrl }), SIGNING_SECRET);
+    const res = await t.app.inject({ method: 'POST', url: `/business/channels/${userChannel}/slack/events`, headers: command.headers, payload: command.body });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.body).toBe('');
+    const inC5 = () => fake.ok('chat.postMessage').filter((c) => c.body.channel === 'C5');
+    await fake.waitFor('the thread and its notice', () => inC5().some((c) => String(c.body.text).includes('passing this conversation to a person')), 8_000);
+    const [root, notice] = inC5();
+    expect(root!.body).toMatchObject({ text: '<@U90> asked for a person: my parcel is lost' });
+    const rootTs = String(root!.response!.ts);
+    expect(notice!.body).toMatchObject({ thread_ts: rootTs });
+    expect(notice!.body.blocks).toBeUndefined();
+    const [session] = (await t.request({ method: 'GET', url: `/sessions?channelId=${userChannel}` })).json().data;
+    expect(session).toMatchObject({ userId: 'U90', personaId: desk.id });
+    const [handoff] = (await t.request({ method: 'GET', url: '/handoffs?status=offered' })).json().data.filter((h: { sessionId: string }) => h.sessionId === session.id);
+    expect(handoff).toMatchObject({ trigger: 'user', reason: 'my parcel is lost', member: 'di@example.com' });
+
+    // The thread is the conversation: a plain reply there is for the person; their reply comes back there.
+    expect((await deliver(eventCallback(messageEvent({ channel: 'C5', text: 'it was due Monday', user: 'U90', thread_ts: rootTs }), { botUserId: fake.botUserId }), {}, userChannel)).statusCode).toBe(200);
+    const latest = t.ctx.sqlite().sqlite.prepare('SELECT content FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT 1').pluck();
+    await fake.waitFor('the reply stored for the person', () => latest.get(session.id) === 'it was due Monday', 8_000);
+    await t.request({ method: 'POST', url: `/handoffs/${handoff.id}/accept`, body: { member: 'di@example.com' } });
+    await t.request({ method: 'POST', url: `/handoffs/${handoff.id}/messages`, body: { member: 'di@example.com', text: 'Di here: found it.' } });
+    await t.ctx.services.handoffs.deliver();
+    await fake.waitFor('Di’s reply in the thread', () => inC5().some((c) => c.body.thread_ts === rootTs && c.body.text === 'Di here: found it.'), 8_000);
+    const messages = (await t.request({ method: 'GET', url: `/handoffs/${handoff.id}` })).json().messages;
+    expect(messages.filter((m: { role: string }) => m.role === 'user').map((m: { content: string }) => m.content)).toEqual(['/human my parcel is lost', 'it was due Monday']);
   });
 
   it('answers a retried delivery once, ignores its own and other bots’ messages, and answers url_verification', async () => {

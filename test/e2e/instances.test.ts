@@ -24,7 +24,7 @@ import { type FakeDiscord, startFakeDiscord } from '../fakes/discord-api.js';
 import { ALICE, BOT, FAKE_DISCORD_TOKEN, GENERAL_ID } from '../fakes/discord-fixtures.js';
 import { startOAuthToolServer } from '../fakes/oauth-tool-server.js';
 import { type FakeSlack, startFakeSlack } from '../fakes/slack-api.js';
-import { eventCallback, messageEvent, nextTs, signSlackRequest } from '../fakes/slack-events.js';
+import { eventCallback, messageEvent, nextTs, signSlackCommand, signSlackRequest, slashCommand } from '../fakes/slack-events.js';
 import { tempDir } from '../helpers/app.js';
 import { type BuiltServer, builtServers } from '../helpers/built-server.js';
 import { type AskedUser, callOk, expectConfirmations } from '../helpers/mcp.js';
@@ -518,6 +518,16 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
     expect(limited).toHaveLength(1);
     expect(sent).toHaveLength(1);
     expect(sent[0]!.at - limited[0]!.at).toBeGreaterThanOrEqual(950);
+
+    // The `/human` slash command (a form of plain fields) through the built server: acknowledged, its thread started, answered there.
+    const fields = slashCommand({ text: 'ferry times', user: 'U8', channel: 'C8' });
+    const command = signSlackCommand(fields, SLACK_SIGNING_SECRET);
+    const acked = await fetch(`${b.url}/business/channels/${id}/slack/events`, { method: 'POST', headers: command.headers, body: command.body, signal: AbortSignal.timeout(5_000) });
+    expect(acked.status).toBe(200);
+    await expect.poll(() => inboxStatus(`command:${fields.trigger_id}`), { timeout: 10_000 }).toBe('answered');
+    const root = slack.calls.find((c) => c.method === 'chat.postMessage' && c.status === 200 && c.body.channel === 'C8' && c.body.thread_ts === undefined)!;
+    expect(root.body.text).toBe('<@U8> asked for a person: ferry times');
+    expect(slack.calls.some((c) => c.method === 'chat.postMessage' && c.body.channel === 'C8' && c.body.thread_ts === root.response!.ts)).toBe(true);
   });
 
   it('messages a dead instance was answering are answered by another, once; a live instance\'s are left to it', async () => {

@@ -8,7 +8,8 @@
  *   `ok: false` with an error code.
  * - Socket Mode at `/socket` (`ws` package): sends `hello` on connect, `push()` sends an
  *   `events_api` envelope, acks are recorded, `drop()` cuts every connection, `sendDisconnect()`
- *   sends Slack's `disconnect` message.
+ *   sends Slack's `disconnect` message; `pushCommand()` sends a `slash_commands` envelope.
+ * - `responseUrl`: a slash command's `response_url`; what the app posts there is in `responses`.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -57,6 +58,9 @@ export interface FakeSlack {
   failNext(method: string, error: string): void;
   /** Every call to `method` answers `{ ok: false, error }` from now on (null: answered again). */
   refuse(method: string, error: string | null): void;
+  /** A slash command's `response_url` here; what the app posts to it lands in `responses`. */
+  responseUrl: string;
+  responses: Array<Record<string, unknown>>;
   /** A message's text as it stands (posted, edited or streamed), by channel and ts. */
   text(channel: string, ts: string): string | undefined;
   socket: {
@@ -67,6 +71,8 @@ export interface FakeSlack {
     acks: SocketAck[];
     /** Sends an `events_api` envelope with this event callback on every open connection; answers its envelope id. */
     push(eventCallback: Record<string, unknown>, extra?: { retry_attempt?: number; retry_reason?: string }): string;
+    /** Sends a `slash_commands` envelope with these form fields as its payload; answers its envelope id. */
+    pushCommand(fields: Record<string, string>): string;
     /** Cuts every connection without a close handshake. */
     drop(): void;
     /** Sends Slack's `disconnect` message (the client is expected to reconnect). */
@@ -83,6 +89,7 @@ export async function startFakeSlack(options: FakeSlackOptions): Promise<FakeSla
   const botId = options.botId ?? 'BBOT';
   const teamId = options.teamId ?? 'T1';
   const calls: SlackCall[] = [];
+  const responses: Array<Record<string, unknown>> = [];
   const acks: SocketAck[] = [];
   const rateLimits = new Map<string, { seconds: number; times: number }>();
   const failures = new Map<string, string>();
@@ -99,6 +106,11 @@ export async function startFakeSlack(options: FakeSlackOptions): Promise<FakeSla
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+      if (req.method === 'POST' && url.pathname === '/response') {
+        responses.push(parseBody(Buffer.concat(chunks).toString('utf8'), req.headers['content-type'] ?? ''));
+        res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+        return;
+      }
       if (req.method !== 'POST' || !url.pathname.startsWith('/api/')) {
         res.writeHead(404).end();
         return;
@@ -241,6 +253,8 @@ export async function startFakeSlack(options: FakeSlackOptions): Promise<FakeSla
 
   return {
     apiUrl: `http://127.0.0.1:${port()}/api/`,
+    responseUrl: `http://127.0.0.1:${port()}/response`,
+    responses,
     botUserId,
     botId,
     teamId,
@@ -272,6 +286,13 @@ export async function startFakeSlack(options: FakeSlackOptions): Promise<FakeSla
         for (const ws of sockets) ws.send(JSON.stringify(envelope));
         return envelopeId;
       },
+      pushCommand(fields) {
+        envelopeCounter += 1;
+        const envelopeId = `env-${envelopeCounter}`;
+        const envelope = { envelope_id: envelopeId, type: 'slash_commands', payload: fields, accepts_response_payload: true };
+        for (const ws of sockets) ws.send(JSON.stringify(envelope));
+        return envelopeId;
+      },
       drop() {
         for (const ws of sockets) ws.terminate();
       },
@@ -288,6 +309,7 @@ export async function startFakeSlack(options: FakeSlackOptions): Promise<FakeSla
     },
     reset() {
       calls.length = 0;
+      responses.length = 0;
       acks.length = 0;
       rateLimits.clear();
       failures.clear();

@@ -104,3 +104,46 @@ export function signSlackForm(payload: Record<string, unknown>, signingSecret: s
   const body = new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
   return { body, headers: { ...signSlackRequest(body, signingSecret), 'content-type': 'application/x-www-form-urlencoded' } };
 }
+
+export interface SlashCommandFields {
+  command?: string;
+  text?: string;
+  user?: string;
+  channel?: string;
+  /** A channel's name, `directmessage` for a DM. */
+  channelName?: string;
+  team?: string;
+  /** Where the app may answer the user later (the fake Slack's `responseUrl`). */
+  responseUrl?: string;
+}
+
+/**
+ * A slash command as Slack sends it: plain form fields (POSTed to the request URL, or the payload
+ * of a Socket Mode `slash_commands` envelope). No thread: Slack allows none in threads.
+ */
+export function slashCommand(fields: SlashCommandFields = {}): Record<string, string> {
+  counter += 1;
+  const team = fields.team ?? 'T1';
+  const user = fields.user ?? 'U1';
+  return {
+    token: 'verification-token',
+    team_id: team,
+    team_domain: 'fake',
+    channel_id: fields.channel ?? 'C1',
+    channel_name: fields.channelName ?? 'general',
+    user_id: user,
+    user_name: user.toLowerCase(),
+    command: fields.command ?? '/human',
+    text: fields.text ?? '',
+    api_app_id: 'AFAKE',
+    is_enterprise_install: 'false',
+    response_url: fields.responseUrl ?? 'http://127.0.0.1:9/response',
+    trigger_id: `${counter}.${String(counter).padStart(6, '0')}.trigger`,
+  };
+}
+
+/** A slash command's raw body and signed headers, form-encoded as Slack posts it. */
+export function signSlackCommand(fields: Record<string, string>, signingSecret: string): { body: string; headers: Record<string, string> } {
+  const body = new URLSearchParams(fields).toString();
+  return { body, headers: { ...signSlackRequest(body, signingSecret), 'content-type': 'application/x-www-form-urlencoded' } };
+}

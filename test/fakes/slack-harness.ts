@@ -6,7 +6,7 @@ import pino from 'pino';
 import type { BridgeEvents, ChannelBridge, ChannelSettings, InboundMessage, InboundReaction, RawHttpResponse, SlackCredentials } from '../../bridges/bridge.js';
 import { createSlackBridge } from '../../bridges/slack/slack-bridge.js';
 import type { FakeSlack } from './slack-api.js';
-import { signSlackRequest } from './slack-events.js';
+import { signSlackCommand, signSlackRequest } from './slack-events.js';
 
 export const BOT_TOKEN = 'xoxb-test-bot';
 export const APP_TOKEN = 'xapp-test-app';
@@ -80,6 +80,13 @@ export function deliver(bridge: ChannelBridge, body: unknown, options: DeliverOp
   const raw = typeof body === 'string' ? body : JSON.stringify(body);
   const headers = { ...signSlackRequest(raw, options.secret ?? SIGNING_SECRET, options.timestampSec), ...options.headers };
   return bridge.handleHttp({ rawBody: Buffer.from(raw), headers });
+}
+
+/** Signs and hands one slash command (`slashCommand()`'s form fields) to the bridge, as Slack posts it. */
+export function deliverCommand(bridge: ChannelBridge, fields: Record<string, string>): Promise<RawHttpResponse> {
+  if (!bridge.handleHttp) throw new Error('This bridge has no Events API endpoint.');
+  const { body, headers } = signSlackCommand(fields, SIGNING_SECRET);
+  return bridge.handleHttp({ rawBody: Buffer.from(body), headers });
 }
 
 /** Resolves once `check()` holds, or rejects after `timeoutMs`. */

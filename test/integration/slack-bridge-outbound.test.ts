@@ -147,6 +147,33 @@ describe('Slack bridge, replies', () => {
     for (let i = 0; i < 120; i++) expect(joined).toContain(`const value${i} = compute(${i}) &lt; limit &amp;&amp; ok;`);
   });
 
+  it('ends a notice (answerButtons: false) without the feedback and Regenerate buttons, streamed or posted', async () => {
+    const ai = await startFakeSlack({ botToken: BOT_TOKEN, aiApps: true });
+    try {
+      const streaming = makeBridge(ai);
+      await streaming.bridge.start();
+      const target = { channel: 'D1', thread_ts: '1700.000010' };
+      const notice = streaming.bridge.reply(target);
+      notice.progress('A person will reply here.');
+      await notice.finish('A person will reply here.', { answerButtons: false });
+      await streaming.bridge.reply(target).finish('An answer.');
+      await streaming.bridge.stop();
+      expect(ai.ok('chat.stopStream').map((c) => (c.body.blocks as Array<{ type: string }> | undefined)?.map((b) => b.type) ?? null)).toEqual([null, ['context_actions', 'actions']]);
+    } finally {
+      await ai.close();
+    }
+    h = makeBridge(fake);
+    await h.bridge.start();
+    fake.reset();
+    await h.bridge.reply({ channel: 'C1', thread_ts: '1700.000011' }).finish('A person will reply here.', { answerButtons: false });
+    const posted = h.bridge.reply({ channel: 'C1', thread_ts: '1700.000012' });
+    posted.progress('Almost');
+    await until('the first post', () => fake.ok('chat.postMessage').length === 2);
+    await posted.finish('A person will reply here.', { answerButtons: false });
+    expect(fake.ok('chat.postMessage').map((c) => c.body.blocks ?? null)).toEqual([null, null]);
+    expect(fake.ok('chat.update').map((c) => c.body.blocks ?? null)).toEqual([null]);
+  });
+
   it('fail() replaces the partial text', async () => {
     h = makeBridge(fake);
     await h.bridge.start();

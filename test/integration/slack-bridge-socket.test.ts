@@ -4,7 +4,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeSlack, type FakeSlack } from '../fakes/slack-api.js';
-import { eventCallback, messageEvent } from '../fakes/slack-events.js';
+import { eventCallback, messageEvent, slashCommand } from '../fakes/slack-events.js';
 import { APP_TOKEN, BOT_TOKEN, makeBridge, until, type Harness } from '../fakes/slack-harness.js';
 
 let fake: FakeSlack;
@@ -50,6 +50,16 @@ describe('Slack bridge, Socket Mode', () => {
     await fake.waitFor('the ack', () => fake.socket.acks.some((a) => a.envelope_id === envelope));
     await until('the message', () => harness.rec.messages.length === 1);
     expect(harness.rec.messages[0]).toMatchObject({ externalId: 'EvSOCK', text: 'over the socket', conversationRef: 'C1', mentioned: true });
+  });
+
+  it('acks a slash_commands envelope and delivers /human as the first message of a thread it starts', async () => {
+    const harness = await startSocketBridge();
+    const command = slashCommand({ text: 'please', user: 'U6', channel: 'C1' });
+    const envelope = fake.socket.pushCommand(command);
+    await fake.waitFor('the ack', () => fake.socket.acks.some((a) => a.envelope_id === envelope));
+    await until('the command', () => harness.rec.messages.length === 1);
+    const rootTs = String(fake.ok('chat.postMessage')[0]!.response!.ts);
+    expect(harness.rec.messages[0]).toMatchObject({ externalId: `command:${command.trigger_id}`, conversationId: `C1:${rootTs}`, text: '/human please', userId: 'U6', mentioned: true });
   });
 
   it('reconnects after the connection drops and after a disconnect message, reporting status', async () => {

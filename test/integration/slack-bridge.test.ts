@@ -6,8 +6,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { InboundAction } from '../../bridges/bridge.js';
 import { AppError, UnauthorizedError } from '../../src/errors.js';
 import { startFakeSlack, type FakeSlack } from '../fakes/slack-api.js';
-import { appMentionEvent, blockActions, eventCallback, messageEvent, nextTs, reactionEvent, signSlackRequest } from '../fakes/slack-events.js';
-import { BOT_TOKEN, deliver, makeBridge, sleep, until, type Harness } from '../fakes/slack-harness.js';
+import { appMentionEvent, blockActions, eventCallback, messageEvent, nextTs, reactionEvent, signSlackRequest, slashCommand } from '../fakes/slack-events.js';
+import { BOT_TOKEN, deliver, deliverCommand, makeBridge, until, type Harness } from '../fakes/slack-harness.js';
 
 let fake: FakeSlack;
 const started: Harness[] = [];
@@ -22,13 +22,14 @@ async function startBridge(): Promise<Harness> {
 /** Delivers a plain (unmentioned) message as a marker and waits for it: everything sent before it has been handled. */
 async function barrier(h: Harness, channel = 'C9'): Promise<void> {
   const before = h.rec.messages.length;
+  const respondTo = h.settings.respondTo;
   h.settings.respondTo = 'all';
   const allowed = [...h.settings.allowedConversations];
   h.settings.allowedConversations = [];
   await deliver(h.bridge, eventCallback(messageEvent({ channel, text: 'barrier' })));
   await until('the barrier message', () => h.rec.messages.length > before && h.rec.messages.at(-1)?.text === 'barrier');
   h.rec.messages.pop();
-  h.settings.respondTo = 'mentions';
+  h.settings.respondTo = respondTo;
   h.settings.allowedConversations = allowed;
 }
 
@@ -207,6 +208,55 @@ describe('Slack bridge, Events API', () => {
     await expect(form(noUser)).rejects.toMatchObject({ code: 'validation_failed', status: 400, errors: [expect.objectContaining({ path: 'payload.user' })] });
   });
 
+  it('takes /human as a slash command: acknowledged at once, a thread started where it was typed, and the command its first message', async () => {
+    const h = await startBridge();
+    const command = slashCommand({ text: 'my refund <!channel> &amp; more', user: 'U5', channel: 'C1', responseUrl: fake.responseUrl });
+    expect(await deliverCommand(h.bridge, command)).toEqual({ status: 200, body: '' });
+    await until('the command', () => h.rec.messages.length === 1);
+    const [root] = fake.ok('chat.postMessage');
+    // The reason as plain text: what it pinged (`<!channel>`) pings nobody when the bot posts it.
+    expect(root!.body).toMatchObject({ channel: 'C1', text: '<@U5> asked for a person: my refund @channel &amp; more' });
+    expect(root!.body.thread_ts).toBeUndefined();
+    const rootTs = String(root!.response!.ts);
+    expect(h.rec.messages[0]).toEqual({
+      externalId: `command:${command.trigger_id}`,
+      conversationId: `C1:${rootTs}`,
+      conversationRef: 'C1',
+      userId: 'U5',
+      text: '/human my refund @channel & more',
+      direct: false,
+      mentioned: true,
+      replyTo: { channel: 'C1', thread_ts: rootTs, user: 'U5', team: 'T1' },
+    });
+
+    // Without replyInThread, as a top-level message: the channel's conversation, nothing posted first. In a DM: direct.
+    h.settings.replyInThread = false;
+    await deliverCommand(h.bridge, slashCommand({ channel: 'D7', channelName: 'directmessage', user: 'U5' }));
+    await until('the second command', () => h.rec.messages.length === 2);
+    expect(h.rec.messages[1]).toMatchObject({ conversationId: 'D7', text: '/human', direct: true, replyTo: { channel: 'D7', thread_ts: null } });
+    expect(fake.ok('chat.postMessage')).toHaveLength(1);
+  });
+
+  it('answers a slash command it cannot take to the user alone, leaves other commands, and refuses a malformed one (400)', async () => {
+    const h = await startBridge();
+    h.settings.allowedConversations = ['C2'];
+    const refused = await deliverCommand(h.bridge, slashCommand({ channel: 'C1' }));
+    expect(refused.status).toBe(200);
+    expect(JSON.parse(refused.body)).toEqual({ response_type: 'ephemeral', text: 'I do not answer in this conversation.' });
+    h.settings.allowedConversations = [];
+    // Slack will not let the bot post there (not a member): the user is told through the response_url.
+    fake.failNext('chat.postMessage', 'not_in_channel');
+    expect((await deliverCommand(h.bridge, slashCommand({ channel: 'C3', responseUrl: fake.responseUrl }))).status).toBe(200);
+    await until('the answer to the user', () => fake.responses.length === 1);
+    expect(fake.responses[0]).toMatchObject({ response_type: 'ephemeral', text: expect.stringContaining('(not_in_channel)') });
+    expect(String(fake.responses[0]!.text)).toContain('<@UBOT> /human');
+    expect(await deliverCommand(h.bridge, slashCommand({ command: '/weather', text: 'today' }))).toEqual({ status: 200, body: '' });
+    const { user_id: _user, ...noUser } = slashCommand();
+    await expect(deliverCommand(h.bridge, noUser)).rejects.toMatchObject({ code: 'validation_failed', status: 400, errors: [expect.objectContaining({ path: 'user_id' })] });
+    await barrier(h);
+    expect(h.rec.messages).toEqual([]);
+  });
+
   it('delivers a retried event again with the same externalId (the service de-duplicates)', async () => {
     const h = await startBridge();
     const body = eventCallback(messageEvent({ text: '<@UBOT> once' }), { eventId: 'EvRETRY' });
@@ -259,8 +309,7 @@ describe('Slack bridge, Events API', () => {
     h.settings.allowedConversations = ['C2'];
     await deliver(h.bridge, eventCallback(messageEvent({ channel: 'C1', text: '<@UBOT> not here' })));
     await deliver(h.bridge, eventCallback(messageEvent({ channel: 'C2', text: '<@UBOT> here' })));
-    await until('the allowed message', () => h.rec.messages.length >= 3);
-    await sleep(50);
+    await barrier(h);
     expect(h.rec.messages.slice(2).map((m) => m.text)).toEqual(['here']);
 
     h.settings.allowedConversations = [];

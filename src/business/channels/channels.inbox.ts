@@ -112,10 +112,12 @@ export function createInbox(deps: InboxDeps) {
       );
       // A person has the conversation: the persona says nothing, and nothing is posted.
       if (answer.handoff && answer.response === '') {
+        await writer.discard?.();
         await store.settle(seq, 'answered', now());
         return answer;
       }
-      const parts = await writer.finish(answer.response);
+      // A handoff's notice (or an answer that handed over) is not rated or regenerated: regenerating would ask the person.
+      const parts = await writer.finish(answer.response, answer.handoff ? { answerButtons: false } : undefined);
       const at = now();
       await store.posted(parts.map((externalId) => ({ channel_id: channel.id, external_id: externalId, session_id: answer.sessionId, message_id: answer.messageId, created_at: at })));
       await store.settle(seq, 'answered', at);

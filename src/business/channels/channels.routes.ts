@@ -104,6 +104,7 @@ export function channelRoutes(ctx: AppContext): FastifyPluginAsyncZod {
             description:
               '`X-Slack-Signature` and `X-Slack-Request-Timestamp` are verified (bad or older than 5 minutes → 401); `url_verification` is answered with its challenge; every delivery is acknowledged at once and answered after. ' +
               'A signed body that is no Slack delivery (not JSON → `invalid_json`; not an object with a `type`, an `event_callback` whose `event` is not an object with a `type`, nested deeper than 64 levels → `validation_failed` naming the field) is a 400; a well-formed delivery the channel does not listen to is acknowledged (200). ' +
+              'Button clicks (a form with a JSON `payload`) and the `/human` slash command (a form with `command`, `text`, `user_id`, `channel_id`, `team_id`, `trigger_id`, `response_url`; one missing → 400 naming it) arrive here too. ' +
               'A channel whose bridge is stopped → 503.',
             params: idParams,
             body: rawBody,

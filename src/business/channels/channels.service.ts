@@ -44,6 +44,8 @@ export interface DeskPort {
   deskThread(channelId: string, conversationId: string): Promise<DeskThread | undefined>;
   deskMessage(workspaceId: string, thread: DeskThread, message: { userId: string; text: string }): Promise<void>;
   deskAction(workspaceId: string, channelId: string, action: InboundAction): Promise<void>;
+  /** The session's open handoff, if any: while there is one, every message in its conversation is for the person. */
+  openFor(sessionId: string): Promise<unknown>;
 }
 
 export interface ChannelServiceDeps {
@@ -152,7 +154,7 @@ export function createChannelService(deps: ChannelServiceDeps) {
     const events = {
       onMessage: async (message: InboundMessage) => {
         if (await toDesk(state, message)) return;
-        if (message.addressed === false) return;
+        if (message.addressed === false && !(await withPerson(state, message))) return;
         await inbox.receive(routed(state.row), message, (m) => bridgeOf(state).reply(m.replyTo));
       },
       onAction: async (action: InboundAction) => {
@@ -217,6 +219,18 @@ export function createChannelService(deps: ChannelServiceDeps) {
     });
     if (seq !== null) await deps.desk.deskMessage(state.row.workspace_id, thread, { userId: message.userId, text: message.text });
     return true;
+  }
+
+  /**
+   * Whether a message the settings would not answer (a thread reply without a mention) is in a
+   * conversation a person has: users stop mentioning the bot once a person joined, and every
+   * message there is for the person (stored and shown at the desk), in an allowed conversation.
+   */
+  async function withPerson(state: Live, message: InboundMessage): Promise<boolean> {
+    const { allowedConversations } = state.settings;
+    if (!deps.desk || (allowedConversations.length > 0 && !allowedConversations.includes(message.conversationRef))) return false;
+    const sessionId = await store.sessionOf(state.row.id, message.conversationId);
+    return sessionId !== undefined && (await deps.desk.openFor(sessionId)) !== undefined;
   }
 
   function bridgeOf(state: Live): ChannelBridge {

@@ -73,8 +73,9 @@ export function createChannelStore(db: SqlBackend, writes: ChannelWrites) {
     posted: (rows: PostedMessage[]): Promise<void> => (rows.length === 0 ? Promise.resolve() : writes.posted(rows)),
     /** The user's message an answer answered: the latest one before it in its session. */
     async questionOf(sessionId: string, answerId: string): Promise<string | undefined> {
-      const answer = await k.selectFrom('messages').select('seq').where('session_id', '=', sessionId).where('id', '=', answerId).executeTakeFirst();
-      if (!answer) return undefined;
+      const answer = await k.selectFrom('messages').select(['seq', 'author']).where('session_id', '=', sessionId).where('id', '=', answerId).executeTakeFirst();
+      // A notice (`system`) or a person's reply is no answer of the persona: nothing to ask again.
+      if (!answer || answer.author !== null) return undefined;
       const question = await k
         .selectFrom('messages')
         .select('content')
