@@ -341,11 +341,13 @@ describe.each(testBackends())('human handoff on $kind', (backend) => {
     }
   });
 
-  it('ends a handoff whose conversation was deleted, keeping its numbers', async () => {
+  it('ends a handoff with the deletion of its conversation, keeping its numbers: nobody can take it after', async () => {
     const { persona } = await setUp(['hal@example.com']);
     const asked = await ask(persona.id, '/human');
     expect((await t.request({ method: 'DELETE', url: `/sessions/${asked.sessionId}` })).statusCode).toBe(204);
-    await t.ctx.services.handoffs.sweep();
-    expect((await get(`/handoffs/${asked.handoff.id}`)).json()).toMatchObject({ sessionId: null, status: 'resolved', endedBy: 'session deleted', messages: [] });
+    // No sweep in between: the deletion ended it.
+    expect((await get(`/handoffs/${asked.handoff.id}`)).json()).toMatchObject({ sessionId: null, status: 'resolved', endedBy: 'session deleted', endedAt: clock.now().toISOString(), offerUntil: null, messages: [] });
+    expectProblem(await post(`/handoffs/${asked.handoff.id}/accept`, { member: 'hal@example.com' }), 409, 'conflict');
+    expect((await get('/handoffs?status=queued,offered,accepted&member=hal@example.com')).json().data).toEqual([]);
   });
 });

@@ -28,7 +28,7 @@ import { isAvailableNow, nextOpening, type Schedule } from '../teams/availabilit
 import { emailKey } from '../teams/teams.service.js';
 import type { TeamStore } from '../teams/teams.store.js';
 import type { Handoff, HandoffMessage as ApiMessage } from './handoffs.schemas.js';
-import { type HandoffStore, OPEN, type Queue, type QueueRow, type Writes } from './handoffs.store.js';
+import { type HandoffStore, OPEN, type Queue, SESSION_DELETED, type QueueRow, type Writes } from './handoffs.store.js';
 import type { Cipher } from '../../lib/cipher.js';
 import { type AddressGuardOptions, assertPublicUrl } from '../../lib/address-guard.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
@@ -551,9 +551,9 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
       let moved = 0;
       for (const row of await store.due(now(), SWEEP_BATCH)) {
         if (row.session_id === null) {
-          // Its conversation was deleted: nobody is left to answer.
+          // Its conversation was deleted by a version that did not end it in the same transaction: nobody is left to answer.
           const at = now();
-          if (await store.move(row, { status: 'resolved', offer_until: null, ended_at: at, ended_by: 'session deleted', updated_at: at })) moved++;
+          if (await store.move(row, { status: 'resolved', offer_until: null, ended_at: at, ended_by: SESSION_DELETED, updated_at: at })) moved++;
           continue;
         }
         const passed = row.status === 'offered' && row.member ? [...new Set([...(JSON.parse(row.passed) as string[]), emailKey(row.member)])] : null;

@@ -3,6 +3,8 @@ import type { Database, HandoffRow, HandoffStatus } from '../../db/schema.js';
 import { type PageRequest, paginate } from '../../lib/pagination.js';
 
 export const OPEN: HandoffStatus[] = ['queued', 'offered', 'accepted'];
+/** `endedBy` of a handoff whose conversation was deleted (ended in the deletion's transaction). */
+export const SESSION_DELETED = 'session deleted';
 
 /** The two delivery queues: messages to channel users, events to teams' webhooks. Same columns for claims. */
 export type Queue = 'handoff_outbox' | 'handoff_notifications';

@@ -37,8 +37,12 @@ export interface ChatWrites {
   saveExchange(write: ExchangeWrite): Promise<boolean>;
   /** A failed or cancelled answer: numbers only, nothing joins a session. */
   recordInteraction(interaction: NewInteraction): Promise<void>;
-  /** Deletes the session and its messages; interactions and feedback keep their numbers only. */
-  deleteSession(workspaceId: string, id: string): Promise<boolean>;
+  /**
+   * Deletes the session and its messages; interactions and feedback keep their numbers only. Its
+   * open handoff ends in the same transaction (`resolved` at `at`, by "session deleted"), so nobody
+   * can take a conversation that is gone.
+   */
+  deleteSession(workspaceId: string, id: string, at: string): Promise<boolean>;
 }
 
 export function createChatStore(db: SqlBackend, writes: ChatWrites) {
@@ -155,7 +159,7 @@ export function createChatStore(db: SqlBackend, writes: ChatWrites) {
       });
     },
 
-    deleteSession: (workspaceId: string, id: string) => writes.deleteSession(workspaceId, id),
+    deleteSession: (workspaceId: string, id: string, at: string) => writes.deleteSession(workspaceId, id, at),
   };
 }
 

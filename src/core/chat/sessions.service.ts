@@ -115,7 +115,7 @@ export function createSessionService({ store, clock, personas, channelExists, ha
     },
 
     async delete(workspaceId: string, id: string): Promise<void> {
-      if (!(await store.deleteSession(workspaceId, id))) throw new NotFoundError('Session', id);
+      if (!(await store.deleteSession(workspaceId, id, clock.now().toISOString()))) throw new NotFoundError('Session', id);
     },
   };
 }
