@@ -100,6 +100,23 @@ describe.each(testBackends())('human handoff on $kind', (backend) => {
     expectProblem(await post(`/handoffs/${asked.handoff.id}/resolve`, {}), 409, 'conflict');
   });
 
+  it('sends a reply once however often a client retries it with the same Idempotency-Key; another body with that key is a 409', async () => {
+    const { persona } = await setUp(['una@example.com']);
+    const asked = await ask(persona.id, '/human');
+    const id = asked.handoff.id as string;
+    expect((await post(`/handoffs/${id}/accept`, { member: 'una@example.com' })).statusCode).toBe(200);
+    const send = (text: string, key: string) => t.request({ method: 'POST', url: `/handoffs/${id}/messages`, body: { member: 'una@example.com', text }, headers: { 'idempotency-key': key } });
+    const first = await send('Your refund was sent today.', 'reply-1');
+    expect(first.statusCode, first.body).toBe(201);
+    const again = await send('Your refund was sent today.', 'reply-1');
+    expect(again.statusCode).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.json()).toEqual(first.json());
+    expectProblem(await send('Something else.', 'reply-1'), 409, 'conflict');
+    const replies = (await get(`/sessions/${asked.sessionId}`)).json().messages.filter((m: { author?: string }) => m.author === 'human:una@example.com');
+    expect(replies.map((m: { id: string; content: string }) => [m.id, m.content])).toEqual([[first.json().id, 'Your refund was sent today.']]);
+  });
+
   it('offers a lapsed handoff to the next member, round again when everyone let it lapse, and a member off shift keeps what they accepted', async () => {
     const { team, persona } = await setUp(['cy@example.com', 'di@example.com']);
     expect((await t.request({ method: 'PUT', url: `/business/teams/${team.id}/handoff`, body: { offerSeconds: 30 } })).json().handoff).toEqual({ offerSeconds: 30, notifyUrl: null, desk: null });
