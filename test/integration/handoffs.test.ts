@@ -160,7 +160,14 @@ describe.each(testBackends())('human handoff on $kind', (backend) => {
     expect((await get('/handoffs?status=queued')).json().data.find((h: { id: string }) => h.id === asked.handoff.id)).toMatchObject({ nextAvailableAt: '2026-11-26T08:00:00.000Z' });
     await t.ctx.services.handoffs.sweep();
     expect((await get(`/handoffs/${asked.handoff.id}`)).json().status).toBe('queued');
-    // A queued handoff may be taken from the queue by a member at any time.
+    // A queued handoff may be taken from the queue by a member at any time, off hours too.
+    const waiting = await ask(persona.id, '/human my order is late');
+    expect(waiting.handoff).toMatchObject({ status: 'queued', member: null });
+    const taken = await post(`/handoffs/${waiting.handoff.id}/accept`, { member: 'ELI@example.com' });
+    expect(taken.statusCode, taken.body).toBe(200);
+    expect(taken.json()).toMatchObject({ status: 'accepted', member: 'eli@example.com', offers: 0, offerUntil: null, nextAvailableAt: null, acceptedAt: clock.now().toISOString() });
+    expect((await get(`/sessions/${waiting.sessionId}`)).json().messages.at(-1)).toMatchObject({ author: 'system', content: 'eli@example.com (a person) joined the conversation.' });
+    expect((await post(`/handoffs/${waiting.handoff.id}/messages`, { member: 'eli@example.com', text: 'Looking now.' })).statusCode).toBe(201);
     clock.set(new Date('2026-11-26T08:00:30.000Z'));
     await t.ctx.services.handoffs.sweep();
     expect((await get(`/handoffs/${asked.handoff.id}`)).json()).toMatchObject({ status: 'offered', member: 'eli@example.com' });
@@ -226,11 +233,16 @@ describe.each(testBackends())('human handoff on $kind', (backend) => {
       await post(`/handoffs/${asked.handoff.id}/accept`, { member: 'gus@example.com' }, other),
       await post(`/handoffs/${asked.handoff.id}/messages`, { member: 'gus@example.com', text: 'x' }, other),
       await post(`/handoffs/${asked.handoff.id}/return`, {}, other),
+      await post(`/handoffs/${asked.handoff.id}/resolve`, {}, other),
       await post(`/sessions/${asked.sessionId}/handoff`, {}, other),
+      await t.request({ method: 'PUT', url: `/business/teams/${team.id}/handoff`, body: { offerSeconds: 30 }, as: other }),
     ]) {
       expectProblem(res, 404, 'not_found');
     }
     expect((await get('/handoffs', other)).json().data).toEqual([]);
+    // None of it moved anything here.
+    expect((await get(`/handoffs/${asked.handoff.id}`)).json()).toMatchObject({ status: 'offered', endedAt: null });
+    expect((await get(`/business/teams/${team.id}`)).json().handoff.offerSeconds).toBe(120);
     expectProblem(await post(`/handoffs/${asked.handoff.id}/accept`, { member: 'not-an-email' }), 400, 'validation_failed', 'member');
   });
 
