@@ -94,8 +94,13 @@ describe.each(testBackends())('human handoff on $kind', (backend) => {
     expect(back.statusCode, back.body).toBe(200);
     expect(back.json()).toMatchObject({ status: 'returned', endedBy: winner });
     const again = await ask(persona.id, 'Thanks! One more question about my parcel.', first.sessionId);
-    expect(again.handoff).toBeUndefined();
-    expect(again.response.length).toBeGreaterThan(0);
+    // What was said since the user's previous message comes first, with the handoff that ended; then the persona's answer.
+    const said = [`${winner} (a person) joined the conversation.`, `${winner} (a person): Hi, I am looking at your parcel now.`, `${winner} (a person) left the conversation; Desk takes over again.`];
+    expect(again.handoff).toMatchObject({ id: asked.handoff.id, status: 'returned' });
+    expect(again.handoff.messages.map((m: { author: string }) => m.author)).toEqual(['system', `human:${winner}`, 'system']);
+    const personaAnswer = (await get(`/sessions/${first.sessionId}`)).json().messages.at(-1).content as string;
+    expect(again.response).toBe([...said, personaAnswer].join('\n\n'));
+    expect(personaAnswer.length).toBeGreaterThan(0);
     expect(await answers(first.sessionId)).toEqual(['offline', 'handoff', 'offline']);
     expectProblem(await post(`/handoffs/${asked.handoff.id}/resolve`, {}), 409, 'conflict');
   });

@@ -453,6 +453,9 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
     /** The open handoff of a session: while there is one, the persona does not answer in it. */
     openFor: (sessionId: string) => store.openFor(sessionId),
 
+    /** The session's latest handoff, open or ended: what a user's catch-up after a person handed back names. */
+    latestFor: (sessionId: string) => store.latestFor(sessionId),
+
     /** A user's message in a conversation a person has: stored for them (and told to the team's webhook); the persona stays silent. */
     async userMessage(sessionId: string, id: string, text: string): Promise<void> {
       const at = now();

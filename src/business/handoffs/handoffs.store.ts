@@ -55,6 +55,9 @@ export function createHandoffStore(db: Kysely<Database>) {
     find: (workspaceId: string, id: string) => db.selectFrom('handoffs').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
     /** The open handoff of a session, if any: while there is one, the persona stays silent in it. */
     openFor: (sessionId: string) => db.selectFrom('handoffs').selectAll().where('session_id', '=', sessionId).where('status', 'in', OPEN).executeTakeFirst(),
+    /** The session's latest handoff, open or ended. */
+    latestFor: (sessionId: string) =>
+      db.selectFrom('handoffs').selectAll().where('session_id', '=', sessionId).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(1).executeTakeFirst(),
     list: (workspaceId: string, page: PageRequest, filter: { status?: HandoffStatus[] | undefined; teamId?: string | undefined; member?: string | undefined }) => {
       let q = db.selectFrom('handoffs').selectAll().where('workspace_id', '=', workspaceId);
       if (filter.status !== undefined && filter.status.length > 0) q = q.where('status', 'in', filter.status);

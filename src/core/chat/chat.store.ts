@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { SqlBackend } from '../../db/backend.js';
 import type { InteractionsTable, MessageRow, MessagesTable, SessionRow } from '../../db/schema.js';
 import { type PageRequest, paginate } from '../../lib/pagination.js';
@@ -108,20 +109,15 @@ export function createChatStore(db: SqlBackend, writes: ChatWrites) {
     /**
      * What people and notices said since the user's latest message that no answer returned: the
      * catch-up a user of the HTTP API gets with their next message while a person has the
-     * conversation (a turn's own answer, like the `/human` notice, is its interaction's message).
+     * conversation, and after they handed it back (a turn's own answer, like the `/human` notice, is
+     * its interaction's message). One statement: every follow-up of an API user asks it.
      */
-    async unseenReplies(workspaceId: string, sessionId: string, limit: number): Promise<Array<Pick<MessageRow, 'id' | 'content' | 'author' | 'created_at'>>> {
-      const lastUser = await k
-        .selectFrom('messages')
-        .select((eb) => eb.fn.max('seq').as('seq'))
-        .where('session_id', '=', sessionId)
-        .where('role', '=', 'user')
-        .executeTakeFirst();
+    unseenReplies(workspaceId: string, sessionId: string, limit: number): Promise<Array<Pick<MessageRow, 'id' | 'content' | 'author' | 'created_at'>>> {
       return k
         .selectFrom('messages as m')
         .select(['m.id', 'm.content', 'm.author', 'm.created_at'])
         .where('m.session_id', '=', sessionId)
-        .where('m.seq', '>', Number(lastUser?.seq ?? 0))
+        .where(sql<boolean>`m.seq > COALESCE((SELECT MAX(u.seq) FROM messages u WHERE u.session_id = ${sessionId} AND u.role = 'user'), 0)`)
         .where('m.role', '=', 'assistant')
         .where('m.author', 'is not', null)
         .where((eb) => eb.not(eb.exists(eb.selectFrom('interactions as i').select('i.seq').where('i.workspace_id', '=', workspaceId).whereRef('i.message_id', '=', 'm.id'))))
