@@ -71,8 +71,15 @@ describe.each(testBackends())('a handoff as an API user sees it, on $kind', (bac
     // Open before anything happens: it starts after the latest message.
     const following = follow(sessionId, 3);
     await following.opened;
+    // Another workspace's conversations go on meanwhile: the ids here must not show them.
+    const other = (await t.ctx.services.auth.createWorkspace('busy-elsewhere')).key.key;
+    const elsewhere = (await createPersona(t, { name: 'Elsewhere' }, other)).id;
+    const chatter = () => ok(t.request({ method: 'POST', url: '/query', body: { personaId: elsewhere, message: 'hello' }, as: other }));
     await ok(post(`/handoffs/${asked.handoff.id}/accept`, { member: 'ada@example.com' }));
+    await chatter();
     await ok(post(`/handoffs/${asked.handoff.id}/messages`, { member: 'ada@example.com', text: 'Hi, Ada here. Which order?' }), 201);
+    await chatter();
+    await chatter();
     await ok(post(`/handoffs/${asked.handoff.id}/return`, { member: 'ada@example.com' }));
     const events = await following.done;
     expect(events.map((e) => [e.message.role, e.message.author, e.message.content])).toEqual([
@@ -80,8 +87,8 @@ describe.each(testBackends())('a handoff as an API user sees it, on $kind', (bac
       ['assistant', 'human:ada@example.com', 'Hi, Ada here. Which order?'],
       ['assistant', 'system', 'ada@example.com (a person) left the conversation; Care desk takes over again.'],
     ]);
-    const ids = events.map((e) => Number(e.id));
-    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    // Each event's id is its message's position in the session (the question and the notice were 1 and 2).
+    expect(events.map((e) => e.id)).toEqual(['3', '4', '5']);
 
     // A reconnect with Last-Event-ID gets what came after it, nothing before.
     const resumed = await follow(sessionId, 2, events[0]!.id).done;

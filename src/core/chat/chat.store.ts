@@ -126,22 +126,33 @@ export function createChatStore(db: SqlBackend, writes: ChatWrites) {
         .execute();
     },
 
-    /** Messages of a session after `afterSeq`, oldest first, with their seq (a session's event stream). */
-    messagesAfter: (sessionId: string, afterSeq: number, limit: number) =>
-      k
-        .selectFrom('messages')
-        .select(['seq', 'id', 'role', 'content', 'author', 'created_at'])
-        .where('session_id', '=', sessionId)
-        .where('seq', '>', afterSeq)
-        .where('role', '!=', 'tool')
-        .where('tool_calls', 'is', null)
-        .orderBy('seq')
+    /**
+     * Messages of a session after the `after`-th, oldest first (tool rounds left out), each with its
+     * position in the session (1 for its first message): a session's event stream. A position, not
+     * the table's seq, which counts every workspace's messages and would show their number.
+     */
+    async messagesAfter(sessionId: string, after: number, limit: number) {
+      const rows = await k
+        .selectFrom((eb) =>
+          eb
+            .selectFrom('messages')
+            .select(['id', 'role', 'content', 'author', 'created_at', 'tool_calls', sql<number>`row_number() OVER (ORDER BY seq)`.as('position')])
+            .where('session_id', '=', sessionId)
+            .as('m'),
+        )
+        .select(['m.position', 'm.id', 'm.role', 'm.content', 'm.author', 'm.created_at'])
+        .where('m.position', '>', after)
+        .where('m.role', '!=', 'tool')
+        .where('m.tool_calls', 'is', null)
+        .orderBy('m.position')
         .limit(limit)
-        .execute(),
+        .execute();
+      return rows.map((r) => ({ ...r, position: Number(r.position) }));
+    },
 
-    /** The seq of a session's latest message (0 when it has none). */
-    latestSeq: async (sessionId: string): Promise<number> =>
-      Number((await k.selectFrom('messages').select((eb) => eb.fn.max('seq').as('seq')).where('session_id', '=', sessionId).executeTakeFirst())?.seq ?? 0),
+    /** The position of a session's latest message: how many it has (0 when none). */
+    latestPosition: async (sessionId: string): Promise<number> =>
+      Number((await k.selectFrom('messages').select((eb) => eb.fn.countAll().as('n')).where('session_id', '=', sessionId).executeTakeFirst())?.n ?? 0),
 
     saveExchange: (write: ExchangeWrite) => writes.saveExchange(write),
     recordInteraction: (interaction: NewInteraction) => writes.recordInteraction(interaction),
