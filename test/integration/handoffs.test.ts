@@ -12,14 +12,18 @@ import { LOOPBACK_ONLY } from '../helpers/mcp-tools.js';
 import { createPersona, createTeam } from '../helpers/factories.js';
 import { testBackends } from '../helpers/postgres.js';
 import { expectProblem } from '../helpers/problem.js';
+import { writeBarrier } from '../helpers/write-barrier.js';
 
 describe.each(testBackends())('human handoff on $kind', (backend) => {
   let t: TestApp;
   // Wednesday 25 November 2026, 10:00 UTC.
   const clock = manualClock(new Date('2026-11-25T10:00:00.000Z'));
 
+  // Two accepts at once meet between their read and their write, on either backend.
+  const race = writeBarrier();
+
   beforeAll(async () => {
-    t = await createTestApp({ backend, overrides: { clock, fetch: LOOPBACK_ONLY } });
+    t = await createTestApp({ backend, overrides: { clock, fetch: LOOPBACK_ONLY, writeGate: race.gate } });
   });
   afterAll(async () => t?.close());
 
@@ -64,9 +68,11 @@ describe.each(testBackends())('human handoff on $kind', (backend) => {
       ['user', null, 'Hello? Anyone?'],
     ]);
 
-    // Two members accept at once: one wins, the other is told who.
+    // Two members accept at once (both read it offered before either writes): one wins, the other is told who.
+    race.arm('handoff.move');
     const [x, y] = await Promise.all([post(`/handoffs/${asked.handoff.id}/accept`, { member: 'ada@example.com' }), post(`/handoffs/${asked.handoff.id}/accept`, { member: 'BO@example.com' })]);
     const codes = [x.statusCode, y.statusCode].sort();
+    expect(race.state.held).toBe(2);
     expect(codes).toEqual([200, 409]);
     const winner = (x.statusCode === 200 ? x : y).json().member as string;
     const loser = x.statusCode === 200 ? y : x;
