@@ -136,12 +136,14 @@ export function createHandoffStore(db: Kysely<Database>) {
         }
         const m = w.messages;
         if (m && m.rows.length > 0) {
-          await trx.insertInto('messages').values(m.rows.map((row) => ({ ...row, tool_calls: null, tool_call_id: null }))).execute();
+          // The session's row first, as the answer path does: its lock orders the session's writers, so
+          // their messages are numbered in the order they commit (an event stream's positions never shift).
           await trx
             .updateTable('sessions')
             .set({ message_count: sql`message_count + ${m.rows.length}`, last_message_at: m.at })
             .where('id', '=', m.sessionId)
             .execute();
+          await trx.insertInto('messages').values(m.rows.map((row) => ({ ...row, tool_calls: null, tool_call_id: null }))).execute();
           if (m.relay) {
             const relay = m.relay;
             await trx
