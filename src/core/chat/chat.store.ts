@@ -53,6 +53,13 @@ export function createChatStore(db: SqlBackend, writes: ChatWrites) {
   const latestTurns = db.prepare<Pick<MessageRow, 'role' | 'content'>>(
     "SELECT role, content FROM messages WHERE session_id = ? AND role != 'tool' AND tool_calls IS NULL ORDER BY seq DESC LIMIT ?",
   );
+  const unseen = db.prepare<Pick<MessageRow, 'id' | 'content' | 'author' | 'created_at'>>(
+    `SELECT m.id, m.content, m.author, m.created_at FROM messages m
+     WHERE m.session_id = ? AND m.seq > COALESCE((SELECT MAX(u.seq) FROM messages u WHERE u.session_id = ? AND u.role = 'user'), 0)
+       AND m.role = 'assistant' AND m.author IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM interactions i WHERE i.workspace_id = ? AND i.message_id = m.id)
+     ORDER BY m.seq LIMIT ?`,
+  );
 
   return {
     findSession: (workspaceId: string, id: string): Promise<SessionRow | undefined> => sessionById.first(id, workspaceId),
@@ -110,21 +117,10 @@ export function createChatStore(db: SqlBackend, writes: ChatWrites) {
      * What people and notices said since the user's latest message that no answer returned: the
      * catch-up a user of the HTTP API gets with their next message while a person has the
      * conversation, and after they handed it back (a turn's own answer, like the `/human` notice, is
-     * its interaction's message). One statement: every follow-up of an API user asks it.
+     * its interaction's message). Prepared: every follow-up of an API user asks it.
      */
-    unseenReplies(workspaceId: string, sessionId: string, limit: number): Promise<Array<Pick<MessageRow, 'id' | 'content' | 'author' | 'created_at'>>> {
-      return k
-        .selectFrom('messages as m')
-        .select(['m.id', 'm.content', 'm.author', 'm.created_at'])
-        .where('m.session_id', '=', sessionId)
-        .where(sql<boolean>`m.seq > COALESCE((SELECT MAX(u.seq) FROM messages u WHERE u.session_id = ${sessionId} AND u.role = 'user'), 0)`)
-        .where('m.role', '=', 'assistant')
-        .where('m.author', 'is not', null)
-        .where((eb) => eb.not(eb.exists(eb.selectFrom('interactions as i').select('i.seq').where('i.workspace_id', '=', workspaceId).whereRef('i.message_id', '=', 'm.id'))))
-        .orderBy('m.seq')
-        .limit(limit)
-        .execute();
-    },
+    unseenReplies: (workspaceId: string, sessionId: string, limit: number): Promise<Array<Pick<MessageRow, 'id' | 'content' | 'author' | 'created_at'>>> =>
+      unseen.all(sessionId, sessionId, workspaceId, limit),
 
     /**
      * Messages of a session after the `after`-th, oldest first (tool rounds left out), each with its
