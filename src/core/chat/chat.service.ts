@@ -54,8 +54,10 @@ export interface AbTestRouter {
   route(workspaceId: string, abTestId: string, pick: { key: string } | { variant: 'A' | 'B' }): Promise<{ personaId: string; version?: number; variant: 'A' | 'B' }>;
 }
 
-/** What the chat needs of human handoff (business/handoffs): whether a person has the conversation, and handing it over. */
+/** A handoff as an answer names it. */
 type HandoffState = { id: string; status: 'queued' | 'offered' | 'accepted' | 'resolved' | 'returned'; member: string | null };
+
+/** What the chat needs of human handoff (business/handoffs): whether a person has the conversation, and handing it over. */
 export interface HandoffPort {
   openFor(sessionId: string): Promise<HandoffState | undefined>;
   /** The session's latest handoff, open or ended (what a catch-up after a person handed back names). */
