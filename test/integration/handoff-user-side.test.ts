@@ -140,6 +140,14 @@ describe.each(testBackends())('a handoff as an API user sees it, on $kind', (bac
     expect(next.handoff).toBeUndefined();
     expect(next.response).toBe((await answerOf(q.sessionId)).content);
 
+    // Asking for a person again right away: what was said, then the new handoff's notice.
+    const h = await handedBack('return');
+    const again = await ok(post('/query', { personaId: persona.id, sessionId: h.sessionId, message: '/human one more thing' }));
+    expect(again.response).toBe(`${h.said}\n\nI'm passing this conversation to a person from Care. They will reply here.`);
+    expect(again.handoff).toMatchObject({ status: 'offered', member: 'dee@example.com' });
+    expect(again.handoff.id).not.toBe(h.handoffId);
+    expect(again.handoff.messages).toHaveLength(h.count);
+
     // The native stream sends it as text before the answer; its done chunk carries the handoff.
     const n = await handedBack('resolve');
     const native = chunksOf(await readSse(await postJson(origin, '/query/stream', t.adminKey, { personaId: persona.id, sessionId: n.sessionId, message: 'Thanks!' })));
