@@ -48,6 +48,7 @@ import { createMcpTasks, type McpTasks } from './mcp/tasks.js';
 import { createEvaluationService, type EvaluationService } from './business/evaluations/evaluations.service.js';
 import { createEvaluationStore } from './business/evaluations/evaluations.store.js';
 import { createHandoffService, type HandoffService } from './business/handoffs/handoffs.service.js';
+import type { WriteGate } from './lib/write-gate.js';
 import { createHandoffStore } from './business/handoffs/handoffs.store.js';
 import { createMcpTaskStore } from './mcp/tasks.store.js';
 import { createToolOAuthStore } from './core/tools/tool-oauth.store.js';
@@ -138,6 +139,8 @@ export interface ContextOverrides {
   channels?: { initialWaitMs?: number; backoffInitialMs?: number; backoffMaxMs?: number; recoveryWindowMs?: number };
   /** Agent loop limits (tool time-out, rounds) for tests. */
   agent?: Partial<AgentLimits>;
+  /** Tests of races hold writers here between their read and their write. */
+  writeGate?: WriteGate;
 }
 
 /**
@@ -198,6 +201,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     ids,
     teamExists: async (workspaceId, teamId) => (await teamStore.find(workspaceId, teamId)) !== undefined,
     ...(config.database !== undefined ? { signals: backend.signals } : {}),
+    writeGate: overrides.writeGate,
   });
   const abTests = createAbTestService({ store: createAbTestStore(db.kysely), personas, clock, ids });
   personas.guardDeletion((workspaceId, personaId) => abTests.personaInUse(workspaceId, personaId));
@@ -297,6 +301,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     owner: instanceOwner,
     logger,
     webhooks: { cipher, fetch: guardedFetch(fetchOptions), guard: fetchOptions },
+    writeGate: overrides.writeGate,
   });
   const chat = createChatService({ store: chatStore, personas, abTests, handoffs, agent, clock, ids });
   const openai = createOpenAiService({ chat, personas, abTests, threads: createOpenAiThreadStore(db, hot.threads), clock });

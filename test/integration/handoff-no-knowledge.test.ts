@@ -104,7 +104,12 @@ describe.each(testBackends())('handoff when no knowledge is found on $kind', (ba
     const back = await post(`/handoffs/${fourth.handoff.id}/return`, {});
     expect(back.statusCode, back.body).toBe(200);
     const after = await askNothing(persona.id, 3, first.sessionId);
-    expect(after.handoff).toBeUndefined();
+    // No new handoff: the answer names the ended one only to bring the notices the user has not had (the handover followed the answer that reached N).
+    expect(after.handoff).toMatchObject({ id: fourth.handoff.id, status: 'returned' });
+    expect(after.handoff.messages.map((m: { content: string }) => m.content)).toEqual([
+      "I'm passing this conversation to a person from Support. They will reply here.",
+      'The team left the conversation; Desk takes over again.',
+    ]);
     expect((await handoffsOf(first.sessionId)).map((h) => h.id)).toEqual([fourth.handoff.id]);
     const again = await askNothing(persona.id, 4, first.sessionId);
     expect(again.handoff).toMatchObject({ status: 'offered' });

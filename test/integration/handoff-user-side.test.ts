@@ -71,8 +71,15 @@ describe.each(testBackends())('a handoff as an API user sees it, on $kind', (bac
     // Open before anything happens: it starts after the latest message.
     const following = follow(sessionId, 3);
     await following.opened;
+    // Another workspace's conversations go on meanwhile: the ids here must not show them.
+    const other = (await t.ctx.services.auth.createWorkspace('busy-elsewhere')).key.key;
+    const elsewhere = (await createPersona(t, { name: 'Elsewhere' }, other)).id;
+    const chatter = () => ok(t.request({ method: 'POST', url: '/query', body: { personaId: elsewhere, message: 'hello' }, as: other }));
     await ok(post(`/handoffs/${asked.handoff.id}/accept`, { member: 'ada@example.com' }));
+    await chatter();
     await ok(post(`/handoffs/${asked.handoff.id}/messages`, { member: 'ada@example.com', text: 'Hi, Ada here. Which order?' }), 201);
+    await chatter();
+    await chatter();
     await ok(post(`/handoffs/${asked.handoff.id}/return`, { member: 'ada@example.com' }));
     const events = await following.done;
     expect(events.map((e) => [e.message.role, e.message.author, e.message.content])).toEqual([
@@ -80,8 +87,8 @@ describe.each(testBackends())('a handoff as an API user sees it, on $kind', (bac
       ['assistant', 'human:ada@example.com', 'Hi, Ada here. Which order?'],
       ['assistant', 'system', 'ada@example.com (a person) left the conversation; Care desk takes over again.'],
     ]);
-    const ids = events.map((e) => Number(e.id));
-    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    // Each event's id is its message's position in the session (the question and the notice were 1 and 2).
+    expect(events.map((e) => e.id)).toEqual(['3', '4', '5']);
 
     // A reconnect with Last-Event-ID gets what came after it, nothing before.
     const resumed = await follow(sessionId, 2, events[0]!.id).done;
@@ -99,6 +106,67 @@ describe.each(testBackends())('a handoff as an API user sees it, on $kind', (bac
     expectProblem(await t.request({ method: 'GET', url: `/sessions/${asked.sessionId}/events`, as: other }), 404, 'not_found');
     expectProblem(await t.request({ method: 'GET', url: '/sessions/ses_nope/events' }), 404, 'not_found');
     expectProblem(await t.request({ method: 'GET', url: `/sessions/${asked.sessionId}/events?after=-1` }), 400, 'validation_failed', 'after');
+  });
+
+  it('gives a person’s last reply and the notice that they left with the user’s next message after they hand back or resolve, before the persona’s answer, once: every protocol', async () => {
+    const persona = await setUp('dee@example.com');
+    const openai = new OpenAI({ apiKey: t.adminKey, baseURL: `${origin}/v1`, maxRetries: 0, timeout: WAIT_MS });
+    /** A conversation a person took, answered and ended (`to`) before the user wrote again. */
+    const handedBack = async (to: 'return' | 'resolve') => {
+      const asked = await ok(post('/query', { personaId: persona.id, message: '/human where is my refund?' }));
+      await ok(post(`/handoffs/${asked.handoff.id}/accept`, { member: 'dee@example.com' }));
+      await ok(post(`/handoffs/${asked.handoff.id}/messages`, { member: 'dee@example.com', text: 'Your refund was sent today.' }), 201);
+      await ok(post(`/handoffs/${asked.handoff.id}/${to}`, { member: 'dee@example.com' }));
+      const said = [
+        'dee@example.com (a person) joined the conversation.',
+        'dee@example.com (a person): Your refund was sent today.',
+        to === 'return' ? 'dee@example.com (a person) left the conversation; Care desk takes over again.' : 'dee@example.com (a person) closed the conversation as resolved.',
+      ];
+      return { sessionId: asked.sessionId as string, handoffId: asked.handoff.id as string, said: said.join('\n\n'), count: said.length, status: to === 'return' ? 'returned' : 'resolved' };
+    };
+    const answerOf = async (sessionId: string) => (await ok(t.request({ method: 'GET', url: `/sessions/${sessionId}` }))).messages.at(-1);
+
+    // POST /query: what was said, then the persona's answer (stored on its own); the handoff names the messages.
+    const q = await handedBack('return');
+    const json = await ok(post('/query', { personaId: persona.id, sessionId: q.sessionId, message: 'Thanks!' }));
+    const answer = await answerOf(q.sessionId);
+    expect(answer).toMatchObject({ role: 'assistant', id: json.messageId });
+    expect(answer.author).toBeUndefined();
+    expect(json.response).toBe(`${q.said}\n\n${answer.content}`);
+    expect(json.handoff).toMatchObject({ id: q.handoffId, status: 'returned', member: 'dee@example.com' });
+    expect(json.handoff.messages.map((m: { author: string }) => m.author)).toEqual(['system', 'human:dee@example.com', 'system']);
+    // Nothing twice.
+    const next = await ok(post('/query', { personaId: persona.id, sessionId: q.sessionId, message: 'One more thing.' }));
+    expect(next.handoff).toBeUndefined();
+    expect(next.response).toBe((await answerOf(q.sessionId)).content);
+
+    // Asking for a person again right away: what was said, then the new handoff's notice.
+    const h = await handedBack('return');
+    const again = await ok(post('/query', { personaId: persona.id, sessionId: h.sessionId, message: '/human one more thing' }));
+    expect(again.response).toBe(`${h.said}\n\nI'm passing this conversation to a person from Care. They will reply here.`);
+    expect(again.handoff).toMatchObject({ status: 'offered', member: 'dee@example.com' });
+    expect(again.handoff.id).not.toBe(h.handoffId);
+    expect(again.handoff.messages).toHaveLength(h.count);
+
+    // The native stream sends it as text before the answer; its done chunk carries the handoff.
+    const n = await handedBack('resolve');
+    const native = chunksOf(await readSse(await postJson(origin, '/query/stream', t.adminKey, { personaId: persona.id, sessionId: n.sessionId, message: 'Thanks!' })));
+    expect(native.filter((c) => c.type === 'text').map((c) => c.content).join('')).toBe(`${n.said}\n\n${(await answerOf(n.sessionId)).content}`);
+    expect(native.at(-1)).toMatchObject({ type: 'done', sessionId: n.sessionId, handoff: { id: n.handoffId, status: 'resolved' } });
+    expect(native.at(-1)!.handoff.messages).toHaveLength(n.count);
+
+    // The AI SDK UI message stream likewise (the handoff in the finish chunk's metadata).
+    const a = await handedBack('return');
+    const ui = chunksOf(
+      await readSse(await postJson(origin, `/api/ai-sdk/agents/${persona.id}/chat`, t.adminKey, { sessionId: a.sessionId, messages: [{ id: 'm1', role: 'user', parts: [{ type: 'text', text: 'Thanks!' }] }] })),
+    );
+    expect(ui.filter((c) => c.type === 'text-delta').map((c) => c.delta).join('')).toBe(`${a.said}\n\n${(await answerOf(a.sessionId)).content}`);
+    expect(ui.find((c) => c.type === 'finish')?.messageMetadata).toMatchObject({ sessionId: a.sessionId, handoff: { id: a.handoffId, status: 'returned' } });
+
+    // The OpenAI-compatible endpoint answers it as the assistant's content.
+    const o = await handedBack('resolve');
+    const completion = await openai.chat.completions.create({ model: persona.id, messages: [{ role: 'user', content: 'Thanks!' }] }, { headers: { 'x-switchboard-session-id': o.sessionId } });
+    expect(completion.choices[0]!.message.content).toBe(`${o.said}\n\n${(await answerOf(o.sessionId)).content}`);
   });
 
   it('gives what a person said since the user’s previous message with their next one, marked as a person’s: OpenAI endpoint, /query, native and AI SDK streams', async () => {

@@ -12,14 +12,18 @@ import { LOOPBACK_ONLY } from '../helpers/mcp-tools.js';
 import { createPersona, createTeam } from '../helpers/factories.js';
 import { testBackends } from '../helpers/postgres.js';
 import { expectProblem } from '../helpers/problem.js';
+import { writeBarrier } from '../helpers/write-barrier.js';
 
 describe.each(testBackends())('human handoff on $kind', (backend) => {
   let t: TestApp;
   // Wednesday 25 November 2026, 10:00 UTC.
   const clock = manualClock(new Date('2026-11-25T10:00:00.000Z'));
 
+  // Two accepts at once meet between their read and their write, on either backend.
+  const race = writeBarrier();
+
   beforeAll(async () => {
-    t = await createTestApp({ backend, overrides: { clock, fetch: LOOPBACK_ONLY } });
+    t = await createTestApp({ backend, overrides: { clock, fetch: LOOPBACK_ONLY, writeGate: race.gate } });
   });
   afterAll(async () => t?.close());
 
@@ -64,9 +68,11 @@ describe.each(testBackends())('human handoff on $kind', (backend) => {
       ['user', null, 'Hello? Anyone?'],
     ]);
 
-    // Two members accept at once: one wins, the other is told who.
+    // Two members accept at once (both read it offered before either writes): one wins, the other is told who.
+    race.arm('handoff.move');
     const [x, y] = await Promise.all([post(`/handoffs/${asked.handoff.id}/accept`, { member: 'ada@example.com' }), post(`/handoffs/${asked.handoff.id}/accept`, { member: 'BO@example.com' })]);
     const codes = [x.statusCode, y.statusCode].sort();
+    expect(race.state.held).toBe(2);
     expect(codes).toEqual([200, 409]);
     const winner = (x.statusCode === 200 ? x : y).json().member as string;
     const loser = x.statusCode === 200 ? y : x;
@@ -94,10 +100,32 @@ describe.each(testBackends())('human handoff on $kind', (backend) => {
     expect(back.statusCode, back.body).toBe(200);
     expect(back.json()).toMatchObject({ status: 'returned', endedBy: winner });
     const again = await ask(persona.id, 'Thanks! One more question about my parcel.', first.sessionId);
-    expect(again.handoff).toBeUndefined();
-    expect(again.response.length).toBeGreaterThan(0);
+    // What was said since the user's previous message comes first, with the handoff that ended; then the persona's answer.
+    const said = [`${winner} (a person) joined the conversation.`, `${winner} (a person): Hi, I am looking at your parcel now.`, `${winner} (a person) left the conversation; Desk takes over again.`];
+    expect(again.handoff).toMatchObject({ id: asked.handoff.id, status: 'returned' });
+    expect(again.handoff.messages.map((m: { author: string }) => m.author)).toEqual(['system', `human:${winner}`, 'system']);
+    const personaAnswer = (await get(`/sessions/${first.sessionId}`)).json().messages.at(-1).content as string;
+    expect(again.response).toBe([...said, personaAnswer].join('\n\n'));
+    expect(personaAnswer.length).toBeGreaterThan(0);
     expect(await answers(first.sessionId)).toEqual(['offline', 'handoff', 'offline']);
     expectProblem(await post(`/handoffs/${asked.handoff.id}/resolve`, {}), 409, 'conflict');
+  });
+
+  it('sends a reply once however often a client retries it with the same Idempotency-Key; another body with that key is a 409', async () => {
+    const { persona } = await setUp(['una@example.com']);
+    const asked = await ask(persona.id, '/human');
+    const id = asked.handoff.id as string;
+    expect((await post(`/handoffs/${id}/accept`, { member: 'una@example.com' })).statusCode).toBe(200);
+    const send = (text: string, key: string) => t.request({ method: 'POST', url: `/handoffs/${id}/messages`, body: { member: 'una@example.com', text }, headers: { 'idempotency-key': key } });
+    const first = await send('Your refund was sent today.', 'reply-1');
+    expect(first.statusCode, first.body).toBe(201);
+    const again = await send('Your refund was sent today.', 'reply-1');
+    expect(again.statusCode).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.json()).toEqual(first.json());
+    expectProblem(await send('Something else.', 'reply-1'), 409, 'conflict');
+    const replies = (await get(`/sessions/${asked.sessionId}`)).json().messages.filter((m: { author?: string }) => m.author === 'human:una@example.com');
+    expect(replies.map((m: { id: string; content: string }) => [m.id, m.content])).toEqual([[first.json().id, 'Your refund was sent today.']]);
   });
 
   it('offers a lapsed handoff to the next member, round again when everyone let it lapse, and a member off shift keeps what they accepted', async () => {
@@ -143,7 +171,14 @@ describe.each(testBackends())('human handoff on $kind', (backend) => {
     expect((await get('/handoffs?status=queued')).json().data.find((h: { id: string }) => h.id === asked.handoff.id)).toMatchObject({ nextAvailableAt: '2026-11-26T08:00:00.000Z' });
     await t.ctx.services.handoffs.sweep();
     expect((await get(`/handoffs/${asked.handoff.id}`)).json().status).toBe('queued');
-    // A queued handoff may be taken from the queue by a member at any time.
+    // A queued handoff may be taken from the queue by a member at any time, off hours too.
+    const waiting = await ask(persona.id, '/human my order is late');
+    expect(waiting.handoff).toMatchObject({ status: 'queued', member: null });
+    const taken = await post(`/handoffs/${waiting.handoff.id}/accept`, { member: 'ELI@example.com' });
+    expect(taken.statusCode, taken.body).toBe(200);
+    expect(taken.json()).toMatchObject({ status: 'accepted', member: 'eli@example.com', offers: 0, offerUntil: null, nextAvailableAt: null, acceptedAt: clock.now().toISOString() });
+    expect((await get(`/sessions/${waiting.sessionId}`)).json().messages.at(-1)).toMatchObject({ author: 'system', content: 'eli@example.com (a person) joined the conversation.' });
+    expect((await post(`/handoffs/${waiting.handoff.id}/messages`, { member: 'eli@example.com', text: 'Looking now.' })).statusCode).toBe(201);
     clock.set(new Date('2026-11-26T08:00:30.000Z'));
     await t.ctx.services.handoffs.sweep();
     expect((await get(`/handoffs/${asked.handoff.id}`)).json()).toMatchObject({ status: 'offered', member: 'eli@example.com' });
@@ -209,11 +244,16 @@ describe.each(testBackends())('human handoff on $kind', (backend) => {
       await post(`/handoffs/${asked.handoff.id}/accept`, { member: 'gus@example.com' }, other),
       await post(`/handoffs/${asked.handoff.id}/messages`, { member: 'gus@example.com', text: 'x' }, other),
       await post(`/handoffs/${asked.handoff.id}/return`, {}, other),
+      await post(`/handoffs/${asked.handoff.id}/resolve`, {}, other),
       await post(`/sessions/${asked.sessionId}/handoff`, {}, other),
+      await t.request({ method: 'PUT', url: `/business/teams/${team.id}/handoff`, body: { offerSeconds: 30 }, as: other }),
     ]) {
       expectProblem(res, 404, 'not_found');
     }
     expect((await get('/handoffs', other)).json().data).toEqual([]);
+    // None of it moved anything here.
+    expect((await get(`/handoffs/${asked.handoff.id}`)).json()).toMatchObject({ status: 'offered', endedAt: null });
+    expect((await get(`/business/teams/${team.id}`)).json().handoff.offerSeconds).toBe(120);
     expectProblem(await post(`/handoffs/${asked.handoff.id}/accept`, { member: 'not-an-email' }), 400, 'validation_failed', 'member');
   });
 
@@ -341,11 +381,13 @@ describe.each(testBackends())('human handoff on $kind', (backend) => {
     }
   });
 
-  it('ends a handoff whose conversation was deleted, keeping its numbers', async () => {
+  it('ends a handoff with the deletion of its conversation, keeping its numbers: nobody can take it after', async () => {
     const { persona } = await setUp(['hal@example.com']);
     const asked = await ask(persona.id, '/human');
     expect((await t.request({ method: 'DELETE', url: `/sessions/${asked.sessionId}` })).statusCode).toBe(204);
-    await t.ctx.services.handoffs.sweep();
-    expect((await get(`/handoffs/${asked.handoff.id}`)).json()).toMatchObject({ sessionId: null, status: 'resolved', endedBy: 'session deleted', messages: [] });
+    // No sweep in between: the deletion ended it.
+    expect((await get(`/handoffs/${asked.handoff.id}`)).json()).toMatchObject({ sessionId: null, status: 'resolved', endedBy: 'session deleted', endedAt: clock.now().toISOString(), offerUntil: null, messages: [] });
+    expectProblem(await post(`/handoffs/${asked.handoff.id}/accept`, { member: 'hal@example.com' }), 409, 'conflict');
+    expect((await get('/handoffs?status=queued,offered,accepted&member=hal@example.com')).json().data).toEqual([]);
   });
 });

@@ -6,13 +6,16 @@ import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createPersona } from '../helpers/factories.js';
 import { testBackends } from '../helpers/postgres.js';
 import { expectProblem } from '../helpers/problem.js';
+import { writeBarrier } from '../helpers/write-barrier.js';
 
 describe.each(testBackends())('persona versions on $kind', (backend) => {
   let t: TestApp;
   let adminKeyId: string;
+  // Two edits at once meet between their read and their write, on either backend.
+  const race = writeBarrier();
 
   beforeAll(async () => {
-    t = await createTestApp({ backend });
+    t = await createTestApp({ backend, overrides: { writeGate: race.gate } });
     adminKeyId = (await t.ctx.services.auth.authenticate(t.adminKey))!.keyId;
   });
   afterAll(async () => t?.close());
@@ -112,8 +115,11 @@ describe.each(testBackends())('persona versions on $kind', (backend) => {
 
   it('lets two edits at once both land as consecutive versions, neither lost', async () => {
     const p = await createPersona(t, { name: 'Raced' });
+    // Both read version 1 before either writes: the one that loses starts again from what the other left.
+    race.arm('persona.edit');
     const [x, y] = await Promise.all([put(p.id, { instructions: 'From x.' }), put(p.id, { traits: ['from y'] })]);
-    expect([x.statusCode, y.statusCode]).toEqual([200, 200]);
+    expect(race.state.held).toBe(2);
+    expect([x.statusCode, y.statusCode], `${x.body} ${y.body}`).toEqual([200, 200]);
     expect([x.json().version, y.json().version].sort()).toEqual([2, 3]);
     const latest = (await t.request({ method: 'GET', url: `/personas/${p.id}` })).json();
     expect(latest).toMatchObject({ version: 3, instructions: 'From x.', traits: ['from y'] });

@@ -82,10 +82,10 @@ describe.each(testBackends())('chat store on $kind: grouped exchange writes', (w
   it('deletes a session of its own workspace only, keeping the numbers of its answers', async () => {
     const store = createChatStore(opened.backend, opened.hotWrites().chat);
     await opened.backend.kysely.insertInto('workspaces').values({ id: 'wsp_2', name: 'other', created_at: NOW }).execute();
-    expect(await store.deleteSession('wsp_2', 'ses_b')).toBe(false);
+    expect(await store.deleteSession('wsp_2', 'ses_b', NOW)).toBe(false);
     expect(await store.findSession('wsp_2', 'ses_b')).toBeUndefined();
     expect((await store.findSession('wsp_1', 'ses_b'))?.id).toBe('ses_b');
-    expect(await store.deleteSession('wsp_1', 'ses_b')).toBe(true);
+    expect(await store.deleteSession('wsp_1', 'ses_b', NOW)).toBe(true);
     expect(await store.findSession('wsp_1', 'ses_b')).toBeUndefined();
     expect(await scalar(sql<{ n: number }>`SELECT count(*) AS n FROM messages WHERE session_id = 'ses_b'`)).toBe(0);
     expect(await scalar(sql<{ n: number }>`SELECT count(*) AS n FROM interactions WHERE message_id = 'msg_b' OR (session_id IS NULL AND latency_ms = 1)`)).toBe(1);

@@ -78,10 +78,12 @@ export function handoffRoutes(ctx: AppContext): FastifyPluginAsyncZod {
     app.post(
       '/handoffs/:id/messages',
       {
+        // A creating POST: a client's retry with the same key must not repeat the reply to the user.
+        config: { idempotent: true },
         schema: {
           tags,
           summary: 'Reply to the user as the member who accepted',
-          description: `Added to the conversation marked as from a person (\`author: "human:<email>"\`). Only the member who accepted replies (409 otherwise). ${MEMBER}`,
+          description: `Added to the conversation marked as from a person (\`author: "human:<email>"\`). Only the member who accepted replies (409 otherwise). Honours \`Idempotency-Key\`: a retry with the same key and body answers the first reply and sends nothing again. ${MEMBER}`,
           params: idParams,
           body: replySchema,
           response: withErrors({ 201: handoffMessageSchema }, [404, 409]),

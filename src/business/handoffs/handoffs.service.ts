@@ -28,8 +28,9 @@ import { isAvailableNow, nextOpening, type Schedule } from '../teams/availabilit
 import { emailKey } from '../teams/teams.service.js';
 import type { TeamStore } from '../teams/teams.store.js';
 import type { Handoff, HandoffMessage as ApiMessage } from './handoffs.schemas.js';
-import { type HandoffStore, OPEN, type Queue, type QueueRow, type Writes } from './handoffs.store.js';
+import { type HandoffStore, OPEN, type Queue, SESSION_DELETED, type QueueRow, type Writes } from './handoffs.store.js';
 import type { Cipher } from '../../lib/cipher.js';
+import type { WriteGate } from '../../lib/write-gate.js';
 import { type AddressGuardOptions, assertPublicUrl } from '../../lib/address-guard.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { OutboundButton } from '../../../bridges/bridge.js';
@@ -110,6 +111,8 @@ export interface HandoffServiceDeps {
   logger?: Logger;
   /** Teams' webhooks: secrets are sealed with `cipher`; URLs and posts pass the address guard. */
   webhooks?: { cipher: Cipher; fetch: FetchLike; guard: AddressGuardOptions };
+  /** Where a move waits between reading the handoff and writing over it (tests of races). */
+  writeGate?: WriteGate | undefined;
 }
 
 /** A team's webhook secret is sealed for that team only. */
@@ -124,7 +127,7 @@ const CLAIM_MS = 60_000;
 const MAX_ATTEMPTS = 6;
 const retryDelayMs = (attempt: number) => Math.min(5 * 60_000, 2_000 * 2 ** attempt);
 
-export function createHandoffService({ store, teams, personas, clock, ids, owner = 'local', logger, webhooks }: HandoffServiceDeps) {
+export function createHandoffService({ store, teams, personas, clock, ids, owner = 'local', logger, webhooks, writeGate }: HandoffServiceDeps) {
   let channels: ChannelPort | null = null;
   let delivering: Promise<number> | null = null;
   let again = false;
@@ -397,6 +400,7 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
     const where = (r: HandoffRow) => (r.status === 'accepted' ? `accepted by ${r.member}` : r.status);
     if (!allowed.includes(row.status)) throw new ConflictError(`Handoff ${row.id} is ${where(row)}; it cannot be ${verb}.`);
     const moved = { ...row, ...patch, rev: row.rev + 1 };
+    await writeGate?.('handoff.move', row.id);
     if (await commit({ move: { from: row, patch }, ...(await writes(moved)) })) return moved;
     const current = (await store.find(row.workspace_id, row.id))!;
     throw new ConflictError(`Handoff ${row.id} is ${where(current)} now; it cannot be ${verb}.`);
@@ -452,6 +456,9 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
 
     /** The open handoff of a session: while there is one, the persona does not answer in it. */
     openFor: (sessionId: string) => store.openFor(sessionId),
+
+    /** The session's latest handoff, open or ended: what a user's catch-up after a person handed back names. */
+    latestFor: (sessionId: string) => store.latestFor(sessionId),
 
     /** A user's message in a conversation a person has: stored for them (and told to the team's webhook); the persona stays silent. */
     async userMessage(sessionId: string, id: string, text: string): Promise<void> {
@@ -551,9 +558,9 @@ export function createHandoffService({ store, teams, personas, clock, ids, owner
       let moved = 0;
       for (const row of await store.due(now(), SWEEP_BATCH)) {
         if (row.session_id === null) {
-          // Its conversation was deleted: nobody is left to answer.
+          // Its conversation was deleted by a version that did not end it in the same transaction: nobody is left to answer.
           const at = now();
-          if (await store.move(row, { status: 'resolved', offer_until: null, ended_at: at, ended_by: 'session deleted', updated_at: at })) moved++;
+          if (await store.move(row, { status: 'resolved', offer_until: null, ended_at: at, ended_by: SESSION_DELETED, updated_at: at })) moved++;
           continue;
         }
         const passed = row.status === 'offered' && row.member ? [...new Set([...(JSON.parse(row.passed) as string[]), emailKey(row.member)])] : null;

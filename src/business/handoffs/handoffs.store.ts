@@ -3,6 +3,8 @@ import type { Database, HandoffRow, HandoffStatus } from '../../db/schema.js';
 import { type PageRequest, paginate } from '../../lib/pagination.js';
 
 export const OPEN: HandoffStatus[] = ['queued', 'offered', 'accepted'];
+/** `endedBy` of a handoff whose conversation was deleted (ended in the deletion's transaction). */
+export const SESSION_DELETED = 'session deleted';
 
 /** The two delivery queues: messages to channel users, events to teams' webhooks. Same columns for claims. */
 export type Queue = 'handoff_outbox' | 'handoff_notifications';
@@ -53,6 +55,9 @@ export function createHandoffStore(db: Kysely<Database>) {
     find: (workspaceId: string, id: string) => db.selectFrom('handoffs').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
     /** The open handoff of a session, if any: while there is one, the persona stays silent in it. */
     openFor: (sessionId: string) => db.selectFrom('handoffs').selectAll().where('session_id', '=', sessionId).where('status', 'in', OPEN).executeTakeFirst(),
+    /** The session's latest handoff, open or ended. */
+    latestFor: (sessionId: string) =>
+      db.selectFrom('handoffs').selectAll().where('session_id', '=', sessionId).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(1).executeTakeFirst(),
     list: (workspaceId: string, page: PageRequest, filter: { status?: HandoffStatus[] | undefined; teamId?: string | undefined; member?: string | undefined }) => {
       let q = db.selectFrom('handoffs').selectAll().where('workspace_id', '=', workspaceId);
       if (filter.status !== undefined && filter.status.length > 0) q = q.where('status', 'in', filter.status);
@@ -131,12 +136,14 @@ export function createHandoffStore(db: Kysely<Database>) {
         }
         const m = w.messages;
         if (m && m.rows.length > 0) {
-          await trx.insertInto('messages').values(m.rows.map((row) => ({ ...row, tool_calls: null, tool_call_id: null }))).execute();
+          // The session's row first, as the answer path does: its lock orders the session's writers, so
+          // their messages are numbered in the order they commit (an event stream's positions never shift).
           await trx
             .updateTable('sessions')
             .set({ message_count: sql`message_count + ${m.rows.length}`, last_message_at: m.at })
             .where('id', '=', m.sessionId)
             .execute();
+          await trx.insertInto('messages').values(m.rows.map((row) => ({ ...row, tool_calls: null, tool_call_id: null }))).execute();
           if (m.relay) {
             const relay = m.relay;
             await trx

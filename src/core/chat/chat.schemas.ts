@@ -64,11 +64,12 @@ export const answerSchema = z
         messages: z
           .array(z.object({ id: z.string(), content: z.string(), author: z.string().describe('`human:<email>` (a person) or `system` (a notice).'), createdAt: z.string() }))
           .optional()
-          .describe('While a person has the conversation: what they (and notices) said since the user’s previous message, not yet returned to this client; `response` is their text.'),
+          .describe('What a person (and notices) said since the user’s previous message, not yet returned to this client, whether or not they have handed back since; `response` begins with their text.'),
       })
       .optional()
       .describe(
-        'Present when a person of the persona’s team has (or is about to take) the conversation: the persona did not answer. `response` is then the notice the user was shown, or what the person said since the user’s previous message (empty when nothing yet: it arrives on GET /sessions/:id/events, or with the next message); on a channel it is empty, the person’s messages reaching the user there. `messageId` is the stored message.',
+        'Present when a person of the persona’s team has (or is about to take) the conversation: the persona did not answer. `response` is then the notice the user was shown, or what the person said since the user’s previous message (empty when nothing yet: it arrives on GET /sessions/:id/events, or with the next message); on a channel it is empty, the person’s messages reaching the user there. `messageId` is the stored message. ' +
+          'Also present, `returned` or `resolved`, when a person ended the handoff since the user’s previous message: `messages` holds what they said meanwhile (their last reply, the notice that they left), and `response` is that text, a blank line, then the persona’s answer.',
       ),
   })
   .meta({ id: 'Answer' });

@@ -54,9 +54,14 @@ export interface AbTestRouter {
   route(workspaceId: string, abTestId: string, pick: { key: string } | { variant: 'A' | 'B' }): Promise<{ personaId: string; version?: number; variant: 'A' | 'B' }>;
 }
 
+/** A handoff as an answer names it. */
+type HandoffState = { id: string; status: 'queued' | 'offered' | 'accepted' | 'resolved' | 'returned'; member: string | null };
+
 /** What the chat needs of human handoff (business/handoffs): whether a person has the conversation, and handing it over. */
 export interface HandoffPort {
-  openFor(sessionId: string): Promise<{ id: string; status: 'queued' | 'offered' | 'accepted' | 'resolved' | 'returned'; member: string | null } | undefined>;
+  openFor(sessionId: string): Promise<HandoffState | undefined>;
+  /** The session's latest handoff, open or ended (what a catch-up after a person handed back names). */
+  latestFor(sessionId: string): Promise<HandoffState | undefined>;
   triggerOf(persona: Pick<Persona, 'teamId' | 'handoff'>, message: string): { trigger: 'user' | 'rule'; reason: string } | null;
   open(
     workspaceId: string,
@@ -88,6 +93,24 @@ function titleOf(message: string): string {
 
 export function createChatService(deps: ChatServiceDeps) {
   const { store, personas, agent, clock, ids } = deps;
+
+  /**
+   * What a person (and the notices) said since the user's previous message, for a user of the HTTP
+   * API (a channel's user had it posted already): the text they are shown (each reply as
+   * `<email> (a person): <text>`) and the messages. Null when nothing was said, or nobody could have.
+   */
+  async function caughtUp(workspaceId: string, session: SessionRow | undefined, request: ExchangeRequest) {
+    if (!session || !deps.handoffs || session.channel_id !== null || request.channelId !== undefined) return null;
+    const unseen = await store.unseenReplies(workspaceId, session.id, UNSEEN_REPLIES);
+    if (unseen.length === 0) return null;
+    return {
+      text: unseen.map((m) => (m.author?.startsWith('human:') ? `${m.author.slice(6)} (a person): ${m.content}` : m.content)).join('\n\n'),
+      messages: unseen.map((m) => ({ id: m.id, content: m.content, author: m.author!, createdAt: m.created_at })),
+    };
+  }
+
+  /** The catch-up goes first, then the turn's own text (an answer or a notice), a blank line between. */
+  const after = (said: { text: string } | null, text: string) => (said ? `${said.text}\n\n${text}` : text);
 
   /** The rows of one finished exchange, in the order they happened; the question alone when no answer came (`outcome` null: handed over). */
   function exchangeMessages(sessionId: string, answerId: string, message: string, outcome: AgentOutcome | null, now: string): NewMessage[] {
@@ -157,10 +180,9 @@ export function createChatService(deps: ChatServiceDeps) {
         messageId: answerId,
         async run(emit) {
           const t0 = performance.now();
-          // A user of the HTTP API gets what the person said since their previous message (a channel's user had it posted already).
-          const unseen = existing.channel_id === null && request.channelId === undefined ? await store.unseenReplies(workspaceId, existing.id, UNSEEN_REPLIES) : [];
+          const said = await caughtUp(workspaceId, existing, request);
           await handoffs.userMessage(existing.id, answerId, request.message);
-          const response = unseen.map((m) => (m.author?.startsWith('human:') ? `${m.author.slice(6)} (a person): ${m.content}` : m.content)).join('\n\n');
+          const response = said?.text ?? '';
           if (response !== '') await emit({ type: 'text', content: response });
           return {
             ...base,
@@ -168,12 +190,7 @@ export function createChatService(deps: ChatServiceDeps) {
             response,
             ...noAnswer,
             latencyMs: Math.round(performance.now() - t0),
-            handoff: {
-              id: withPerson.id,
-              status: withPerson.status,
-              member: withPerson.member,
-              ...(unseen.length > 0 ? { messages: unseen.map((m) => ({ id: m.id, content: m.content, author: m.author!, createdAt: m.created_at })) } : {}),
-            },
+            handoff: { id: withPerson.id, status: withPerson.status, member: withPerson.member, ...(said ? { messages: said.messages } : {}) },
           };
         },
       };
@@ -184,6 +201,15 @@ export function createChatService(deps: ChatServiceDeps) {
       async run(emit, signal, options) {
         const startedAt = clock.now().toISOString();
         const t0 = performance.now();
+        // A person handed the conversation back (or closed it) since the user's previous message: what they said comes first.
+        const said = await caughtUp(workspaceId, existing, request);
+        const saidHandoff = said && deps.handoffs ? await deps.handoffs.latestFor(sessionId) : undefined;
+        /** The answer's `handoff`: the one this turn opened, else the one whose messages it catches up on. */
+        const handoffOf = (opened: HandoffState | undefined): Answer['handoff'] => {
+          const h = opened ?? saidHandoff;
+          return h ? { id: h.id, status: h.status, member: h.member, ...(said ? { messages: said.messages } : {}) } : undefined;
+        };
+        if (said) await emit({ type: 'text', content: `${said.text}\n\n` });
         const interaction = (fields: Partial<NewInteraction>): NewInteraction => ({
           workspace_id: workspaceId,
           session_id: existing?.id ?? null,
@@ -241,10 +267,10 @@ export function createChatService(deps: ChatServiceDeps) {
           return {
             ...base,
             variant,
-            response: notice,
+            response: after(said, notice),
             ...noAnswer,
             latencyMs: Math.round(performance.now() - t0),
-            handoff: { id: opened.handoff.id, status: opened.handoff.status as 'queued', member: opened.handoff.member },
+            handoff: handoffOf({ id: opened.handoff.id, status: opened.handoff.status as 'queued', member: opened.handoff.member }),
           };
         }
 
@@ -301,7 +327,7 @@ export function createChatService(deps: ChatServiceDeps) {
         if (!stored) throw new ConflictError(`Session ${sessionId} was deleted while the answer was written; nothing was stored.`);
         // The persona called `handoff`: its answer is stored; now its team takes the conversation.
         const handoffCall = deps.handoffs ? toolCalls.find((c) => c.name === HANDOFF_TOOL && !c.isError) : undefined;
-        let handedOver: Answer['handoff'];
+        let handedOver: HandoffState | undefined;
         if (handoffCall && deps.handoffs) {
           const reason = (handoffCall.arguments as { reason?: unknown } | null)?.reason;
           const opened = await deps.handoffs.open(workspaceId, { id: sessionId, persona_id: persona.id }, 'tool', typeof reason === 'string' && reason.trim() ? reason : 'The persona handed the conversation over.');
@@ -316,14 +342,15 @@ export function createChatService(deps: ChatServiceDeps) {
             if (opened.created) handedOver = { id: opened.handoff.id, status: opened.handoff.status as 'queued', member: opened.handoff.member };
           }
         }
+        const handoff = handoffOf(handedOver);
         return {
-          ...(handedOver ? { handoff: handedOver } : {}),
+          ...(handoff ? { handoff } : {}),
           sessionId,
           messageId: answer.id,
           personaId: persona.id,
           abTestId: session.ab_test_id,
           variant: session.variant,
-          response: outcome.content,
+          response: after(said, outcome.content),
           sources: outcome.sources,
           toolCalls: toolCalls.map(({ id, name, arguments: args, result }) => ({ id, name, arguments: args, result })),
           usage: outcome.usage,

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { SqlBackend } from '../../db/backend.js';
 import type { InteractionsTable, MessageRow, MessagesTable, SessionRow } from '../../db/schema.js';
 import { type PageRequest, paginate } from '../../lib/pagination.js';
@@ -37,8 +38,12 @@ export interface ChatWrites {
   saveExchange(write: ExchangeWrite): Promise<boolean>;
   /** A failed or cancelled answer: numbers only, nothing joins a session. */
   recordInteraction(interaction: NewInteraction): Promise<void>;
-  /** Deletes the session and its messages; interactions and feedback keep their numbers only. */
-  deleteSession(workspaceId: string, id: string): Promise<boolean>;
+  /**
+   * Deletes the session and its messages; interactions and feedback keep their numbers only. Its
+   * open handoff ends in the same transaction (`resolved` at `at`, by "session deleted"), so nobody
+   * can take a conversation that is gone.
+   */
+  deleteSession(workspaceId: string, id: string, at: string): Promise<boolean>;
 }
 
 export function createChatStore(db: SqlBackend, writes: ChatWrites) {
@@ -47,6 +52,13 @@ export function createChatStore(db: SqlBackend, writes: ChatWrites) {
   const sessionById = db.prepare<SessionRow>('SELECT * FROM sessions WHERE id = ? AND workspace_id = ?');
   const latestTurns = db.prepare<Pick<MessageRow, 'role' | 'content'>>(
     "SELECT role, content FROM messages WHERE session_id = ? AND role != 'tool' AND tool_calls IS NULL ORDER BY seq DESC LIMIT ?",
+  );
+  const unseen = db.prepare<Pick<MessageRow, 'id' | 'content' | 'author' | 'created_at'>>(
+    `SELECT m.id, m.content, m.author, m.created_at FROM messages m
+     WHERE m.session_id = ? AND m.seq > COALESCE((SELECT MAX(u.seq) FROM messages u WHERE u.session_id = ? AND u.role = 'user'), 0)
+       AND m.role = 'assistant' AND m.author IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM interactions i WHERE i.workspace_id = ? AND i.message_id = m.id)
+     ORDER BY m.seq LIMIT ?`,
   );
 
   return {
@@ -104,44 +116,39 @@ export function createChatStore(db: SqlBackend, writes: ChatWrites) {
     /**
      * What people and notices said since the user's latest message that no answer returned: the
      * catch-up a user of the HTTP API gets with their next message while a person has the
-     * conversation (a turn's own answer, like the `/human` notice, is its interaction's message).
+     * conversation, and after they handed it back (a turn's own answer, like the `/human` notice, is
+     * its interaction's message). Prepared: every follow-up of an API user asks it.
      */
-    async unseenReplies(workspaceId: string, sessionId: string, limit: number): Promise<Array<Pick<MessageRow, 'id' | 'content' | 'author' | 'created_at'>>> {
-      const lastUser = await k
-        .selectFrom('messages')
-        .select((eb) => eb.fn.max('seq').as('seq'))
-        .where('session_id', '=', sessionId)
-        .where('role', '=', 'user')
-        .executeTakeFirst();
-      return k
-        .selectFrom('messages as m')
-        .select(['m.id', 'm.content', 'm.author', 'm.created_at'])
-        .where('m.session_id', '=', sessionId)
-        .where('m.seq', '>', Number(lastUser?.seq ?? 0))
-        .where('m.role', '=', 'assistant')
-        .where('m.author', 'is not', null)
-        .where((eb) => eb.not(eb.exists(eb.selectFrom('interactions as i').select('i.seq').where('i.workspace_id', '=', workspaceId).whereRef('i.message_id', '=', 'm.id'))))
-        .orderBy('m.seq')
+    unseenReplies: (workspaceId: string, sessionId: string, limit: number): Promise<Array<Pick<MessageRow, 'id' | 'content' | 'author' | 'created_at'>>> =>
+      unseen.all(sessionId, sessionId, workspaceId, limit),
+
+    /**
+     * Messages of a session after the `after`-th, oldest first (tool rounds left out), each with its
+     * position in the session (1 for its first message): a session's event stream. A position, not
+     * the table's seq, which counts every workspace's messages and would show their number.
+     */
+    async messagesAfter(sessionId: string, after: number, limit: number) {
+      const rows = await k
+        .selectFrom((eb) =>
+          eb
+            .selectFrom('messages')
+            .select(['id', 'role', 'content', 'author', 'created_at', 'tool_calls', sql<number>`row_number() OVER (ORDER BY seq)`.as('position')])
+            .where('session_id', '=', sessionId)
+            .as('m'),
+        )
+        .select(['m.position', 'm.id', 'm.role', 'm.content', 'm.author', 'm.created_at'])
+        .where('m.position', '>', after)
+        .where('m.role', '!=', 'tool')
+        .where('m.tool_calls', 'is', null)
+        .orderBy('m.position')
         .limit(limit)
         .execute();
+      return rows.map((r) => ({ ...r, position: Number(r.position) }));
     },
 
-    /** Messages of a session after `afterSeq`, oldest first, with their seq (a session's event stream). */
-    messagesAfter: (sessionId: string, afterSeq: number, limit: number) =>
-      k
-        .selectFrom('messages')
-        .select(['seq', 'id', 'role', 'content', 'author', 'created_at'])
-        .where('session_id', '=', sessionId)
-        .where('seq', '>', afterSeq)
-        .where('role', '!=', 'tool')
-        .where('tool_calls', 'is', null)
-        .orderBy('seq')
-        .limit(limit)
-        .execute(),
-
-    /** The seq of a session's latest message (0 when it has none). */
-    latestSeq: async (sessionId: string): Promise<number> =>
-      Number((await k.selectFrom('messages').select((eb) => eb.fn.max('seq').as('seq')).where('session_id', '=', sessionId).executeTakeFirst())?.seq ?? 0),
+    /** The position of a session's latest message: how many it has (0 when none). */
+    latestPosition: async (sessionId: string): Promise<number> =>
+      Number((await k.selectFrom('messages').select((eb) => eb.fn.countAll().as('n')).where('session_id', '=', sessionId).executeTakeFirst())?.n ?? 0),
 
     saveExchange: (write: ExchangeWrite) => writes.saveExchange(write),
     recordInteraction: (interaction: NewInteraction) => writes.recordInteraction(interaction),
@@ -155,7 +162,7 @@ export function createChatStore(db: SqlBackend, writes: ChatWrites) {
       });
     },
 
-    deleteSession: (workspaceId: string, id: string) => writes.deleteSession(workspaceId, id),
+    deleteSession: (workspaceId: string, id: string, at: string) => writes.deleteSession(workspaceId, id, at),
   };
 }
 

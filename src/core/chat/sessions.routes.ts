@@ -13,7 +13,12 @@ const SESSION_EVENTS_MAX_MS = 15 * 60_000;
 const EVENTS_BATCH = 100;
 
 const eventsQuerySchema = z.strictObject({
-  after: z.coerce.number().int().min(0).optional().describe('Start after this event id (a message’s position); default: after the latest message. `Last-Event-ID` wins.'),
+  after: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe('Start after this event id: a message’s position in the session (1 for its first); default: after the latest message. `Last-Event-ID` wins.'),
 });
 
 /** API.md §5: sessions. */
@@ -49,7 +54,7 @@ export function sessionRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           tags,
           summary: 'Follow a session: its new messages as an event stream',
           description:
-            'Each new message of the session (the user’s, the persona’s, a person’s reply with `author: "human:<email>"`, a notice with `author: "system"` — a person joined or left) as an event `{ "type": "message", "message": {…} }` whose `id:` is its position; ' +
+            'Each new message of the session (the user’s, the persona’s, a person’s reply with `author: "human:<email>"`, a notice with `author: "system"` — a person joined or left) as an event `{ "type": "message", "message": {…} }` whose `id:` is its position in the session (1 for its first message, counting every message of the session, tool rounds too; nothing outside the session shows in it); ' +
             'what a person of the team writes after a handoff reaches an API user this way. Starts after the latest message (or `?after=`, or `Last-Event-ID` on a reconnect: nothing is missed). ' +
             'A deleted session ends the stream with `{ "type": "end", "reason": "session deleted" }`; the stream ends after 15 minutes, and an EventSource reconnects where it left off.',
           params: idParams,
@@ -71,9 +76,9 @@ export function sessionRoutes(ctx: AppContext): FastifyPluginAsyncZod {
             await sse.write(`data: ${JSON.stringify({ type: 'end', reason: 'session deleted' })}\n\n`);
             break;
           }
-          for (const { seq, message } of batch) {
-            await sse.write(`id: ${seq}\ndata: ${JSON.stringify({ type: 'message', message })}\n\n`);
-            cursor = seq;
+          for (const { position, message } of batch) {
+            await sse.write(`id: ${position}\ndata: ${JSON.stringify({ type: 'message', message })}\n\n`);
+            cursor = position;
           }
           if (batch.length === EVENTS_BATCH) continue;
           await sleep(SESSION_EVENTS_POLL_MS, undefined, { signal: sse.signal }).catch(() => undefined);

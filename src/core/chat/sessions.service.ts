@@ -73,18 +73,18 @@ export function createSessionService({ store, clock, personas, channelExists, ha
      */
     async eventsStart(workspaceId: string, id: string, after: number | undefined): Promise<number> {
       const row = await find(workspaceId, id);
-      return after ?? store.latestSeq(row.id);
+      return after ?? store.latestPosition(row.id);
     },
 
     /**
-     * The session's messages after `afterSeq` (tool rounds left out), oldest first, each with its
-     * position; null once the session is gone.
+     * The session's messages after the `after`-th (tool rounds left out), oldest first, each with
+     * its position in the session (the event id); null once the session is gone.
      */
-    async messagesAfter(workspaceId: string, id: string, afterSeq: number, limit: number) {
+    async messagesAfter(workspaceId: string, id: string, after: number, limit: number) {
       const row = await store.findSession(workspaceId, id);
       if (!row) return null;
-      return (await store.messagesAfter(row.id, afterSeq, limit)).map((m) => ({
-        seq: Number(m.seq),
+      return (await store.messagesAfter(row.id, after, limit)).map((m) => ({
+        position: m.position,
         message: { id: m.id, role: m.role, content: m.content, ...(m.author !== null ? { author: m.author } : {}), createdAt: m.created_at },
       }));
     },
@@ -115,7 +115,7 @@ export function createSessionService({ store, clock, personas, channelExists, ha
     },
 
     async delete(workspaceId: string, id: string): Promise<void> {
-      if (!(await store.deleteSession(workspaceId, id))) throw new NotFoundError('Session', id);
+      if (!(await store.deleteSession(workspaceId, id, clock.now().toISOString()))) throw new NotFoundError('Session', id);
     },
   };
 }

@@ -4,6 +4,7 @@ import { ConflictError, NotFoundError } from '../../errors.js';
 import type { Clock } from '../../lib/clock.js';
 import type { IdGenerator } from '../../lib/ids.js';
 import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
+import type { WriteGate } from '../../lib/write-gate.js';
 import type { CreatePersonaInput, HandoffPolicy, Persona, PersonaVersion, UpdatePersonaInput } from './personas.schemas.js';
 import type { PersonaStore } from './personas.store.js';
 
@@ -78,6 +79,8 @@ export interface PersonaServiceDeps {
   signals?: ChangeSignals;
   /** Whether a team of the workspace has this id (a persona's `teamId`). */
   teamExists: (workspaceId: string, teamId: string) => Promise<boolean>;
+  /** Where an edit waits between reading the persona and writing its next version (tests of races). */
+  writeGate?: WriteGate | undefined;
 }
 
 /** Personas kept in memory at most; past it the cache starts over. */
@@ -86,7 +89,7 @@ const CACHE_MAX = 10_000;
 /** Says why a persona may not be deleted now (a running A/B test, a channel uses it), or null. */
 export type PersonaDeletionGuard = (workspaceId: string, personaId: string) => Promise<string | null>;
 
-export function createPersonaService({ store, clock, ids, signals, teamExists }: PersonaServiceDeps) {
+export function createPersonaService({ store, clock, ids, signals, teamExists, writeGate }: PersonaServiceDeps) {
   // Features that route to personas register here; they are built after this service.
   const deletionGuards: PersonaDeletionGuard[] = [];
   const cache = signals ? new Map<string, Persona>() : null;
@@ -140,6 +143,7 @@ export function createPersonaService({ store, clock, ids, signals, teamExists }:
       const patch = fields(row);
       if (VERSIONED.every((f) => patch[f] === undefined || patch[f] === row[f])) return toPersona(row);
       const next: PersonaRow = { ...row, ...patch, version: row.version + 1, updated_at: clock.now().toISOString() };
+      await writeGate?.('persona.edit', id);
       if (await store.replace(next, actor)) {
         await changed();
         return toPersona(next);

@@ -6,6 +6,7 @@
  * are in src/db/postgres/hot-writes.ts.
  */
 import type { ChannelWrites } from '../../business/channels/channels.store.js';
+import { SESSION_DELETED } from '../../business/handoffs/handoffs.store.js';
 import type { ChatWrites, ExchangeWrite, NewInteraction } from '../../core/chat/chat.store.js';
 import type { ThreadWrites } from '../../core/openai-compat/openai.store.js';
 import type { HotWrites } from '../backend.js';
@@ -43,6 +44,10 @@ function chatWrites({ sqlite }: Db, writes: Group): ChatWrites {
   );
   const forgetInteractions = sqlite.prepare('UPDATE interactions SET session_id = NULL, message_id = NULL, metadata = NULL WHERE workspace_id = ? AND session_id = ?');
   const forgetFeedback = sqlite.prepare('UPDATE feedback SET session_id = NULL, message_id = NULL, comment = NULL WHERE workspace_id = ? AND session_id = ?');
+  const endHandoff = sqlite.prepare(
+    `UPDATE handoffs SET status = 'resolved', offer_until = NULL, ended_at = @at, ended_by = '${SESSION_DELETED}', updated_at = @at, rev = rev + 1
+     WHERE workspace_id = @workspace_id AND session_id = @id AND status IN ('queued', 'offered', 'accepted')`,
+  );
   const deleteSessionStmt = sqlite.prepare('DELETE FROM sessions WHERE id = ? AND workspace_id = ?');
   const sessionExists = sqlite.prepare('SELECT 1 FROM sessions WHERE id = ? AND workspace_id = ?');
 
@@ -60,8 +65,9 @@ function chatWrites({ sqlite }: Db, writes: Group): ChatWrites {
   };
   const interactionRow = (interaction: NewInteraction): void => void insertInteraction.run({ ...interaction, sources: interaction.sources ?? null });
 
-  const removeSession = sqlite.transaction((workspaceId: string, id: string): boolean => {
+  const removeSession = sqlite.transaction((workspaceId: string, id: string, at: string): boolean => {
     if (!sessionExists.get(id, workspaceId)) return false;
+    endHandoff.run({ workspace_id: workspaceId, id, at });
     forgetInteractions.run(workspaceId, id);
     forgetFeedback.run(workspaceId, id);
     deleteSessionStmt.run(id, workspaceId);
@@ -71,7 +77,7 @@ function chatWrites({ sqlite }: Db, writes: Group): ChatWrites {
   return {
     saveExchange: (write) => writes.run(() => exchangeRows(write)),
     recordInteraction: (interaction) => writes.run(() => interactionRow(interaction)),
-    deleteSession: async (workspaceId, id) => removeSession(workspaceId, id),
+    deleteSession: async (workspaceId, id, at) => removeSession(workspaceId, id, at),
   };
 }
 
