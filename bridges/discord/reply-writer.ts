@@ -112,7 +112,7 @@ export function createReplyWriter(target: ReplyTarget, transport: DiscordTranspo
   }
 
   /** Ends the reply with `text`: the progressive message becomes the first part, the rest follow. */
-  async function end(text: string): Promise<string[]> {
+  async function end(text: string, buttons: boolean): Promise<string[]> {
     closed = true;
     if (timer) clearTimeout(timer);
     timer = null;
@@ -122,7 +122,8 @@ export function createReplyWriter(target: ReplyTarget, transport: DiscordTranspo
       const [first = '', ...rest] = toDiscordParts(text);
       const ids: string[] = [];
       // The buttons go under the last part.
-      const firstComponents = rest.length === 0 && !failing ? components : undefined;
+      const under = buttons ? components : undefined;
+      const firstComponents = rest.length === 0 ? under : undefined;
       if (firstId !== null) {
         try {
           if (shown !== first || firstComponents) await ops.edit(firstId, first, firstComponents);
@@ -135,7 +136,7 @@ export function createReplyWriter(target: ReplyTarget, transport: DiscordTranspo
       } else {
         ids.push(await ops.first(first, firstComponents));
       }
-      for (const [i, part] of rest.entries()) ids.push(await ops.more(part, i === rest.length - 1 && !failing ? components : undefined));
+      for (const [i, part] of rest.entries()) ids.push(await ops.more(part, i === rest.length - 1 ? under : undefined));
       // A slash command's answer opens a thread for the follow-ups (in a server channel).
       if (target.threadName && !failing) {
         await transport.startThread(channelId, ids[0]!, target.threadName).catch((err: unknown) => logger.warn({ err, channelId }, 'discord: the thread for the follow-ups could not be started'));
@@ -152,14 +153,24 @@ export function createReplyWriter(target: ReplyTarget, transport: DiscordTranspo
       pending = textSoFar;
       schedule();
     },
-    finish(text) {
-      ending ??= end(text);
+    finish(text, options) {
+      // A notice (a handoff's) is not an answer: nothing to rate or regenerate under it.
+      ending ??= end(text, options?.answerButtons !== false);
       return ending;
     },
     async fail(text) {
       if (!ending) failing = true;
-      ending ??= end(text);
+      ending ??= end(text, false);
       await ending.catch((err: unknown) => logger.warn({ err, channelId }, 'discord failure notice could not be posted'));
+    },
+    async discard() {
+      // A person has the conversation: nothing will be written, so "typing…" stops now.
+      if (ending || closed) return;
+      closed = true;
+      if (timer) clearTimeout(timer);
+      timer = null;
+      stopTyping();
+      onDone();
     },
     dispose() {
       closed = true;

@@ -8,12 +8,12 @@ import { sleep, waitFor } from '../fakes/discord-harness.js';
 const tuning = { editIntervalMs: 100, typingIntervalMs: 1000, typingMaxMs: 10_000 };
 
 function slowTransport(latencyMs: number) {
-  const calls: Array<{ kind: string; content?: string; start: number; end: number }> = [];
+  const calls: Array<{ kind: string; content?: string; buttons?: boolean; start: number; end: number }> = [];
   let inFlight = 0;
   let maxInFlight = 0;
   let next = 1;
-  const run = async <T>(kind: string, content: string | undefined, result: T): Promise<T> => {
-    const call = { kind, ...(content === undefined ? {} : { content }), start: Date.now(), end: 0 };
+  const run = async <T>(kind: string, content: string | undefined, result: T, components?: unknown): Promise<T> => {
+    const call = { kind, ...(content === undefined ? {} : { content }), buttons: components !== undefined, start: Date.now(), end: 0 };
     calls.push(call);
     inFlight++;
     maxInFlight = Math.max(maxInFlight, inFlight);
@@ -23,8 +23,8 @@ function slowTransport(latencyMs: number) {
     return result;
   };
   const transport: DiscordTransport = {
-    post: (_c, content) => run('post', content, String(next++)),
-    edit: (_c, _m, content) => run('edit', content, undefined),
+    post: (_c, content, _m, components) => run('post', content, String(next++), components),
+    edit: (_c, _m, content, components) => run('edit', content, undefined, components),
     typing: async () => void calls.push({ kind: 'typing', start: Date.now(), end: Date.now() }),
     card: () => Promise.reject(new Error('a reply posts no cards')),
     editOriginal: () => Promise.reject(new Error('not a slash command')),
@@ -72,5 +72,34 @@ describe('Discord reply writer', () => {
     expect(t.calls.slice(firstPost).some((c) => c.kind === 'typing')).toBe(false);
     const [a, b] = await Promise.all([writer.finish('bye'), writer.finish('ignored')]);
     expect(a).toEqual(b);
+  });
+
+  it('puts the feedback buttons under an answer, never under a notice (a handoff\'s) or an apology', async () => {
+    const t = slowTransport(0);
+    const silent = pino({ level: 'silent' });
+    const answer = createReplyWriter({ channelId: '1', messageId: '2', feedback: true }, t.transport, tuning, silent, () => undefined);
+    await answer.finish('an answer');
+    const notice = createReplyWriter({ channelId: '1', messageId: '3', feedback: true }, t.transport, tuning, silent, () => undefined);
+    await notice.finish('A person will reply here.', { answerButtons: false });
+    const apology = createReplyWriter({ channelId: '1', messageId: '4', feedback: true }, t.transport, tuning, silent, () => undefined);
+    await apology.fail('Sorry.');
+    expect(t.calls.filter((c) => c.kind === 'post').map((c) => [c.content, c.buttons])).toEqual([
+      ['an answer', true],
+      ['A person will reply here.', false],
+      ['Sorry.', false],
+    ]);
+  });
+
+  it('discard (a person has the conversation) stops "typing…", posts nothing and lets the writer go', async () => {
+    const t = slowTransport(0);
+    let done = 0;
+    const writer = createReplyWriter({ channelId: '1', messageId: null }, t.transport, { ...tuning, typingIntervalMs: 20 }, pino({ level: 'silent' }), () => done++);
+    await waitFor(() => t.calls.filter((c) => c.kind === 'typing').length > 1, 'typing repeated');
+    await writer.discard!();
+    const typed = t.calls.length;
+    await sleep(100); // five typing intervals: none may come after the discard
+    expect(t.calls).toHaveLength(typed);
+    expect(t.calls.some((c) => c.kind !== 'typing')).toBe(false);
+    expect(done).toBe(1);
   });
 });
