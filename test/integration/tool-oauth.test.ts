@@ -74,6 +74,8 @@ describe.each(testBackends())('tool servers behind OAuth on $kind', { timeout: 3
     const refused = expectProblem(await execute(t, { toolName: 'notes', action: 'whoami', parameters: {} }), 502, 'upstream_error');
     // Said as such, not as an unreachable server retried with back-off.
     expect(refused.detail).toMatch(/^notes needs an admin to connect it/);
+    // Two sentences, each ended: the reason, then the execution that recorded the call.
+    expect(refused.detail).toMatch(/it asks for OAuth sign-in\. Recorded as execution exe_\w+\.$/);
 
     const { authorizationUrl, expiresAt } = await authorize(server.id);
     const url = new URL(authorizationUrl);
