@@ -173,12 +173,22 @@ describe.each(testBackends())('tool servers behind OAuth on $kind', { timeout: 3
   it('revokes the tokens at the authorization server and forgets them', async () => {
     const f = await fake();
     const server = await registerServer(t, { name: 'revoked', transport: 'http', url: f.url });
+    const signOut = () => t.request({ method: 'DELETE', url: `/api/mcp/servers/${server.id}/oauth` });
+    // Never signed in: nothing to sign out of.
+    expect(expectProblem(await signOut(), 409, 'conflict').detail).toContain('not signed in');
     await connect(f, server.id);
     await whoami('revoked');
-    const res = await t.request({ method: 'DELETE', url: `/api/mcp/servers/${server.id}/oauth` });
+    const res = await signOut();
     expect(res.statusCode, res.body).toBe(200);
     expect(f.seen.revoked).toEqual(['refresh_token', 'access_token']);
-    expect(res.json()).toMatchObject({ status: 'needs_consent', oauth: { status: 'needs_consent', scope: null, error: 'Signed out by an admin.' } });
+    // A clean sign-out is no error: `oauth.error` is kept for a revocation that failed.
+    const signedOut = res.json() as ServerView;
+    expect(signedOut).toMatchObject({ status: 'needs_consent', oauth: { status: 'needs_consent', scope: null, error: null } });
+    // The server says what it says before any sign-in.
+    expect(signedOut.error).toMatch(/^revoked needs an admin to connect it/);
+    // Nor does the server's next challenge make one of it.
+    expect((await get(server.id)).oauth).toMatchObject({ status: 'needs_consent', error: null });
+    expect(expectProblem(await signOut(), 409, 'conflict').detail).toContain('not signed in');
     expect(expectProblem(await execute(t, { toolName: 'revoked', action: 'whoami', parameters: {} }), 502, 'upstream_error').detail).toContain('needs an admin to connect it');
     const row = await t.ctx.db.kysely.selectFrom('mcp_server_oauth').select('tokens').where('server_id', '=', server.id).executeTakeFirstOrThrow();
     expect(row.tokens).toBeNull();

@@ -296,8 +296,8 @@ export function createToolOAuth({ store, cipher, clock, logger }: ToolOAuthDeps)
     if (existing) {
       return store.updateIfVersion(server.id, existing.version, {
         status: 'needs_consent',
-        // Already waiting without tokens (signed out, a refused refresh): the reason given then stays.
-        error: existing.status === 'needs_consent' && !existing.tokens && existing.error ? existing.error : error,
+        // Already waiting without tokens (signed out, a refused refresh): what was said then stays, nothing after a clean sign-out.
+        error: existing.status === 'needs_consent' && !existing.tokens ? existing.error : error,
         resource_metadata_url: resourceMetadata,
         challenge_scope: unionScope(existing.scope, existing.challenge_scope, scope),
         ...(keepTokens ? {} : { tokens: null, expires_ms: null, refresh_at_ms: null }),
@@ -587,7 +587,8 @@ export function createToolOAuth({ store, cipher, clock, logger }: ToolOAuthDeps)
      */
     async revoke(server: McpServerRow, guard: AddressGuardOptions): Promise<string | null> {
       const row = await store.find(server.id);
-      if (!row) throw new ConflictError(`${server.name} is not signed in with OAuth.`);
+      // Never signed in, or signed out already: nothing to revoke or drop.
+      if (!row?.tokens) throw new ConflictError(`${server.name} is not signed in with OAuth.`);
       const tokens = openTokens(row);
       const client = openClient(row);
       let failure: string | null = null;
@@ -615,7 +616,8 @@ export function createToolOAuth({ store, cipher, clock, logger }: ToolOAuthDeps)
       }
       await store.update(server.id, {
         status: 'needs_consent',
-        error: failure ? `Signed out; ${failure}, so the tokens may stay valid there until they expire.` : 'Signed out by an admin.',
+        // `error` says only that revocation failed: a clean sign-out is no error.
+        error: failure ? `Signed out; ${failure}, so the tokens may stay valid there until they expire.` : null,
         challenge_scope: unionScope(row.challenge_scope, row.scope),
         tokens: null,
         scope: null,

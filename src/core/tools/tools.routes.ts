@@ -121,7 +121,7 @@ export function toolRoutes(ctx: AppContext, base: () => string): FastifyPluginAs
           tags,
           summary: 'Sign a tool server out: revoke its OAuth tokens and forget them',
           description:
-            'Revokes the refresh and access tokens at the authorization server’s revocation endpoint (RFC 7009) when it has one, drops them here either way, and answers the server, now `needs_consent` (`oauth.error` says when revocation failed). Never signed in → 409.',
+            'Revokes the refresh and access tokens at the authorization server’s revocation endpoint (RFC 7009) when it has one, drops them here either way, and answers the server, now `needs_consent` (`oauth.error` null, or why revocation failed). Not signed in (never, or signed out already) → 409.',
           params: idParams,
           response: withErrors({ 200: mcpServerSchema }, [404, 409]),
         },
