@@ -10,7 +10,7 @@ import { manualClock } from '../../src/lib/clock.js';
 import { createLogger } from '../../src/lib/logger.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { testBackends } from '../helpers/postgres.js';
-import { execute, LOOPBACK_ONLY, registerServer, toolText } from '../helpers/mcp-tools.js';
+import { execute, LOOPBACK_ONLY, registerServer, toolText, waitFor } from '../helpers/mcp-tools.js';
 import { expectProblem } from '../helpers/problem.js';
 import { type OAuthToolServer, type OAuthToolServerOptions, startOAuthToolServer } from '../fakes/oauth-tool-server.js';
 
@@ -192,6 +192,36 @@ describe.each(testBackends())('tool servers behind OAuth on $kind', { timeout: 3
     expect(expectProblem(await execute(t, { toolName: 'revoked', action: 'whoami', parameters: {} }), 502, 'upstream_error').detail).toContain('needs an admin to connect it');
     const row = await t.ctx.db.kysely.selectFrom('mcp_server_oauth').select('tokens').where('server_id', '=', server.id).executeTakeFirstOrThrow();
     expect(row.tokens).toBeNull();
+  });
+
+  it('registers dynamically once per authorization server, however many consents start, one after another or together', async () => {
+    const f = await fake({ metadataDocuments: false });
+    const server = await registerServer(t, { name: 'registering', transport: 'http', url: f.url });
+    const started = [];
+    for (let i = 0; i < 3; i++) started.push(new URL((await authorize(server.id)).authorizationUrl));
+    expect(f.seen.registrations).toBe(1);
+    const clientId = started[0]!.searchParams.get('client_id');
+    expect(clientId).toMatch(/^dyn-/);
+    expect(started.map((u) => u.searchParams.get('client_id'))).toEqual([clientId, clientId, clientId]);
+    // The first consent started still completes with that client.
+    expect((await callback(await f.consent(started[0]!.href))).status).toBe(303);
+    expect((await get(server.id)).oauth).toMatchObject({ status: 'connected', clientRegistration: 'dynamic' });
+    expect((await whoami('registering')).client).toBe(clientId);
+
+    // Two consents started together: the first registration is held at the authorization server
+    // until both have discovered it, so without one claim among them the other would register too.
+    const g = await fake({ metadataDocuments: false });
+    const together = await registerServer(t, { name: 'registering-together', transport: 'http', url: g.url });
+    let release!: () => void;
+    g.behaviour.registrationGate = new Promise<void>((resolve) => (release = resolve));
+    const discovered = g.seen.authorizationServerMetadata;
+    const both = Promise.all([authorize(together.id), authorize(together.id)]);
+    await waitFor(() => g.seen.authorizationServerMetadata >= discovered + 2 && g.seen.registrations >= 1, 8_000, 'both consents to discover, one to register');
+    release();
+    const ids = (await both).map((a) => new URL(a.authorizationUrl).searchParams.get('client_id'));
+    expect(g.seen.registrations).toBe(1);
+    expect(ids[0]).toMatch(/^dyn-/);
+    expect(ids[1]).toBe(ids[0]);
   });
 
   it('falls back to dynamic registration, or uses a pre-registered confidential client', async () => {

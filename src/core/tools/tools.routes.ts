@@ -103,7 +103,7 @@ export function toolRoutes(ctx: AppContext, base: () => string): FastifyPluginAs
           tags,
           summary: 'Start connecting a tool server that signs in with OAuth',
           description:
-            'Discovers the server’s authorization server (RFC 9728, RFC 8414), identifies Switchboard (its Client ID Metadata Document, else dynamic registration, or the pre-registered client), and answers the authorization URL (PKCE S256, `state`, `resource`). ' +
+            'Discovers the server’s authorization server (RFC 9728, RFC 8414), identifies Switchboard (its Client ID Metadata Document, else dynamic registration, once per authorization server, or the pre-registered client), and answers the authorization URL (PKCE S256, `state`, `resource`). ' +
             'Open it in the admin’s browser; after consent the authorization server sends the browser to `/oauth/callback`, which stores the tokens and returns to the console. ' +
             'Not an http server → 409; discovery or registration failing → 502; an authorization server with neither client metadata documents nor registration → 400 (register the server again with `oauth.clientId`).',
           params: idParams,
