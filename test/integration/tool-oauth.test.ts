@@ -10,7 +10,7 @@ import { manualClock } from '../../src/lib/clock.js';
 import { createLogger } from '../../src/lib/logger.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { testBackends } from '../helpers/postgres.js';
-import { execute, LOOPBACK_ONLY, registerServer, toolText, waitFor } from '../helpers/mcp-tools.js';
+import { captureLogs, execute, LOOPBACK_ONLY, registerServer, toolText, waitFor } from '../helpers/mcp-tools.js';
 import { expectProblem } from '../helpers/problem.js';
 import { type OAuthToolServer, type OAuthToolServerOptions, startOAuthToolServer } from '../fakes/oauth-tool-server.js';
 
@@ -27,9 +27,10 @@ describe.each(testBackends())('tool servers behind OAuth on $kind', { timeout: 3
   let base: string;
   const clock = manualClock(new Date());
   const fakes: OAuthToolServer[] = [];
+  const logs = captureLogs();
 
   beforeAll(async () => {
-    t = await createTestApp({ backend, env: { HOST: '127.0.0.1' }, overrides: { clock, fetch: LOOPBACK_ONLY, toolHub: { backoffInitialMs: 100, callTimeoutMs: 5_000 } } });
+    t = await createTestApp({ backend, env: { HOST: '127.0.0.1' }, overrides: { clock, logger: logs.logger, fetch: LOOPBACK_ONLY, toolHub: { backoffInitialMs: 100, callTimeoutMs: 5_000 } } });
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     base = `http://127.0.0.1:${(t.app.server.address() as { port: number }).port}`;
   });
@@ -208,17 +209,19 @@ describe.each(testBackends())('tool servers behind OAuth on $kind', { timeout: 3
     expect((await get(server.id)).oauth).toMatchObject({ status: 'connected', clientRegistration: 'dynamic' });
     expect((await whoami('registering')).client).toBe(clientId);
 
-    // Two consents started together: the first registration is held at the authorization server
-    // until both have discovered it, so without one claim among them the other would register too.
+    // Two consents started together: the first one's registration is held at the authorization
+    // server while the second starts, which waits for that client rather than registering its own.
     const g = await fake({ metadataDocuments: false });
     const together = await registerServer(t, { name: 'registering-together', transport: 'http', url: g.url });
     let release!: () => void;
     g.behaviour.registrationGate = new Promise<void>((resolve) => (release = resolve));
-    const discovered = g.seen.authorizationServerMetadata;
-    const both = Promise.all([authorize(together.id), authorize(together.id)]);
-    await waitFor(() => g.seen.authorizationServerMetadata >= discovered + 2 && g.seen.registrations >= 1, 8_000, 'both consents to discover, one to register');
+    const first = authorize(together.id);
+    await waitFor(() => g.seen.registrations === 1, 8_000, 'the first consent to register');
+    const waits = () => logs.text().split('\n').filter((line) => line.includes('waits for the client another consent is registering') && line.includes('"server":"registering-together"')).length;
+    const second = authorize(together.id);
+    await waitFor(() => waits() === 1 || g.seen.registrations > 1, 8_000, 'the second consent to wait for that client (or to register its own)');
     release();
-    const ids = (await both).map((a) => new URL(a.authorizationUrl).searchParams.get('client_id'));
+    const ids = (await Promise.all([first, second])).map((a) => new URL(a.authorizationUrl).searchParams.get('client_id'));
     expect(g.seen.registrations).toBe(1);
     expect(ids[0]).toMatch(/^dyn-/);
     expect(ids[1]).toBe(ids[0]);

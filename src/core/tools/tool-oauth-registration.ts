@@ -5,6 +5,7 @@
  * and of the consents started together (on any instance) one registers while the others wait for
  * its client (a claim taken with a conditional UPDATE, like a refresh's).
  */
+import type { Logger } from 'pino';
 import type { McpServerRow } from '../../db/schema.js';
 import { UpstreamError } from '../../errors.js';
 import type { Clock } from '../../lib/clock.js';
@@ -25,12 +26,13 @@ export interface Registration {
 export interface RegistrationDeps {
   store: ToolOAuthStore;
   clock: Clock;
+  logger: Logger;
   seal(serverId: string, registration: Registration): string;
   open(serverId: string, sealed: string): Registration;
   sameIssuer(a: string, b: string): boolean;
 }
 
-export function createRegistrations({ store, clock, seal, open, sameIssuer }: RegistrationDeps) {
+export function createRegistrations({ store, clock, logger, seal, open, sameIssuer }: RegistrationDeps) {
   const nowMs = () => clock.now().getTime();
 
   /** The server's stored registration at `issuer`, if any. */
@@ -50,7 +52,7 @@ export function createRegistrations({ store, clock, seal, open, sameIssuer }: Re
       const known = await stored(server.id, issuer);
       if (known) return known;
       const until = Date.now() + REGISTER_CLAIM_MS;
-      for (;;) {
+      for (let attempt = 0; ; attempt++) {
         const claimed = await store.claimRegistration(server, nowMs(), nowMs() + REGISTER_CLAIM_MS, clock.now().toISOString());
         // Read after claiming: a registration stored just before the claim is used, not repeated.
         const now = await stored(server.id, issuer);
@@ -69,6 +71,7 @@ export function createRegistrations({ store, clock, seal, open, sameIssuer }: Re
             throw err;
           }
         }
+        if (attempt === 0) logger.info({ server: server.name, issuer }, 'tool server sign-in waits for the client another consent is registering');
         if (Date.now() >= until) throw new UpstreamError(`${server.name}: another consent is registering Switchboard with its authorization server; try again.`);
         await new Promise((r) => setTimeout(r, 50));
       }

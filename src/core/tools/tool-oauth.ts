@@ -181,6 +181,7 @@ export function createToolOAuth({ store, cipher, clock, logger }: ToolOAuthDeps)
   const registrations = createRegistrations({
     store,
     clock,
+    logger,
     seal: sealClient,
     open: (serverId, sealed) => openClient({ server_id: serverId, client: sealed }) as ClientInfo & { issuer: string },
     sameIssuer,
