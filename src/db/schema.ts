@@ -120,6 +120,10 @@ export interface McpServerOAuthTable {
   version: number;
   refreshing_until_ms: number | null;
   updated_at: string;
+  /** Sealed JSON `{ clientId, clientSecret?, issuer }`: the client registered dynamically, kept for every later consent (context: the server id). */
+  registration: Generated<string | null>;
+  /** The claim of the one consent registering that client (migration 034). */
+  registering_until_ms: Generated<number | null>;
 }
 
 /** Migration 022: an authorization request of a tool server waiting for the admin's consent. */

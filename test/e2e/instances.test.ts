@@ -464,6 +464,58 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
     }
   });
 
+  it('a tool server registered dynamically: consents started on both instances together register Switchboard once', async () => {
+    const fake = await startOAuthToolServer({ metadataDocuments: false });
+    try {
+      const registered = await call(a, 'POST', '/api/mcp/servers', adminKey, { name: 'registering-tools', transport: 'http', url: fake.url });
+      expect(registered.status).toBe(201);
+      const server = (await registered.json()) as { id: string };
+      // A's registration is held at the authorization server while B starts a consent: B waits for
+      // A's client (it says so in its log) rather than registering its own.
+      let release!: () => void;
+      fake.behaviour.registrationGate = new Promise<void>((resolve) => (release = resolve));
+      let logOfB = '';
+      const onB = (chunk: Buffer) => void (logOfB += chunk.toString('utf8'));
+      b.child.stdout!.on('data', onB);
+      // Longer than `call`'s time-out: A's answer waits for B to start.
+      const authorizeOn = (instance: BuiltServer) =>
+        fetch(`${instance.url}/api/mcp/servers/${server.id}/oauth/authorize`, { method: 'POST', headers: { authorization: `Bearer ${adminKey}` }, signal: AbortSignal.timeout(20_000) });
+      let answers;
+      try {
+        const onA = authorizeOn(a);
+        await expect.poll(() => fake.seen.registrations, { timeout: 10_000, interval: 20 }).toBe(1);
+        const onBToo = authorizeOn(b);
+        await expect
+          .poll(() => logOfB.includes('waits for the client another consent is registering') || fake.seen.registrations > 1, { timeout: 10_000, interval: 20 })
+          .toBe(true);
+        release();
+        answers = await Promise.all(
+          [onA, onBToo].map(async (pending) => {
+            const res = await pending;
+            return { status: res.status, body: (await res.json()) as { authorizationUrl: string } };
+          }),
+        );
+      } finally {
+        release();
+        b.child.stdout!.off('data', onB);
+      }
+      expect(answers.map((x) => x.status)).toEqual([200, 200]);
+      expect(fake.seen.registrations).toBe(1);
+      const clientIds = answers.map((x) => new URL(x.body.authorizationUrl).searchParams.get('client_id'));
+      expect(clientIds[0]).toMatch(/^dyn-/);
+      expect(clientIds[1]).toBe(clientIds[0]);
+      // The consent started on B comes back through A and signs in with that client.
+      const back = new URL(await fake.consent(answers[1]!.body.authorizationUrl));
+      const landed = await fetch(`${a.url}${back.pathname}${back.search}`, { redirect: 'manual', signal: AbortSignal.timeout(5_000) });
+      expect(landed.status).toBe(303);
+      const whoami = await call(a, 'POST', '/api/mcp/tools/execute', adminKey, { toolName: 'registering-tools', action: 'whoami', parameters: {} });
+      expect(whoami.status).toBe(200);
+      expect(JSON.stringify(await whoami.json())).toContain(clientIds[0]!);
+    } finally {
+      await fake.close();
+    }
+  });
+
   /** The inbox status of a channel message, read from the shared database. */
   const inboxStatus = (externalId: string) =>
     withClient(database.url, async (client) => (await client.query<{ status: string }>('SELECT status FROM channel_inbox WHERE external_id = $1', [externalId])).rows[0]?.status);

@@ -49,8 +49,8 @@ function json(res: ServerResponse, status: number, body: unknown, headers: Recor
 
 export async function startOAuthToolServer(options: OAuthToolServerOptions = {}) {
   const features = { metadataDocuments: options.metadataDocuments ?? true, registration: options.registration ?? true, accessTtlSeconds: options.accessTtlSeconds ?? 3600 };
-  /** What tests switch: refuse refreshes, answer with another issuer. */
-  const behaviour = { refuseRefresh: false, issOverride: undefined as string | undefined };
+  /** What tests switch: refuse refreshes, answer with another issuer, hold registrations until a promise settles. */
+  const behaviour = { refuseRefresh: false, issOverride: undefined as string | undefined, registrationGate: undefined as Promise<void> | undefined };
   /** What tests read. */
   const seen = {
     refreshes: 0,
@@ -58,6 +58,9 @@ export async function startOAuthToolServer(options: OAuthToolServerOptions = {})
     insufficientScope: 0,
     revoked: [] as string[],
     metadataDocumentFetches: 0,
+    /** Requests for the authorization server's metadata (one per discovery). */
+    authorizationServerMetadata: 0,
+    /** Registration requests, counted when they arrive (a held one included). */
     registrations: 0,
     authorizeRequests: [] as URLSearchParams[],
     tokenRequests: [] as URLSearchParams[],
@@ -177,6 +180,7 @@ export async function startOAuthToolServer(options: OAuthToolServerOptions = {})
         return json(res, 200, { resource: resource(), authorization_servers: [origin], scopes_supported: [BASE_SCOPE, ADMIN_SCOPE], bearer_methods_supported: ['header'] });
       }
       if (url.pathname === '/.well-known/oauth-authorization-server') {
+        seen.authorizationServerMetadata++;
         return json(res, 200, {
           issuer: origin,
           authorization_endpoint: `${origin}/authorize`,
@@ -253,6 +257,7 @@ export async function startOAuthToolServer(options: OAuthToolServerOptions = {})
       if (url.pathname === '/register' && req.method === 'POST' && features.registration) {
         const body = JSON.parse(await readBody(req)) as { redirect_uris?: string[]; token_endpoint_auth_method?: string };
         seen.registrations++;
+        await behaviour.registrationGate;
         const clientId = `dyn-${random()}`;
         clients.set(clientId, { redirectUris: body.redirect_uris ?? [] });
         return json(res, 201, { ...body, client_id: clientId, client_id_issued_at: Math.floor(Date.now() / 1000) });

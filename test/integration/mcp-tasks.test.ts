@@ -52,9 +52,9 @@ describe('long MCP tools as tasks (2026-07-28)', { timeout: 30_000 }, () => {
     expect(res.statusCode, res.body).toBe(opts.status ?? 200);
     return res.json() as { result?: Record<string, any>; error?: { code: number; message: string } };
   }
-  const poll = (taskId: string, until: (status: string) => boolean) =>
+  const poll = (taskId: string, until: (status: string) => boolean, as?: string) =>
     waitFor(async () => {
-      const task = (await rpc('tasks/get', { taskId })).result!;
+      const task = (await rpc('tasks/get', { taskId }, as ? { as } : {})).result!;
       return until(task.status) ? task : undefined;
     }, 10_000, `task ${taskId}`) as Promise<Record<string, any>>;
 
@@ -120,10 +120,20 @@ describe('long MCP tools as tasks (2026-07-28)', { timeout: 30_000 }, () => {
     const persona = await createPersona(t, { name: 'Private desk' });
     const call = (await rpc('tools/call', { name: 'ask_persona', arguments: { personaId: persona.id, message: 'Hi' } }, { tasks: true })).result!;
     const other = (await t.ctx.services.auth.createWorkspace('elsewhere')).key.key;
-    for (const method of ['tasks/get', 'tasks/update', 'tasks/cancel']) {
-      const answer = await rpc(method, { taskId: call.taskId, ...(method === 'tasks/update' ? { inputResponses: {} } : {}) }, { as: other });
-      expect(answer.error, method).toMatchObject({ code: -32602, message: `Unknown task: ${call.taskId}` });
+    // Another key of the same workspace, with every scope the starting key has.
+    const created = await t.request({ method: 'POST', url: '/auth/api-keys', body: { name: 'sibling', scopes: ['read', 'write', 'admin'] } });
+    expect(created.statusCode, created.body).toBe(201);
+    const sibling = created.json().key as string;
+    for (const [who, as] of [['another workspace', other], ['another key of the workspace', sibling]] as const) {
+      for (const method of ['tasks/get', 'tasks/update', 'tasks/cancel']) {
+        const answer = await rpc(method, { taskId: call.taskId, ...(method === 'tasks/update' ? { inputResponses: {} } : {}) }, { as });
+        expect(answer.error, `${method} by ${who}`).toMatchObject({ code: -32602, message: `Unknown task: ${call.taskId}` });
+      }
     }
+    // That key reaches tasks of its own: it was refused the task above for not having started it.
+    const own = (await rpc('tools/call', { name: 'ask_persona', arguments: { personaId: persona.id, message: 'Hi' } }, { tasks: true, as: sibling })).result!;
+    expect((await poll(own.taskId, (s) => s !== 'working', sibling)).status).toBe('completed');
+    expect((await rpc('tasks/get', { taskId: own.taskId })).error).toMatchObject({ code: -32602, message: `Unknown task: ${own.taskId}` });
     expect((await rpc('tasks/get', { taskId: 'tsk_nope' })).error).toMatchObject({ code: -32602 });
     // A client that does not declare the extension is told which capability it lacks (-32021, HTTP 400).
     for (const method of ['tasks/get', 'tasks/update', 'tasks/cancel']) {

@@ -10,7 +10,7 @@ import { manualClock } from '../../src/lib/clock.js';
 import { createLogger } from '../../src/lib/logger.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { testBackends } from '../helpers/postgres.js';
-import { execute, LOOPBACK_ONLY, registerServer, toolText } from '../helpers/mcp-tools.js';
+import { captureLogs, execute, LOOPBACK_ONLY, registerServer, toolText, waitFor } from '../helpers/mcp-tools.js';
 import { expectProblem } from '../helpers/problem.js';
 import { type OAuthToolServer, type OAuthToolServerOptions, startOAuthToolServer } from '../fakes/oauth-tool-server.js';
 
@@ -27,9 +27,10 @@ describe.each(testBackends())('tool servers behind OAuth on $kind', { timeout: 3
   let base: string;
   const clock = manualClock(new Date());
   const fakes: OAuthToolServer[] = [];
+  const logs = captureLogs();
 
   beforeAll(async () => {
-    t = await createTestApp({ backend, env: { HOST: '127.0.0.1' }, overrides: { clock, fetch: LOOPBACK_ONLY, toolHub: { backoffInitialMs: 100, callTimeoutMs: 5_000 } } });
+    t = await createTestApp({ backend, env: { HOST: '127.0.0.1' }, overrides: { clock, logger: logs.logger, fetch: LOOPBACK_ONLY, toolHub: { backoffInitialMs: 100, callTimeoutMs: 5_000 } } });
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     base = `http://127.0.0.1:${(t.app.server.address() as { port: number }).port}`;
   });
@@ -74,6 +75,8 @@ describe.each(testBackends())('tool servers behind OAuth on $kind', { timeout: 3
     const refused = expectProblem(await execute(t, { toolName: 'notes', action: 'whoami', parameters: {} }), 502, 'upstream_error');
     // Said as such, not as an unreachable server retried with back-off.
     expect(refused.detail).toMatch(/^notes needs an admin to connect it/);
+    // Two sentences, each ended: the reason, then the execution that recorded the call.
+    expect(refused.detail).toMatch(/it asks for OAuth sign-in\. Recorded as execution exe_\w+\.$/);
 
     const { authorizationUrl, expiresAt } = await authorize(server.id);
     const url = new URL(authorizationUrl);
@@ -171,15 +174,57 @@ describe.each(testBackends())('tool servers behind OAuth on $kind', { timeout: 3
   it('revokes the tokens at the authorization server and forgets them', async () => {
     const f = await fake();
     const server = await registerServer(t, { name: 'revoked', transport: 'http', url: f.url });
+    const signOut = () => t.request({ method: 'DELETE', url: `/api/mcp/servers/${server.id}/oauth` });
+    // Never signed in: nothing to sign out of.
+    expect(expectProblem(await signOut(), 409, 'conflict').detail).toContain('not signed in');
     await connect(f, server.id);
     await whoami('revoked');
-    const res = await t.request({ method: 'DELETE', url: `/api/mcp/servers/${server.id}/oauth` });
+    const res = await signOut();
     expect(res.statusCode, res.body).toBe(200);
     expect(f.seen.revoked).toEqual(['refresh_token', 'access_token']);
-    expect(res.json()).toMatchObject({ status: 'needs_consent', oauth: { status: 'needs_consent', scope: null, error: 'Signed out by an admin.' } });
+    // A clean sign-out is no error: `oauth.error` is kept for a revocation that failed.
+    const signedOut = res.json() as ServerView;
+    expect(signedOut).toMatchObject({ status: 'needs_consent', oauth: { status: 'needs_consent', scope: null, error: null } });
+    // The server says what it says before any sign-in.
+    expect(signedOut.error).toMatch(/^revoked needs an admin to connect it/);
+    // Nor does the server's next challenge make one of it.
+    expect((await get(server.id)).oauth).toMatchObject({ status: 'needs_consent', error: null });
+    expect(expectProblem(await signOut(), 409, 'conflict').detail).toContain('not signed in');
     expect(expectProblem(await execute(t, { toolName: 'revoked', action: 'whoami', parameters: {} }), 502, 'upstream_error').detail).toContain('needs an admin to connect it');
     const row = await t.ctx.db.kysely.selectFrom('mcp_server_oauth').select('tokens').where('server_id', '=', server.id).executeTakeFirstOrThrow();
     expect(row.tokens).toBeNull();
+  });
+
+  it('registers dynamically once per authorization server, however many consents start, one after another or together', async () => {
+    const f = await fake({ metadataDocuments: false });
+    const server = await registerServer(t, { name: 'registering', transport: 'http', url: f.url });
+    const started = [];
+    for (let i = 0; i < 3; i++) started.push(new URL((await authorize(server.id)).authorizationUrl));
+    expect(f.seen.registrations).toBe(1);
+    const clientId = started[0]!.searchParams.get('client_id');
+    expect(clientId).toMatch(/^dyn-/);
+    expect(started.map((u) => u.searchParams.get('client_id'))).toEqual([clientId, clientId, clientId]);
+    // The first consent started still completes with that client.
+    expect((await callback(await f.consent(started[0]!.href))).status).toBe(303);
+    expect((await get(server.id)).oauth).toMatchObject({ status: 'connected', clientRegistration: 'dynamic' });
+    expect((await whoami('registering')).client).toBe(clientId);
+
+    // Two consents started together: the first one's registration is held at the authorization
+    // server while the second starts, which waits for that client rather than registering its own.
+    const g = await fake({ metadataDocuments: false });
+    const together = await registerServer(t, { name: 'registering-together', transport: 'http', url: g.url });
+    let release!: () => void;
+    g.behaviour.registrationGate = new Promise<void>((resolve) => (release = resolve));
+    const first = authorize(together.id);
+    await waitFor(() => g.seen.registrations === 1, 8_000, 'the first consent to register');
+    const waits = () => logs.text().split('\n').filter((line) => line.includes('waits for the client another consent is registering') && line.includes('"server":"registering-together"')).length;
+    const second = authorize(together.id);
+    await waitFor(() => waits() === 1 || g.seen.registrations > 1, 8_000, 'the second consent to wait for that client (or to register its own)');
+    release();
+    const ids = (await Promise.all([first, second])).map((a) => new URL(a.authorizationUrl).searchParams.get('client_id'));
+    expect(g.seen.registrations).toBe(1);
+    expect(ids[0]).toMatch(/^dyn-/);
+    expect(ids[1]).toBe(ids[0]);
   });
 
   it('falls back to dynamic registration, or uses a pre-registered confidential client', async () => {

@@ -33,7 +33,7 @@ describe('openDatabase', () => {
   it('applies migrations once', async () => {
     const db = openDatabase({ filename: file(), durability: 'normal' });
     try {
-      expect(await migrate(db)).toEqual(['001-initial', '002-knowledge', '003-knowledge-keys', '004-conversations', '005-tool-hub', '006-conversation-starts', '007-teams', '008-ab-tests', '009-analytics', '010-channels', '011-oauth', '012-openai-threads', '013-message-times', '014-postgres-keyword-index', '015-change-signals', '016-postgres-postings-keys', '017-rate-windows', '018-source-leases', '019-shared-sessions', '020-leases', '021-idempotency-owner', '022-tool-server-oauth', '023-mcp-tasks', '024-mcp-events', '025-mcp-replies', '026-persona-versions', '027-ab-test-versions', '028-evaluations', '029-handoffs', '030-handoff-outbox', '031-handoff-notifications', '032-handoff-desks', '033-interaction-sources']);
+      expect(await migrate(db)).toEqual(['001-initial', '002-knowledge', '003-knowledge-keys', '004-conversations', '005-tool-hub', '006-conversation-starts', '007-teams', '008-ab-tests', '009-analytics', '010-channels', '011-oauth', '012-openai-threads', '013-message-times', '014-postgres-keyword-index', '015-change-signals', '016-postgres-postings-keys', '017-rate-windows', '018-source-leases', '019-shared-sessions', '020-leases', '021-idempotency-owner', '022-tool-server-oauth', '023-mcp-tasks', '024-mcp-events', '025-mcp-replies', '026-persona-versions', '027-ab-test-versions', '028-evaluations', '029-handoffs', '030-handoff-outbox', '031-handoff-notifications', '032-handoff-desks', '033-interaction-sources', '034-tool-server-registration']);
       expect(await migrate(db)).toEqual([]);
     } finally {
       await db.close();

@@ -12,8 +12,8 @@ export function createToolOAuthStore(db: Kysely<Database>) {
         ? Promise.resolve([] as McpServerOAuthRow[])
         : db.selectFrom('mcp_server_oauth').selectAll().where('workspace_id', '=', workspaceId).where('server_id', 'in', serverIds).execute(),
 
-    /** Creates the row, or changes it; every change takes the next `version`. */
-    async upsert(row: Omit<McpServerOAuthRow, 'version' | 'refreshing_until_ms'>): Promise<void> {
+    /** Creates the row, or changes it; every change takes the next `version`. A dynamic registration stays. */
+    async upsert(row: Omit<McpServerOAuthRow, 'version' | 'refreshing_until_ms' | 'registration' | 'registering_until_ms'>): Promise<void> {
       await db
         .insertInto('mcp_server_oauth')
         .values({ ...row, version: 1, refreshing_until_ms: null })
@@ -59,6 +59,53 @@ export function createToolOAuthStore(db: Kysely<Database>) {
     /** Ends a claim that did not change the tokens (the authorization server could not be reached). */
     async releaseRefresh(serverId: string, version: number): Promise<void> {
       await db.updateTable('mcp_server_oauth').set({ refreshing_until_ms: null }).where('server_id', '=', serverId).where('version', '=', version).execute();
+    },
+
+    /**
+     * Claims the dynamic registration of the server's client until `untilMs`: true for exactly one
+     * caller among the instances while no other claim is alive. A server without a row gets one,
+     * waiting for consent. The claim and the registration leave `version` (the tokens') alone.
+     */
+    async claimRegistration(server: { id: string; workspace_id: string }, nowMs: number, untilMs: number, now: string): Promise<boolean> {
+      await db
+        .insertInto('mcp_server_oauth')
+        .values({
+          server_id: server.id,
+          workspace_id: server.workspace_id,
+          status: 'needs_consent',
+          error: null,
+          resource_metadata_url: null,
+          challenge_scope: null,
+          issuer: null,
+          client_method: null,
+          client: null,
+          tokens: null,
+          scope: null,
+          expires_ms: null,
+          refresh_at_ms: null,
+          version: 1,
+          refreshing_until_ms: null,
+          updated_at: now,
+        })
+        .onConflict((oc) => oc.column('server_id').doNothing())
+        .execute();
+      const r = await db
+        .updateTable('mcp_server_oauth')
+        .set({ registering_until_ms: untilMs })
+        .where('server_id', '=', server.id)
+        .where((eb) => eb.or([eb('registering_until_ms', 'is', null), eb('registering_until_ms', '<', nowMs)]))
+        .executeTakeFirst();
+      return Number(r.numUpdatedRows) === 1;
+    },
+
+    /** Keeps the registration made under the claim (sealed), and ends the claim. */
+    async saveRegistration(serverId: string, registration: string): Promise<void> {
+      await db.updateTable('mcp_server_oauth').set({ registration, registering_until_ms: null }).where('server_id', '=', serverId).execute();
+    },
+
+    /** Ends a claim that registered nothing (the registration failed, or another had stored one). */
+    async releaseRegistration(serverId: string): Promise<void> {
+      await db.updateTable('mcp_server_oauth').set({ registering_until_ms: null }).where('server_id', '=', serverId).execute();
     },
 
     insertPending: (row: { state_hash: string; workspace_id: string; server_id: string; request: string; expires_ms: number }) =>

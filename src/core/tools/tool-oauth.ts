@@ -19,6 +19,7 @@ import type { AddressGuardOptions } from '../../lib/address-guard.js';
 import type { Cipher } from '../../lib/cipher.js';
 import type { Clock } from '../../lib/clock.js';
 import { guardedFetch } from '../../lib/guarded-fetch.js';
+import { createRegistrations, REGISTER_TIMEOUT_MS } from './tool-oauth-registration.js';
 import type { ToolOAuthStore } from './tool-oauth.store.js';
 
 type AuthSdk = typeof import('@modelcontextprotocol/client');
@@ -177,6 +178,14 @@ export function createToolOAuth({ store, cipher, clock, logger }: ToolOAuthDeps)
   const openTokens = (row: McpServerOAuthRow): Tokens | null =>
     row.tokens && row.issuer ? (JSON.parse(cipher.decrypt(row.tokens, tokensContext(row.server_id, row.issuer))) as Tokens) : null;
   const nowMs = () => clock.now().getTime();
+  const registrations = createRegistrations({
+    store,
+    clock,
+    logger,
+    seal: sealClient,
+    open: (serverId, sealed) => openClient({ server_id: serverId, client: sealed }) as ClientInfo & { issuer: string },
+    sameIssuer,
+  });
 
   /** The columns a token response sets: sealed tokens, scope, expiry and when to refresh. */
   function tokenColumns(serverId: string, issuer: string, answer: { access_token: string; refresh_token?: string | undefined; expires_in?: number | undefined; scope?: string | undefined }, scope: string | null) {
@@ -296,8 +305,8 @@ export function createToolOAuth({ store, cipher, clock, logger }: ToolOAuthDeps)
     if (existing) {
       return store.updateIfVersion(server.id, existing.version, {
         status: 'needs_consent',
-        // Already waiting without tokens (signed out, a refused refresh): the reason given then stays.
-        error: existing.status === 'needs_consent' && !existing.tokens && existing.error ? existing.error : error,
+        // Already waiting without tokens (signed out, a refused refresh): what was said then stays, nothing after a clean sign-out.
+        error: existing.status === 'needs_consent' && !existing.tokens ? existing.error : error,
         resource_metadata_url: resourceMetadata,
         challenge_scope: unionScope(existing.scope, existing.challenge_scope, scope),
         ...(keepTokens ? {} : { tokens: null, expires_ms: null, refresh_at_ms: null }),
@@ -475,18 +484,19 @@ export function createToolOAuth({ store, cipher, clock, logger }: ToolOAuthDeps)
       } else if (metadata.client_id_metadata_document_supported === true && metadataDocumentUsable(base)) {
         method = 'metadata_document';
         client = { clientId: `${base}${CLIENT_DOCUMENT_PATH}`, ...endpoints };
-      } else if (row?.client_method === 'dynamic' && stored && stored.issuer !== null && sameIssuer(stored.issuer, issuer)) {
-        method = 'dynamic';
-        client = { ...stored, ...endpoints };
       } else if (metadata.registration_endpoint) {
-        let registered;
-        try {
-          registered = await sdk.registerClient(info.authorizationServerUrl, { metadata, clientMetadata: clientMetadataOf(base), ...(scope ? { scope } : {}), fetchFn });
-        } catch (err) {
-          throw fail(`dynamic client registration failed (${oauthMessage(err)})`);
-        }
+        // Once per authorization server: kept when made, and made by one of the consents started together.
+        const registration = await registrations.at(server, issuer, async () => {
+          const timed: typeof fetchFn = (url, init) => fetchFn(url, { ...init, signal: init?.signal ?? AbortSignal.timeout(REGISTER_TIMEOUT_MS) });
+          try {
+            const made = await sdk.registerClient(info.authorizationServerUrl, { metadata, clientMetadata: clientMetadataOf(base), ...(scope ? { scope } : {}), fetchFn: timed });
+            return { clientId: made.client_id, clientSecret: made.client_secret };
+          } catch (err) {
+            throw fail(`dynamic client registration failed (${oauthMessage(err)})`);
+          }
+        });
         method = 'dynamic';
-        client = { clientId: registered.client_id, clientSecret: registered.client_secret, ...endpoints };
+        client = { clientId: registration.clientId, clientSecret: registration.clientSecret, ...endpoints };
       } else {
         throw new ValidationError(
           `${server.name}'s authorization server accepts neither Client ID Metadata Documents nor dynamic registration: register Switchboard there (redirect URI ${redirectUri}) and register this server again with oauth.clientId.`,
@@ -587,7 +597,8 @@ export function createToolOAuth({ store, cipher, clock, logger }: ToolOAuthDeps)
      */
     async revoke(server: McpServerRow, guard: AddressGuardOptions): Promise<string | null> {
       const row = await store.find(server.id);
-      if (!row) throw new ConflictError(`${server.name} is not signed in with OAuth.`);
+      // Never signed in, or signed out already: nothing to revoke or drop.
+      if (!row?.tokens) throw new ConflictError(`${server.name} is not signed in with OAuth.`);
       const tokens = openTokens(row);
       const client = openClient(row);
       let failure: string | null = null;
@@ -615,7 +626,8 @@ export function createToolOAuth({ store, cipher, clock, logger }: ToolOAuthDeps)
       }
       await store.update(server.id, {
         status: 'needs_consent',
-        error: failure ? `Signed out; ${failure}, so the tokens may stay valid there until they expire.` : 'Signed out by an admin.',
+        // `error` says only that revocation failed: a clean sign-out is no error.
+        error: failure ? `Signed out; ${failure}, so the tokens may stay valid there until they expire.` : null,
         challenge_scope: unionScope(row.challenge_scope, row.scope),
         tokens: null,
         scope: null,

@@ -103,7 +103,7 @@ export function toolRoutes(ctx: AppContext, base: () => string): FastifyPluginAs
           tags,
           summary: 'Start connecting a tool server that signs in with OAuth',
           description:
-            'Discovers the server’s authorization server (RFC 9728, RFC 8414), identifies Switchboard (its Client ID Metadata Document, else dynamic registration, or the pre-registered client), and answers the authorization URL (PKCE S256, `state`, `resource`). ' +
+            'Discovers the server’s authorization server (RFC 9728, RFC 8414), identifies Switchboard (its Client ID Metadata Document, else dynamic registration, once per authorization server, or the pre-registered client), and answers the authorization URL (PKCE S256, `state`, `resource`). ' +
             'Open it in the admin’s browser; after consent the authorization server sends the browser to `/oauth/callback`, which stores the tokens and returns to the console. ' +
             'Not an http server → 409; discovery or registration failing → 502; an authorization server with neither client metadata documents nor registration → 400 (register the server again with `oauth.clientId`).',
           params: idParams,
@@ -121,7 +121,7 @@ export function toolRoutes(ctx: AppContext, base: () => string): FastifyPluginAs
           tags,
           summary: 'Sign a tool server out: revoke its OAuth tokens and forget them',
           description:
-            'Revokes the refresh and access tokens at the authorization server’s revocation endpoint (RFC 7009) when it has one, drops them here either way, and answers the server, now `needs_consent` (`oauth.error` says when revocation failed). Never signed in → 409.',
+            'Revokes the refresh and access tokens at the authorization server’s revocation endpoint (RFC 7009) when it has one, drops them here either way, and answers the server, now `needs_consent` (`oauth.error` null, or why revocation failed). Not signed in (never, or signed out already) → 409.',
           params: idParams,
           response: withErrors({ 200: mcpServerSchema }, [404, 409]),
         },

@@ -301,9 +301,10 @@ function errorText(result: unknown): string {
   return (text || 'The tool reported an error.').slice(0, 2000);
 }
 
-/** The same error, its detail naming the execution that recorded it. */
+/** The same error, its detail naming the execution that recorded it (a sentence after the error's, which is ended first). */
 function withExecution(err: AppError, executionId: string): AppError {
-  const detail = `${err.message} Recorded as execution ${executionId}.`;
+  const reason = err.message.trimEnd();
+  const detail = `${/[.!?]$/.test(reason) ? reason : `${reason}.`} Recorded as execution ${executionId}.`;
   return err instanceof UpstreamTimeoutError ? new UpstreamTimeoutError(detail) : new UpstreamError(detail);
 }
 

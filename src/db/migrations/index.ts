@@ -34,6 +34,7 @@ import * as m030 from './030-handoff-outbox.js';
 import * as m031 from './031-handoff-notifications.js';
 import * as m032 from './032-handoff-desks.js';
 import * as m033 from './033-interaction-sources.js';
+import * as m034 from './034-tool-server-registration.js';
 
 /** A step of the one chain both backends run; it branches on the dialect only through its type helpers. */
 interface DialectMigration {
@@ -75,6 +76,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '031-handoff-notifications': m031,
   '032-handoff-desks': m032,
   '033-interaction-sources': m033,
+  '034-tool-server-registration': m034,
 };
 
 /**
