@@ -4,6 +4,7 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { callError, connectInMemory } from '../helpers/mcp.js';
 import { testBackends } from '../helpers/postgres.js';
 import { expectProblem } from '../helpers/problem.js';
 import { upload } from './knowledge-helpers.js';
@@ -101,5 +102,18 @@ describe.each(testBackends())('the NUL character on $kind', (backend) => {
       expect(all).toContain('striped');
       expect(all).not.toContain('\\u0000');
     });
+  });
+
+  it('in MCP tool arguments, resource ids and prompt names (stdio has no JSON parser to refuse it)', async () => {
+    const client = await connectInMemory(t);
+    try {
+      expect(await callError(client, 'get_persona', { id: 'per_x\0' })).toBe('Validation failed: Invalid arguments: id: must not contain the NUL character (U+0000)');
+      expect(await callError(client, 'create_persona', { name: 'Refused', instructions: 'x', traits: ['ok', 'a\0'] })).toContain('traits.1: must not contain the NUL character');
+      await expect(client.readResource({ uri: 'switchboard://personas/per_x%00' })).rejects.toMatchObject({ code: -32002 });
+      await expect(client.getPrompt({ name: 'per_x\0' })).rejects.toThrow(/not found|unknown/i);
+      expect((await t.request({ method: 'GET', url: '/personas?q=Refused' })).json().data).toEqual([]);
+    } finally {
+      await client.close();
+    }
   });
 });
