@@ -2,8 +2,12 @@
 // in an id it names no object (404), in a query parameter, a field or a tool argument it is a 400
 // naming where, and text read from a document drops it.
 import type { LightMyRequestResponse } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { signature } from '../../bridges/webhook/webhook-bridge.js';
+import { type FakeSlack, startFakeSlack } from '../fakes/slack-api.js';
+import { eventCallback, messageEvent, nextTs, signSlackRequest } from '../fakes/slack-events.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { createChannel, createPersona } from '../helpers/factories.js';
 import { callError, connectInMemory } from '../helpers/mcp.js';
 import { testBackends } from '../helpers/postgres.js';
 import { expectProblem } from '../helpers/problem.js';
@@ -38,11 +42,16 @@ function expectRefusal(res: LightMyRequestResponse, path: string, status: number
 describe.each(testBackends())('the NUL character on $kind', (backend) => {
   let t: TestApp;
   let ops: Operation[];
+  let fake: FakeSlack;
   beforeAll(async () => {
-    t = await createTestApp({ backend });
+    fake = await startFakeSlack({ botToken: 'xoxb-nul' });
+    t = await createTestApp({ backend, env: { SWITCHBOARD_SLACK_API_URL: fake.apiUrl } });
     ops = await operations(t);
   });
-  afterAll(async () => t.close());
+  afterAll(async () => {
+    await t?.close();
+    await fake?.close();
+  });
 
   it('in any path parameter of any operation: 404 not_found, as an unknown id', async () => {
     let checked = 0;
@@ -115,5 +124,43 @@ describe.each(testBackends())('the NUL character on $kind', (backend) => {
     } finally {
       await client.close();
     }
+  });
+
+  describe('channels', () => {
+    let persona: string;
+    beforeAll(async () => {
+      persona = (await createPersona(t, { name: 'Channel desk', instructions: 'Help.' })).id;
+    });
+
+    it('a webhook message holding a NUL is a 400 naming its field (the integrator can be told)', async () => {
+      const secret = 'webhook-secret-0123456789abcdef';
+      const channel = await createChannel(t, { type: 'webhook', personaId: persona, credentials: { secret } });
+      const inbound = (raw: string) =>
+        t.app.inject({ method: 'POST', url: `/business/channels/${channel.id}/inbound`, headers: { 'content-type': 'application/json', 'x-switchboard-signature': signature(secret, raw) }, payload: raw });
+      expectProblem(await inbound('{"conversationId":"c","message":"hi\\u0000"}'), 400, 'validation_failed', 'message');
+      expectProblem(await inbound('{"conversationId":"c\\u0000","message":"hi"}'), 400, 'validation_failed', 'conversationId');
+      expect((await t.request({ method: 'GET', url: `/sessions?channelId=${channel.id}` })).json().data).toEqual([]);
+    });
+
+    it('a Slack message holding a NUL is answered, its NULs dropped (a person on Slack cannot be sent a 400)', async () => {
+      const signingSecret = 'nul-signing-secret';
+      const channel = await createChannel(t, { type: 'slack', personaId: persona, credentials: { botToken: 'xoxb-nul', signingSecret } });
+      const ts = nextTs();
+      const raw = JSON.stringify(eventCallback(messageEvent({ text: `<@${fake.botUserId}> Where is the zebra\u0000 crossing?`, ts, user: 'U7' }), { botUserId: fake.botUserId }));
+      const res = await t.app.inject({ method: 'POST', url: `/business/channels/${channel.id}/slack/events`, headers: signSlackRequest(raw, signingSecret), payload: raw });
+      expect(res.statusCode, res.body).toBe(200);
+      const session = await vi.waitFor(
+        async () => {
+          const [found] = (await t.request({ method: 'GET', url: `/sessions?channelId=${channel.id}` })).json().data;
+          expect(found?.messageCount).toBe(2);
+          return found as { id: string };
+        },
+        { timeout: 8_000, interval: 50 },
+      );
+      const { messages } = (await t.request({ method: 'GET', url: `/sessions/${session.id}` })).json() as { messages: Array<{ role: string; content: string }> };
+      expect(messages[0]).toMatchObject({ role: 'user', content: 'Where is the zebra crossing?' });
+      expect(messages[1]!.role).toBe('assistant');
+      expect(messages[1]!.content).not.toMatch(/^Sorry/);
+    });
   });
 });
