@@ -126,6 +126,18 @@ describe.each(testBackends())('the NUL character on $kind', (backend) => {
     }
   });
 
+  it('in a case of an imported dataset (JSONL escapes it, the request body only held text): 400 naming case and field', async () => {
+    const created = await t.request({ method: 'POST', url: '/datasets', body: { name: 'Nul cases', cases: [] } });
+    expect(created.statusCode, created.body).toBe(201);
+    const importUrl = `/datasets/${created.json().id}/import`;
+    const jsonl = '{"input":"fine"}\n{"input":"a\\u0000b"}\n';
+    const problem = expectProblem(await t.request({ method: 'POST', url: importUrl, body: { format: 'jsonl', content: jsonl } }), 400, 'validation_failed', 'cases.1.input');
+    expect(JSON.stringify(problem.errors)).toContain('line 2');
+    const csv = 'input,messages\nhello,"[{""role"":""user"",""content"":""x\\u0000""}]"\n';
+    expectProblem(await t.request({ method: 'POST', url: importUrl, body: { format: 'csv', content: csv } }), 400, 'validation_failed', 'cases.0.messages.0.content');
+    expect((await t.request({ method: 'GET', url: `/datasets/${created.json().id}` })).json().caseCount).toBe(0);
+  });
+
   describe('channels', () => {
     let persona: string;
     beforeAll(async () => {
