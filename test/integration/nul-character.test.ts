@@ -82,6 +82,9 @@ describe.each(testBackends())('the NUL character on $kind', (backend) => {
     const persona = (await t.request({ method: 'POST', url: '/personas', body: { name: 'Nul', instructions: 'x' } })).json();
     expectProblem(await t.request({ method: 'GET', url: `/personas/${persona.id}%00` }), 404, 'not_found');
     expectProblem(await t.request({ method: 'GET', url: `/personas?q=Nul%00` }), 400, 'validation_failed', 'q');
+    // JSON sent as text escapes it: no NUL in the URL, one once parsed.
+    const filter = encodeURIComponent('{"team":"a\\u0000"}');
+    expectProblem(await t.request({ method: 'GET', url: `/knowledge/search?q=tea&filter=${filter}` }), 400, 'validation_failed', 'filter.team');
     expect((await t.request({ method: 'GET', url: `/personas/${persona.id}` })).json()).toEqual(persona);
   });
 
