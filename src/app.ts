@@ -28,6 +28,7 @@ import { createApiDocs } from './http/docs.js';
 import { healthRoutes, READINESS_PATH } from './http/health.routes.js';
 import { registerIdempotencyHooks } from './http/idempotency-hooks.js';
 import { registerJsonBodyParser } from './http/json-body.js';
+import { registerNulGuard } from './http/nul-guard.js';
 import { openApiTransform } from './http/openapi.js';
 import { registerRateLimit, registerSharedRateLimit } from './http/rate-limit.js';
 import { requestLogger } from './http/request-logger.js';
@@ -103,6 +104,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     verify: (token) => services.oauth.verifyAccessToken(token, resourceOf(base())),
     challenge: () => `Bearer realm="switchboard", resource_metadata="${resourceMetadataUrlOf(base())}"`,
   });
+  registerNulGuard(app);
   registerIdempotencyHooks(app, services.idempotency);
   if (ctx.changeCounters) registerResponseCache(app, ctx.changeCounters);
 

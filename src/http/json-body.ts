@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { InvalidJsonError, validationErrorOf } from '../errors.js';
 import { jsonDepthIssue } from '../lib/json-depth.js';
+import { nulIssue } from '../lib/nul.js';
 import { onRoutesWhere } from './route-hooks.js';
 
 const ESCAPED_SURROGATE = /\\u[dD][89a-fA-F]/;
@@ -28,28 +29,6 @@ function hasLoneSurrogate(root: unknown): boolean {
 const ESCAPED_NUL = /\\u0000/;
 
 /**
- * The path to the first string (or key) holding U+0000 in a parsed JSON value, or null. PostgreSQL
- * text cannot hold it, so it is refused on both backends alike. Iterative: bodies nest deep.
- */
-function pathToNul(root: unknown): Array<string | number> | null {
-  const pending: Array<{ value: unknown; path: Array<string | number> }> = [{ value: root, path: [] }];
-  while (pending.length > 0) {
-    const { value, path } = pending.pop()!;
-    if (typeof value === 'string') {
-      if (value.includes('\0')) return path;
-    } else if (Array.isArray(value)) {
-      value.forEach((v, i) => pending.push({ value: v, path: [...path, i] }));
-    } else if (value !== null && typeof value === 'object') {
-      for (const [k, v] of Object.entries(value)) {
-        if (k.includes('\0')) return [...path, k];
-        pending.push({ value: v, path: [...path, k] });
-      }
-    }
-  }
-  return null;
-}
-
-/**
  * JSON is the only body type (API.md §1): an empty body reads as `{}`, anything else falls through to 415.
  * Fastify's own parser still guards against prototype poisoning. A body nested deeper than 64 levels
  * is refused here, once for every JSON route (`/mcp` included), before any validator, size check or
@@ -69,8 +48,9 @@ export function registerJsonBodyParser(app: FastifyInstance) {
       if (ESCAPED_SURROGATE.test(text) && hasLoneSurrogate(value)) {
         return done(new InvalidJsonError('The request body holds an unpaired UTF-16 surrogate (\\uD800–\\uDFFF).'));
       }
-      const nul = ESCAPED_NUL.test(text) ? pathToNul(value) : null;
-      if (nul) return done(validationErrorOf('body', [{ path: nul.join('.'), message: 'must not contain the NUL character (U+0000)' }]));
+      // PostgreSQL text cannot hold U+0000: refused on both backends alike (lib/nul.ts).
+      const nul = ESCAPED_NUL.test(text) ? nulIssue(value) : null;
+      if (nul) return done(validationErrorOf('body', [nul]));
       return done(null, value);
     });
   });

@@ -15,10 +15,10 @@ export const problemSchema = z
   .meta({ id: 'Problem' });
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
-  400: 'Invalid JSON (`invalid_json`) or a field failed validation (`validation_failed`, `errors[]` names it; a body nested deeper than 64 levels is refused so too).',
+  400: 'Invalid JSON (`invalid_json`) or a field failed validation (`validation_failed`, `errors[]` names it; a body nested deeper than 64 levels is refused so too, as is the NUL character U+0000 in a field or query parameter).',
   401: 'Missing, malformed, unknown, revoked or expired API key.',
   403: 'The key lacks the scope this operation needs.',
-  404: 'No such object in this workspace.',
+  404: 'No such object in this workspace (an id holding the NUL character U+0000 names none).',
   409: 'Conflicts with the current state.',
   413: 'Body larger than the limit.',
   415: 'Body is not JSON.',

@@ -20,6 +20,7 @@ import type { AppContext } from '../context.js';
 import { VERSION } from '../context.js';
 import { hasScope } from '../core/auth/keys.js';
 import { AppError, ForbiddenError, InternalError, NotFoundError, toToolErrorResult, validationErrorOf, zodFieldErrors } from '../errors.js';
+import { refuseNul, refuseNulId } from '../lib/nul.js';
 import { jsonDepthIssue } from '../lib/json-depth.js';
 import { traceFields, withLogContext } from '../lib/log-context.js';
 import { MCP_FEATURES } from './catalog.js';
@@ -94,6 +95,8 @@ async function callTool(
     // Over stdio nothing parsed the arguments with a depth limit yet (over /mcp the JSON body parser did).
     const tooDeep = jsonDepthIssue(args);
     if (tooDeep) throw validationErrorOf('arguments', [tooDeep]);
+    // Over stdio nothing refused the NUL character either (PostgreSQL text cannot hold it; lib/nul.ts).
+    refuseNul(args, 'arguments');
     const parsed = tool.input.safeParse(args ?? {});
     if (!parsed.success) throw validationErrorOf('arguments', zodFieldErrors(parsed.error.issues));
     const early = await before?.(parsed.data);
@@ -174,7 +177,10 @@ export function servingFor(ctx: AppContext, caller: McpCaller, features: McpFeat
           },
           async read(href: string, id: unknown, signal: AbortSignal) {
             try {
-              const value = await resource.read({ ...base, signal }, decodeURIComponent(String(id ?? '')));
+              const key = decodeURIComponent(String(id ?? ''));
+              // No object has an id holding a NUL (lib/nul.ts): not found, without asking the database.
+              refuseNulId(key, resource.title);
+              const value = await resource.read({ ...base, signal }, key);
               return { contents: [{ uri: href, mimeType: 'application/json', text: JSON.stringify(value, null, 2) }] };
             } catch (err) {
               throw fail(err);
@@ -188,6 +194,8 @@ export function servingFor(ctx: AppContext, caller: McpCaller, features: McpFeat
     },
     /** The prompt `name` of the first provider that has it; undefined when none has. */
     async getPrompt(name: string, args: Record<string, string>, signal: AbortSignal) {
+      // Prompt names are ids (a persona's): none holds a NUL (lib/nul.ts).
+      if (name.includes('\0')) return undefined;
       for (const provider of prompts) {
         try {
           const prompt = await provider.get({ ...base, signal }, name, args);

@@ -128,6 +128,15 @@ describe.runIf(postgresUrl() !== null)('two instances on one PostgreSQL database
     }
   });
 
+  it('the built server refuses the NUL character PostgreSQL text cannot hold: 404 in an id, 400 naming a query parameter', async () => {
+    const id = await call(a, 'GET', '/personas/per_x%00', adminKey);
+    expect(id.status).toBe(404);
+    expect(id.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    const query = await call(b, 'GET', '/sessions?personaId=per_x%00', adminKey);
+    expect(query.status).toBe(400);
+    expect(((await query.json()) as { errors: Array<{ path: string }> }).errors[0]!.path).toBe('personaId');
+  });
+
   it('a key created on one works on the other at once; revoked there, the other refuses it soon after', async () => {
     const created = await newKey(a);
     // B has not seen it before: it reads the database, and now holds it in its cache.

@@ -3,6 +3,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { testBackends } from '../helpers/postgres.js';
+import { expectProblem } from '../helpers/problem.js';
 
 /**
  * Property tests: random JSON at the write endpoints. Validity is decided by the predicates below,
@@ -93,11 +94,14 @@ const anyJson = fc.jsonValue({ maxDepth: 2 });
 const field = (domain: fc.Arbitrary<unknown>, edges: fc.Arbitrary<unknown>) =>
   fc.oneof({ arbitrary: domain, weight: 10 }, { arbitrary: edges, weight: 3 }, { arbitrary: anyJson, weight: 1 });
 
+/** Text with the NUL character (U+0000) somewhere in it, which PostgreSQL text cannot hold. */
+const withNul = fc.tuple(fc.string({ maxLength: 6 }), fc.string({ maxLength: 6 })).map(([a, b]) => `${a}\u0000${b}`);
 const word = fc.oneof(
   { arbitrary: fc.stringMatching(/^[A-Za-z][A-Za-z0-9 ._-]{0,15}$/), weight: 6 },
   { arbitrary: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 8 }), weight: 3 },
   // Any UTF-16 code units, lone surrogates included.
   { arbitrary: fc.string({ unit: 'binary', minLength: 1, maxLength: 6 }), weight: 1 },
+  { arbitrary: withNul, weight: 1 },
 );
 const textEdges = fc.oneof(
   near('', ' ', '\t\n', '  padded  ', 'x'.repeat(200), 'x'.repeat(201), ` ${'x'.repeat(200)} `),
@@ -351,7 +355,9 @@ describe.each(testBackends())('fuzzing the write endpoints on $kind', (backend) 
     it('any id that is not a persona of the workspace: 404 problem+json', async () => {
       // `.` and `..` are dot-segments, which no URL carries as a path segment: `/personas/.` is
       // resolved to `/personas/`, the list. They are no ids a client can ask for.
-      const id = fc.string({ unit: 'grapheme', minLength: 1, maxLength: 300 }).filter((s) => !isDotSegment(s));
+      const id = fc
+        .oneof({ arbitrary: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 300 }), weight: 4 }, { arbitrary: withNul, weight: 1 })
+        .filter((s) => !isDotSegment(s));
       await fc.assert(
         fc.asyncProperty(id, fc.constantFrom('GET', 'PUT', 'DELETE'), async (raw, method) => {
           const url = `/personas/${encodeURIComponent(raw)}`;
@@ -362,6 +368,27 @@ describe.each(testBackends())('fuzzing the write endpoints on $kind', (backend) 
         }),
         fcOptions,
       );
+    });
+  });
+
+  describe('GET /personas?q=', () => {
+    it('any search text: a page of personas, or a 400 naming q when it holds a NUL', async () => {
+      let nul = 0;
+      await fc.assert(
+        fc.asyncProperty(fc.oneof({ arbitrary: fc.string({ unit: 'grapheme', maxLength: 40 }), weight: 3 }, { arbitrary: withNul, weight: 1 }), async (q) => {
+          const res = await t.request({ method: 'GET', url: `/personas?q=${encodeURIComponent(q)}` });
+          expect(res.statusCode, `${JSON.stringify(q)} → ${res.body}`).toBeLessThan(500);
+          if (q.includes('\u0000')) {
+            nul++;
+            expectProblem(res, 400, 'validation_failed', 'q');
+          } else {
+            expect(res.statusCode, `${JSON.stringify(q)} → ${res.body}`).toBe(200);
+            expect(Array.isArray(res.json().data)).toBe(true);
+          }
+        }),
+        fcOptions,
+      );
+      expect(nul).toBeGreaterThan(10);
     });
   });
 

@@ -67,9 +67,12 @@ describe('PKCE and scopes', () => {
 });
 
 describe('forms, base URL, pages', () => {
-  it('refuses a parameter sent twice', () => {
+  it('refuses a parameter sent twice or holding a NUL', () => {
     expect(parseForm('a=1&b=2+3')).toEqual({ a: '1', b: '2 3' });
     expect(() => parseForm('code=1&code=2')).toThrow(/more than once/);
+    // PostgreSQL text cannot hold a NUL: refused with the parameter's name, as in a query parameter.
+    expect(() => parseForm('client_id=a%00b')).toThrow('The parameter client_id must not contain the NUL character (U+0000).');
+    expect(() => parseForm('a%00=1')).toThrow(/NUL character/);
     expect(Object.getPrototypeOf(parseForm('__proto__=x'))).toBe(Object.prototype);
   });
 

@@ -27,6 +27,7 @@ import type { Cipher } from '../../lib/cipher.js';
 import type { Clock } from '../../lib/clock.js';
 import type { IdGenerator } from '../../lib/ids.js';
 import { parseJsonBody } from '../../lib/json-depth.js';
+import { refuseNul, withoutNul } from '../../lib/nul.js';
 import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
 import type { AbTestService } from '../ab-tests/ab-tests.service.js';
 import type { PersonaService } from '../../core/personas/personas.service.js';
@@ -152,7 +153,10 @@ export function createChannelService(deps: ChannelServiceDeps) {
   function buildBridge(state: Live): ChannelBridge {
     const { row } = state;
     const events = {
-      onMessage: async (message: InboundMessage) => {
+      onMessage: async (sent: InboundMessage) => {
+        // What a person typed on the platform cannot be refused back to them: its NULs are dropped,
+        // since PostgreSQL text cannot hold one (lib/nul.ts).
+        const message = withoutNul(sent);
         if (await toDesk(state, message)) return;
         if (message.addressed === false && !(await withPerson(state, message))) return;
         await inbox.receive(routed(state.row), message, (m) => bridgeOf(state).reply(m.replyTo));
@@ -555,7 +559,10 @@ export function createChannelService(deps: ChannelServiceDeps) {
         throw new UnauthorizedError('The X-Switchboard-Signature header is missing or does not match the body.');
       }
       if (!state.settings.enabled) throw new ConflictError(`Channel ${id} is disabled.`);
-      const parsed = webhookInboundSchema.safeParse(parseJsonBody(request.rawBody.toString('utf8')));
+      const body = parseJsonBody(request.rawBody.toString('utf8'));
+      // The integrator's client can be told, as on every JSON route: a NUL is a 400 naming its field (lib/nul.ts).
+      refuseNul(body, 'body');
+      const parsed = webhookInboundSchema.safeParse(body);
       if (!parsed.success) throw validationErrorOf('body', zodFieldErrors(parsed.error.issues, undefined, 'body'));
       const { conversationId, userId, message } = parsed.data;
       const delivery = request.headers['x-switchboard-delivery'];

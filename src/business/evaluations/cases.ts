@@ -36,6 +36,7 @@ import { detectDelimiter } from '../../core/knowledge/extractors/csv.js';
 import { type FieldError, ValidationError, validationErrorOf, zodFieldErrors } from '../../errors.js';
 import { isModernDraft, newAjv07, newAjv2020 } from '../../lib/ajv.js';
 import { jsonDepthIssue, pathTooDeep, TOO_DEEP } from '../../lib/json-depth.js';
+import { nulIssue } from '../../lib/nul.js';
 
 export const CASE_LIMITS = {
   input: 32_000,
@@ -277,6 +278,12 @@ function checkCase(raw: unknown, index: number, where: string, problems: Problem
   const tooDeep = jsonDepthIssue(raw, prefix);
   if (tooDeep) {
     problems.add({ path: tooDeep.path, message: `${where}: ${tooDeep.message}` });
+    return null;
+  }
+  // JSONL escapes a NUL ("\u0000") that the request's JSON parser saw as text (lib/nul.ts).
+  const nul = nulIssue(raw, prefix);
+  if (nul) {
+    problems.add({ path: nul.path, message: `${where}: ${nul.message}` });
     return null;
   }
   const parsed = evalCaseSchema.safeParse(raw);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { pathTooDeep, TOO_DEEP } from '../../lib/json-depth.js';
+import { NUL_MESSAGE, pathToNul } from '../../lib/nul.js';
 import { pageQuerySchema } from '../../lib/pagination.js';
 
 const name = z.string().trim().min(1).max(200);
@@ -12,7 +13,8 @@ const metadata = z
 
 /**
  * JSON object sent as text (a query parameter, a multipart part), parsed and then checked by
- * `schema`; held to the JSON body's depth limit before `schema` (whose size check stringifies) sees it.
+ * `schema`; held to the JSON body's depth limit before `schema` (whose size check stringifies) sees it,
+ * and to its refusal of the NUL character.
  */
 function jsonObjectText<T extends z.ZodType>(schema: T, maxLength = 16_384) {
   return z
@@ -29,6 +31,12 @@ function jsonObjectText<T extends z.ZodType>(schema: T, maxLength = 16_384) {
       const tooDeep = pathTooDeep(value);
       if (tooDeep) {
         ctx.addIssue({ code: 'custom', path: tooDeep, message: TOO_DEEP });
+        return z.NEVER;
+      }
+      // An escaped NUL ("\u0000") is no NUL in the text itself, but is one once parsed (lib/nul.ts).
+      const nul = pathToNul(value);
+      if (nul) {
+        ctx.addIssue({ code: 'custom', path: nul, message: NUL_MESSAGE });
         return z.NEVER;
       }
       return value;

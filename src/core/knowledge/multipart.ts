@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { AppError, PayloadTooLargeError, UnsupportedMediaTypeError, ValidationError } from '../../errors.js';
+import { refuseNul } from '../../lib/nul.js';
 import { uploadFieldsSchema } from './knowledge.schemas.js';
 import type { CreateSourceInput } from './knowledge.service.js';
 
@@ -47,6 +48,8 @@ export async function readKnowledgeUpload(request: FastifyRequest, limitBytes: n
     throw toAppError(err, limitBytes);
   }
   if (!file) throw ValidationError.field('file', 'is required (a multipart part named "file")');
+  // What the multipart headers name is stored as text, which on PostgreSQL cannot hold a NUL (lib/nul.ts).
+  refuseNul({ file: { filename: file.filename, mediaType: file.mediaType }, ...fields }, 'upload');
   const parsed = uploadFieldsSchema.safeParse(fields);
   if (!parsed.success) {
     // Dotted paths without empty segments, as the JSON body's errors (error-handler.ts).

@@ -14,6 +14,7 @@ import type { AppContext } from '../../context.js';
 import { principalOf } from '../../http/auth-hooks.js';
 import { errorHandler } from '../../http/error-handler.js';
 import { idParams, pageOf, withErrors } from '../../http/openapi.js';
+import { NUL_MESSAGE } from '../../lib/nul.js';
 import { ClientMetadataError, type ClientInfo, redirectUriMatches } from './client-metadata.js';
 import { consentPage, errorPage, formTargetOf, pageHeaders } from './consent-page.js';
 import { isCodeChallenge, OAUTH_SCOPES, type OAuthScope, parseScope, type PendingAuthorization, PENDING_TTL_MS } from './oauth.service.js';
@@ -73,6 +74,8 @@ export function parseForm(text: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of new URLSearchParams(text)) {
     if (Object.hasOwn(out, name)) throw new InvalidRequestError(`The parameter ${name.slice(0, 50)} was sent more than once.`);
+    // PostgreSQL text cannot hold a NUL (lib/nul.ts): refused here, as in any query parameter.
+    if (name.includes('\0') || value.includes('\0')) throw new InvalidRequestError(`The parameter ${name.slice(0, 50)} ${NUL_MESSAGE}.`);
     out[name] = value;
   }
   return out;
