@@ -159,8 +159,10 @@ describe('the Inbox: human handoff in the console, in Chromium', { timeout: 60_0
     await ana.page.getByLabel('Closed as').selectOption('returned');
     await ana.page.getByTestId('queue').locator(`tr[data-handoff="${id}"]`, { hasText: `Handed back by ${ANA} (you)` }).waitFor();
     const back = await api('POST', '/query', { personaId: helpdesk.id, sessionId: first.sessionId, message: 'Are you there?' });
-    expect(back.handoff).toBeUndefined();
+    // The user's next message brings the notice said since, once, and the persona answers again.
+    expect(back.handoff).toMatchObject({ id, status: 'returned', messages: [{ author: 'system', content: `${ANA} (a person) left the conversation; Helpdesk takes over again.` }] });
     expect(back.response.length).toBeGreaterThan(0);
+    expect((await api('POST', '/query', { personaId: helpdesk.id, sessionId: first.sessionId, message: 'Still there?' })).handoff).toBeUndefined();
 
     // Who you act as is remembered in this browser.
     await ana.page.reload();

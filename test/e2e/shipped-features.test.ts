@@ -177,7 +177,11 @@ describe('every feature’s main path on the built server', { timeout: 60_000 },
     expect(await ok(post(`/handoffs/${handoffId}/return`, { member: 'ada@example.com' }))).toMatchObject({ status: 'returned' });
     const contents = (await ok(get(`/sessions/${asked.sessionId}`))).messages.map((m: { content: string }) => m.content);
     expect(contents).toContain('Ada here: I found your parcel.');
-    expect((await ok(post('/query', { personaId: persona.id, message: 'Thanks!', sessionId: asked.sessionId }))).handoff).toBeUndefined();
+    // The user's next message brings what was said since (the reply and the notices), then the persona answers again.
+    const after = await ok(post('/query', { personaId: persona.id, message: 'Thanks!', sessionId: asked.sessionId }));
+    expect(after.handoff).toMatchObject({ id: handoffId, status: 'returned' });
+    expect(after.handoff.messages.map((m: { content: string }) => m.content)).toContain('Ada here: I found your parcel.');
+    expect((await ok(post('/query', { personaId: persona.id, message: 'And when?', sessionId: asked.sessionId }))).handoff).toBeUndefined();
   });
 
   it('A/B tests: started, answering with a variant, results read, stopped', async () => {
