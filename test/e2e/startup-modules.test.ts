@@ -56,8 +56,12 @@ const LAZY = {
   csv: '/node_modules/csv-parse/',
 };
 
-/** A migration's module: only when one is pending (src/db/migrations/index.ts). */
-const MIGRATION = '/dist/src/db/migrations/001-initial.js';
+/** Modules of ours a restart does without: a migration's (only when one is pending, src/db/migrations/index.ts), a document extractor's (at the first file of its kind). */
+const OWN_LAZY = {
+  migration: '/dist/src/db/migrations/001-initial.js',
+  markdownExtractor: '/dist/src/core/knowledge/extractors/markdown.js',
+  pdfExtractor: '/dist/src/core/knowledge/extractors/pdf.js',
+};
 
 const loads = (modules: string[], part: string) => modules.some((url) => url.includes(part));
 
@@ -84,18 +88,18 @@ describe('modules a server start loads (built server)', () => {
     return fs.readFileSync(logFile, 'utf8').split('\n');
   }
 
-  it('with no channel and the offline model, restarted: no platform SDK, no openai, no MCP server or client, no OpenAPI plugins, no file server, no migration', async () => {
+  it('with no channel and the offline model, restarted: no platform SDK, no openai, no MCP server or client, no OpenAPI plugins, no file server, no migration or document extractor', async () => {
     const dataDir = tempDir('switchboard-startup-modules-');
     dirs.push(dataDir);
     const key = generateKeySecret();
     // The first start migrates the new database; a restart finds it up to date and loads no migration.
     const first = await modulesOf(dataDir, key);
-    expect(loads(first, MIGRATION)).toBe(true);
+    expect(loads(first, OWN_LAZY.migration)).toBe(true);
     const modules = await modulesOf(dataDir, key);
     // The hook sees the server's own modules (the test would pass vacuously otherwise).
     expect(loads(modules, '/node_modules/fastify/')).toBe(true);
     expect(loads(modules, '/dist/src/app.js')).toBe(true);
-    for (const [name, part] of Object.entries({ ...LAZY, migration: MIGRATION })) expect(loads(modules, part), name).toBe(false);
+    for (const [name, part] of Object.entries({ ...LAZY, ...OWN_LAZY })) expect(loads(modules, part), name).toBe(false);
     // Node's bundled undici (fetch, WebSocket) loads when an ES module imports node:http (lib/node-http.ts).
     expect(modules).toContain('NativeModule internal/http');
     expect(modules).not.toContain('NativeModule internal/deps/undici/undici');
