@@ -215,13 +215,13 @@ export async function run(options: BenchOptions): Promise<BenchRow[]> {
     // answer; their idle second and shutdown are small): what others ran meanwhile.
     const serversUs = [...measured, ...floor].reduce((sum, m) => sum + m.cpuMs * 1000, 0);
     const otherUs = Math.max(0, machineBusyUs() - machineBefore - own.user - own.system - serversUs);
-    const window: Window = {
-      elapsedMs,
-      cpuUs: measured.reduce((sum, m) => sum + m.cpuMs * 1000, 0),
-      cpuPercent: round((serversUs / (elapsedMs * 1000)) * 100, 0),
-      otherCpuPercent: round((otherUs / (elapsedMs * 1000)) * 100, 0),
+    const percent = (us: number) => round((us / (elapsedMs * 1000)) * 100, 0);
+    const windowOf = (starts: Measured[]): Window => {
+      const cpuUs = starts.reduce((sum, m) => sum + m.cpuMs * 1000, 0);
+      return { elapsedMs, cpuUs, cpuPercent: percent(cpuUs), otherCpuPercent: percent(otherUs) };
     };
-    const bareWindow: Window = { ...window, cpuUs: floor.reduce((sum, m) => sum + m.cpuMs * 1000, 0) };
+    const window = windowOf(measured);
+    const bareWindow = windowOf(floor);
     const loadAfter = os.loadavg()[0]!;
     const healthMs = measured.map((m) => m.healthMs);
     const cpu = measured.map((m) => m.cpuMs);
