@@ -1,18 +1,11 @@
+// Each command imports what it uses when it runs (issue 40 item 19): `--help` loads this file
+// alone, `keys create` the database and the auth service, `serve` the server.
 import fs from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
-import { type Config, ConfigError, loadConfig, SECRET_VARIABLES, stdioServerEnv } from './config.js';
-import { createContext, databaseFile } from './context.js';
-import { DEFAULT_WORKSPACE } from './core/auth/auth.service.js';
-import { EmbedderMismatchError } from './core/knowledge/vector-state.js';
-import { hasScope, type Scope, SCOPES } from './core/auth/keys.js';
-import { openBackend } from './db/open.js';
-import { DatabaseUnavailableError } from './db/postgres/connection.js';
-import { AppError } from './errors.js';
-import { createLogger } from './lib/logger.js';
-import { runIngest, runReindex } from './knowledge-cli.js';
-import { CLIENT_FILES, claudeDesktopHttpRefusal, clientConfig, type ClientServer, KEY_PLACEHOLDER, MCP_CLIENTS, type McpClient, mcpUrl } from './mcp/client-config.js';
-import { startServer } from './server.js';
+import type { Config } from './config.js';
+import type { Scope } from './core/auth/keys.js';
+import type { ClientServer, McpClient } from './mcp/client-config.js';
 
 export interface CliIo {
   env: NodeJS.ProcessEnv;
@@ -107,6 +100,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       const stray = (['client', 'http', 'new-key', 'scope'] as const).find((n) => values[n] !== undefined);
       if (stray) throw new UsageError(`--${stray} is an option of mcp-config only.\n\n${HELP}`);
     }
+    const { loadConfig } = await import('./config.js');
     const config = loadConfig(io.env);
     switch (command) {
       case 'serve':
@@ -121,37 +115,41 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       case 'keys': {
         if (sub !== 'create' || rest.length > 0) throw new UsageError('Usage: switchboard keys create --name N [--scopes read,write] [--workspace NAME]');
         if (!values.name) throw new UsageError('keys create needs --name');
-        const scopes = parseScopes(values.scopes ?? 'read,write');
-        const ctx = await createContext(config);
+        const scopes = await parseScopes(values.scopes ?? 'read,write');
+        const [{ openAuth }, { DEFAULT_WORKSPACE }] = await Promise.all([import('./core/auth/open-auth.js'), import('./core/auth/auth.service.js')]);
+        const opened = await openAuth(config);
         try {
-          const { workspace, key } = await ctx.services.auth.createKeyInWorkspace(values.workspace ?? DEFAULT_WORKSPACE, values.name, scopes);
+          const { workspace, key } = await opened.auth.createKeyInWorkspace(values.workspace ?? DEFAULT_WORKSPACE, values.name, scopes);
           const { key: secret, ...apiKey } = key;
           print({ workspace, apiKey, key: secret }, `Created key ${apiKey.id} (${apiKey.scopes.join(', ')}) in workspace ${workspace.name}:\n\n    ${secret}\n\nIt is shown this once.`);
         } finally {
-          await ctx.close();
+          await opened.close();
         }
         return 0;
       }
       case 'workspaces': {
         const name = rest[0];
         if (sub !== 'create' || !name || rest.length > 1) throw new UsageError('Usage: switchboard workspaces create NAME');
-        const ctx = await createContext(config);
+        const { openAuth } = await import('./core/auth/open-auth.js');
+        const opened = await openAuth(config);
         try {
-          const { workspace, key } = await ctx.services.auth.createWorkspace(name);
+          const { workspace, key } = await opened.auth.createWorkspace(name);
           const { key: secret, ...apiKey } = key;
           print({ workspace, apiKey, key: secret }, `Created workspace ${workspace.name} (${workspace.id}); its admin key:\n\n    ${secret}\n\nIt is shown this once.`);
         } finally {
-          await ctx.close();
+          await opened.close();
         }
         return 0;
       }
       case 'ingest': {
         const inputs = [sub, ...rest].filter((x): x is string => x !== undefined);
         if (inputs.length === 0) throw new UsageError('Usage: switchboard ingest PATH|URL... [--persona ID] [--workspace NAME]');
+        const { runIngest } = await import('./knowledge-cli.js');
         return await runIngest(config, { inputs, personaId: values.persona, workspace: values.workspace, json }, io);
       }
       case 'reindex': {
         if (sub !== undefined) throw new UsageError('Usage: switchboard reindex');
+        const { runReindex } = await import('./knowledge-cli.js');
         return await runReindex(config, json, io);
       }
       case 'backup': {
@@ -161,6 +159,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         if (config.database) {
           throw new UsageError('backup copies the SQLite database; with SWITCHBOARD_DATABASE_URL the data is in PostgreSQL: back it up with pg_dump (or your provider’s snapshots).');
         }
+        const { databaseFile } = await import('./db/open.js');
         const source = databaseFile(config);
         if (!fs.existsSync(source)) throw new UsageError(`No database at ${source}.`);
         const { backupDatabase, openDatabase } = await import('./db/database.js');
@@ -177,6 +176,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       case 'migrate': {
         if (sub !== undefined) throw new UsageError('Usage: switchboard migrate');
         // openBackend applies the pending migrations of either backend (PostgreSQL under an advisory lock).
+        const [{ openBackend }, { createLogger }] = await Promise.all([import('./db/open.js'), import('./lib/logger.js')]);
         const backend = await openBackend(config, createLogger('silent'));
         await backend.close();
         const applied = backend.migrated;
@@ -200,15 +200,32 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         throw new UsageError(`Unknown command "${command}".\n\n${HELP}`);
     }
   } catch (err) {
-    const known = err instanceof ConfigError || err instanceof UsageError || err instanceof AppError || err instanceof EmbedderMismatchError || err instanceof DatabaseUnavailableError;
-    const message = known ? (err as Error).message : String((err as Error)?.stack ?? err);
-    if (json) io.stdout(`${JSON.stringify({ error: { message, ...(err instanceof AppError ? { code: err.code } : {}) } })}\n`);
+    const { message, code } = await failure(err);
+    if (json) io.stdout(`${JSON.stringify({ error: { message, ...(code !== undefined ? { code } : {}) } })}\n`);
     else io.stderr(`${message}\n`);
     return err instanceof UsageError ? 2 : 1;
   }
 }
 
-function parseScopes(text: string): Scope[] {
+/**
+ * What a failed command prints: the message of an error it expects, else the stack. The classes'
+ * modules are imported here, in order; each is loaded already when one of its errors was thrown.
+ */
+async function failure(err: unknown): Promise<{ message: string; code?: string }> {
+  if (err instanceof UsageError) return { message: err.message };
+  const { AppError } = await import('./errors.js');
+  if (err instanceof AppError) return { message: err.message, code: err.code };
+  const expected = [
+    async () => (await import('./config.js')).ConfigError,
+    async () => (await import('./core/knowledge/vector-state.js')).EmbedderMismatchError,
+    async () => (await import('./db/postgres/connection.js')).DatabaseUnavailableError,
+  ];
+  for (const errorClass of expected) if (err instanceof (await errorClass())) return { message: (err as Error).message };
+  return { message: String((err as Error)?.stack ?? err) };
+}
+
+async function parseScopes(text: string): Promise<Scope[]> {
+  const { SCOPES } = await import('./core/auth/keys.js');
   const scopes = text.split(',').map((s) => s.trim()).filter(Boolean);
   const bad = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
   if (bad.length > 0 || scopes.length === 0) throw new UsageError(`--scopes takes a comma-separated list of ${SCOPES.join(', ')}`);
@@ -229,6 +246,15 @@ async function mcpConfig(
   json: boolean,
   io: CliIo,
 ): Promise<number> {
+  const [{ CLIENT_FILES, claudeDesktopHttpRefusal, clientConfig, KEY_PLACEHOLDER, MCP_CLIENTS, mcpUrl }, { hasScope, SCOPES }, { SECRET_VARIABLES, stdioServerEnv, ConfigError }, { databaseFile }, { openAuth }, { DEFAULT_WORKSPACE }] =
+    await Promise.all([
+      import('./mcp/client-config.js'),
+      import('./core/auth/keys.js'),
+      import('./config.js'),
+      import('./db/open.js'),
+      import('./core/auth/open-auth.js'),
+      import('./core/auth/auth.service.js'),
+    ]);
   const client = values.client ?? 'claude-desktop';
   if (!(MCP_CLIENTS as readonly string[]).includes(client)) throw new UsageError(`--client takes one of ${MCP_CLIENTS.join(', ')}.\n\n${MCP_CONFIG_USAGE}`);
   const newKey = values['new-key'] === true;
@@ -251,27 +277,27 @@ async function mcpConfig(
   const notes: string[] = [];
   let key: string | undefined;
   if (newKey) {
-    const ctx = await createContext(config);
+    const opened = await openAuth(config);
     try {
-      const created = await ctx.services.auth.createKeyInWorkspace(values.workspace ?? DEFAULT_WORKSPACE, `MCP client: ${client}`, scopes);
+      const created = await opened.auth.createKeyInWorkspace(values.workspace ?? DEFAULT_WORKSPACE, `MCP client: ${client}`, scopes);
       key = created.key.key;
       notes.push(`Created key ${created.key.id} (${created.key.scopes.join(', ')}) in workspace ${created.workspace.name} for this entry; the entry is the only copy of its secret. Revoke it with DELETE /auth/api-keys/${created.key.id}.`);
     } finally {
-      await ctx.close();
+      await opened.close();
     }
   } else if (config.apiKey) {
     key = config.apiKey;
     const source = databaseFile(config);
     if (fs.existsSync(source)) {
-      const ctx = await createContext(config);
+      const opened = await openAuth(config);
       try {
-        const principal = await ctx.services.auth.authenticateCurrent(key);
+        const principal = await opened.auth.authenticateCurrent(key);
         if (!principal) {
           throw new ConfigError([{ variable: 'SWITCHBOARD_API_KEY', message: `is not an active key of ${source} (malformed, unknown, revoked, expired or rotated out); run mcp-config with --new-key to create one` }]);
         }
         notes.push(`Using SWITCHBOARD_API_KEY: key ${principal.keyId} (${principal.scopes.join(', ')}).`);
       } finally {
-        await ctx.close();
+        await opened.close();
       }
     } else {
       notes.push(`Using SWITCHBOARD_API_KEY, unchecked: there is no database at ${source} yet.`);
@@ -305,6 +331,7 @@ async function mcpConfig(
 }
 
 async function serve(config: Config, io: CliIo): Promise<number> {
+  const { startServer } = await import('./server.js');
   const server = await startServer(config, io.stderr);
   io.onServing?.({ url: server.url, stop: () => server.close(), drainSeconds: config.drainSeconds });
   return 0;

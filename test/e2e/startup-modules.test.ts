@@ -1,15 +1,19 @@
-// What `switchboard serve` loads at start-up (issue 23): the Slack and Discord bridges' platforms,
-// the openai package, the MCP SDK's server and client sides, the OpenAPI document's plugins and the
-// console's file server load when something first needs them, not at every start; a configured Slack channel still loads Bolt at start-up. Module
-// presence, not time: the built server runs with a hook that lists every module it loaded
+// What `switchboard serve` loads at start-up (issue 23, issue 40 item 19): the Slack and Discord
+// bridges' platforms, the openai package, the MCP SDK's server and client sides (v1 and v2), the
+// PostgreSQL driver, Ajv, the document extractors' libraries, the OpenAPI document's plugins and the
+// console's file server load when something first needs them, not at every start; a configured
+// Slack channel still loads Bolt at start-up. The CLI's commands load what they use: `--help`
+// nothing but the command line, `keys create` the database and no HTTP server. Module presence, not
+// time: the built server (and CLI) runs with a hook that lists every module it loaded
 // (test/fakes/module-log.mjs).
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { generateKeySecret } from '../../src/core/auth/keys.js';
 import { createTestApp, tempDir } from '../helpers/app.js';
-import { builtServers, ROOT } from '../helpers/built-server.js';
+import { builtServers, MAIN, ROOT } from '../helpers/built-server.js';
 import { createTestDatabase, postgresUrl } from '../helpers/postgres.js';
 import { createChannel, createPersona } from '../helpers/factories.js';
 
@@ -20,7 +24,9 @@ const NO_SLACK = 'http://127.0.0.1:9/api/';
 /** Packages (and SDK parts) no server start loads unless configured to use them. */
 const LAZY = {
   slack: '/node_modules/@slack/bolt/',
+  slackWebApi: '/node_modules/@slack/web-api/',
   discord: '/node_modules/discord.js/',
+  discordParts: '/node_modules/@discordjs/',
   openai: '/node_modules/openai/',
   mcpServer: '/node_modules/@modelcontextprotocol/sdk/dist/esm/server/mcp.js',
   mcpTransport: '/node_modules/@modelcontextprotocol/sdk/dist/esm/server/webStandardStreamableHttp.js',
@@ -29,6 +35,10 @@ const LAZY = {
   // Node's request and response as the transport's fetch ones (src/mcp/http.ts).
   honoNodeServer: '/node_modules/@hono/node-server/',
   mcpClient: '/node_modules/@modelcontextprotocol/sdk/dist/esm/client/index.js',
+  // The SDK's v2 client: tool servers (src/core/tools/mcp-clients.ts) and their OAuth (tool-oauth.ts).
+  mcpModernClient: '/node_modules/@modelcontextprotocol/client/',
+  // The protocol's message schemas (hundreds of zod schemas built at import).
+  mcpTypes: '/node_modules/@modelcontextprotocol/sdk/dist/esm/types.js',
   swagger: '/node_modules/@fastify/swagger/',
   swaggerUi: '/node_modules/@fastify/swagger-ui/',
   staticFiles: '/node_modules/@fastify/static/',
@@ -36,6 +46,21 @@ const LAZY = {
   ajv: '/node_modules/ajv/',
   // The PostgreSQL driver, only with SWITCHBOARD_DATABASE_URL (src/db/open.ts).
   pg: '/node_modules/pg/',
+  // CORS only when SWITCHBOARD_CORS_ORIGINS is set.
+  cors: '/node_modules/@fastify/cors/',
+  // Document extraction, at the first source of its kind (src/core/knowledge/extractors/).
+  pdf: '/node_modules/unpdf/',
+  docx: '/node_modules/mammoth/',
+  dom: '/node_modules/linkedom/',
+  readability: '/node_modules/@mozilla/readability/',
+  csv: '/node_modules/csv-parse/',
+};
+
+/** Modules of ours a restart does without: a migration's (only when one is pending, src/db/migrations/index.ts), a document extractor's (at the first file of its kind). */
+const OWN_LAZY = {
+  migration: '/dist/src/db/migrations/001-initial.js',
+  markdownExtractor: '/dist/src/core/knowledge/extractors/markdown.js',
+  pdfExtractor: '/dist/src/core/knowledge/extractors/pdf.js',
 };
 
 const loads = (modules: string[], part: string) => modules.some((url) => url.includes(part));
@@ -63,14 +88,18 @@ describe('modules a server start loads (built server)', () => {
     return fs.readFileSync(logFile, 'utf8').split('\n');
   }
 
-  it('with no channel and the offline model: no platform SDK, no openai, no MCP server or client, no OpenAPI plugins, no file server', async () => {
+  it('with no channel and the offline model, restarted: no platform SDK, no openai, no MCP server or client, no OpenAPI plugins, no file server, no migration or document extractor', async () => {
     const dataDir = tempDir('switchboard-startup-modules-');
     dirs.push(dataDir);
-    const modules = await modulesOf(dataDir, generateKeySecret());
+    const key = generateKeySecret();
+    // The first start migrates the new database; a restart finds it up to date and loads no migration.
+    const first = await modulesOf(dataDir, key);
+    expect(loads(first, OWN_LAZY.migration)).toBe(true);
+    const modules = await modulesOf(dataDir, key);
     // The hook sees the server's own modules (the test would pass vacuously otherwise).
     expect(loads(modules, '/node_modules/fastify/')).toBe(true);
     expect(loads(modules, '/dist/src/app.js')).toBe(true);
-    for (const [name, part] of Object.entries(LAZY)) expect(loads(modules, part), name).toBe(false);
+    for (const [name, part] of Object.entries({ ...LAZY, ...OWN_LAZY })) expect(loads(modules, part), name).toBe(false);
     // Node's bundled undici (fetch, WebSocket) loads when an ES module imports node:http (lib/node-http.ts).
     expect(modules).toContain('NativeModule internal/http');
     expect(modules).not.toContain('NativeModule internal/deps/undici/undici');
@@ -134,5 +163,45 @@ describe('modules a server start loads (built server)', () => {
     expect(loads(modules, LAZY.swaggerUi)).toBe(true);
     // The console's own copy (swagger-ui has another, below its folder).
     expect(modules).toContain(pathToFileURL(path.join(ROOT, 'node_modules/@fastify/static/index.js')).href);
+  });
+  /** Runs the built CLI with the module hook on `dataDir` and answers its exit code, output and the modules it loaded. */
+  function cliModules(dataDir: string, args: string[]): { code: number | null; stdout: string; stderr: string; modules: string[] } {
+    const logFile = path.join(dataDir, 'cli-modules.txt');
+    fs.rmSync(logFile, { force: true });
+    const run = spawnSync(process.execPath, [MAIN, ...args], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', SWITCHBOARD_DATA_DIR: dataDir, LOG_LEVEL: 'silent', NODE_OPTIONS: `--import=${HOOK}`, MODULE_LOG: logFile },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    return { code: run.status, stdout: run.stdout, stderr: run.stderr, modules: fs.readFileSync(logFile, 'utf8').split('\n') };
+  }
+
+  it('switchboard --help loads the command line alone: no configuration schema, database, logger or HTTP server', () => {
+    const dataDir = tempDir('switchboard-startup-modules-');
+    dirs.push(dataDir);
+    const { code, stdout, modules } = cliModules(dataDir, ['--help']);
+    expect(code).toBe(0);
+    expect(stdout).toContain('Usage: switchboard <command>');
+    expect(loads(modules, '/dist/src/cli.js')).toBe(true);
+    for (const part of ['/node_modules/', '/dist/src/config.js', '/dist/src/context.js', '/dist/src/app.js', '/dist/src/db/']) expect(loads(modules, part), part).toBe(false);
+  });
+
+  it('switchboard workspaces create and keys create open the database and nothing of the HTTP server or the other features', () => {
+    const dataDir = tempDir('switchboard-startup-modules-');
+    dirs.push(dataDir);
+    // The database brings its per-dialect modules (db/open.ts); the features' services and routes stay out.
+    const unused = ['/node_modules/fastify/', '/dist/src/app.js', '/dist/src/server.js', '/dist/src/context.js', '.routes.js', '/dist/src/mcp/', '/dist/src/core/chat/', '/dist/src/core/knowledge/knowledge.service.js', '/dist/src/business/channels/', '/dist/src/business/evaluations/', ...Object.values(LAZY)];
+    for (const args of [
+      ['workspaces', 'create', 'acme', '--json'],
+      ['keys', 'create', '--name', 'ci', '--workspace', 'acme', '--json'],
+    ]) {
+      const { code, stdout, stderr, modules } = cliModules(dataDir, args);
+      expect(code, stderr).toBe(0);
+      expect(JSON.parse(stdout).key).toMatch(/^sb_/);
+      expect(loads(modules, '/node_modules/kysely/')).toBe(true);
+      expect(loads(modules, '/dist/src/core/auth/auth.service.js')).toBe(true);
+      for (const part of unused) expect(loads(modules, part), `${args[0]}: ${part}`).toBe(false);
+    }
   });
 });

@@ -42,6 +42,17 @@ describe.each(testBackends())('SQL on $kind', (which) => {
     expect(await runMigrations(kysely, which.kind)).toEqual([]);
   });
 
+  it('refuses a database that a newer build migrated (a migration this one does not know), up to date or not', async () => {
+    const { kysely } = opened.backend;
+    await sql`INSERT INTO kysely_migration (name, timestamp) VALUES ('999-from-a-newer-build', ${new Date().toISOString()})`.execute(kysely);
+    try {
+      await expect(runMigrations(kysely, which.kind)).rejects.toThrow(/corrupted migrations: previously executed migration 999-from-a-newer-build is missing/);
+    } finally {
+      await sql`DELETE FROM kysely_migration WHERE name = '999-from-a-newer-build'`.execute(kysely);
+    }
+    expect(await runMigrations(kysely, which.kind)).toEqual([]);
+  });
+
   it('returns counts, sums, averages and big integers as numbers', async () => {
     const { kysely } = opened.backend;
     await kysely.insertInto('knowledge_sources').values([

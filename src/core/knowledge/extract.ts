@@ -1,15 +1,9 @@
 // Document extraction: a file's kind, then its text as blocks under their headings. One extractor per
-// kind lives in ./extractors/; the heavy libraries (pdf.js, mammoth, linkedom, readability) load on
-// first use, so importing this module stays cheap.
+// kind lives in ./extractors/ and loads at the first file of its kind, with its library (pdf.js,
+// mammoth, linkedom, readability), so importing this module stays cheap: a server start that reads
+// no file loads none of them (issue 40 item 19).
 import { UnsupportedMediaTypeError } from '../../errors.js';
 import { describeError, type Extracted, ExtractionError } from './extractors/common.js';
-import { extractCsv } from './extractors/csv.js';
-import { extractDocx } from './extractors/docx.js';
-import { extractHtml } from './extractors/html.js';
-import { extractJson } from './extractors/json.js';
-import { extractMarkdown } from './extractors/markdown.js';
-import { extractPdf } from './extractors/pdf.js';
-import { extractPlainText } from './extractors/text.js';
 
 export { ExtractionError } from './extractors/common.js';
 export type { Block, Extracted } from './extractors/common.js';
@@ -98,6 +92,16 @@ const LABELS: Record<FileKind, string> = {
   json: 'JSON',
 };
 
+const EXTRACTORS: Record<FileKind, (data: Buffer) => Promise<Extracted>> = {
+  text: async (data) => (await import('./extractors/text.js')).extractPlainText(data),
+  markdown: async (data) => (await import('./extractors/markdown.js')).extractMarkdown(data),
+  html: async (data) => (await import('./extractors/html.js')).extractHtml(data),
+  pdf: async (data) => (await import('./extractors/pdf.js')).extractPdf(data),
+  docx: async (data) => (await import('./extractors/docx.js')).extractDocx(data),
+  csv: async (data) => (await import('./extractors/csv.js')).extractCsv(data),
+  json: async (data) => (await import('./extractors/json.js')).extractJson(data),
+};
+
 /**
  * Extracts text blocks. `data` is a Buffer for every kind (text kinds are UTF-8; a BOM is stripped).
  * Throws ExtractionError for unreadable content, UnsupportedMediaTypeError for a kind not in FILE_KINDS.
@@ -105,22 +109,7 @@ const LABELS: Record<FileKind, string> = {
 export async function extract(kind: FileKind, data: Buffer): Promise<Extracted> {
   if (!FILE_KINDS.includes(kind)) throw new UnsupportedMediaTypeError(`Files of kind "${String(kind)}" cannot be read.`);
   try {
-    switch (kind) {
-      case 'text':
-        return extractPlainText(data);
-      case 'markdown':
-        return extractMarkdown(data);
-      case 'html':
-        return await extractHtml(data);
-      case 'pdf':
-        return await extractPdf(data);
-      case 'docx':
-        return await extractDocx(data);
-      case 'csv':
-        return await extractCsv(data);
-      case 'json':
-        return extractJson(data);
-    }
+    return await EXTRACTORS[kind](data);
   } catch (error) {
     if (error instanceof ExtractionError) throw error;
     // A library's surprise (or a stack overflow on a pathological file) still reads as this file's problem.
