@@ -2,6 +2,26 @@ import type { Kysely } from 'kysely';
 import type { Database, McpServerOAuthRow } from '../../db/schema.js';
 
 /** How tool servers are signed in to with OAuth (migration 022); every query names the server or the workspace. */
+/** A server's OAuth row before anything is known of its authorization server: waiting for an admin's consent. */
+export function awaitingConsent(server: { id: string; workspace_id: string }, now: string): Omit<McpServerOAuthRow, 'version' | 'refreshing_until_ms' | 'registration' | 'registering_until_ms'> {
+  return {
+    server_id: server.id,
+    workspace_id: server.workspace_id,
+    status: 'needs_consent',
+    error: null,
+    resource_metadata_url: null,
+    challenge_scope: null,
+    issuer: null,
+    client_method: null,
+    client: null,
+    tokens: null,
+    scope: null,
+    expires_ms: null,
+    refresh_at_ms: null,
+    updated_at: now,
+  };
+}
+
 export function createToolOAuthStore(db: Kysely<Database>) {
   return {
     find: (serverId: string) => db.selectFrom('mcp_server_oauth').selectAll().where('server_id', '=', serverId).executeTakeFirst(),
@@ -69,24 +89,7 @@ export function createToolOAuthStore(db: Kysely<Database>) {
     async claimRegistration(server: { id: string; workspace_id: string }, nowMs: number, untilMs: number, now: string): Promise<boolean> {
       await db
         .insertInto('mcp_server_oauth')
-        .values({
-          server_id: server.id,
-          workspace_id: server.workspace_id,
-          status: 'needs_consent',
-          error: null,
-          resource_metadata_url: null,
-          challenge_scope: null,
-          issuer: null,
-          client_method: null,
-          client: null,
-          tokens: null,
-          scope: null,
-          expires_ms: null,
-          refresh_at_ms: null,
-          version: 1,
-          refreshing_until_ms: null,
-          updated_at: now,
-        })
+        .values({ ...awaitingConsent(server, now), version: 1, refreshing_until_ms: null })
         .onConflict((oc) => oc.column('server_id').doNothing())
         .execute();
       const r = await db

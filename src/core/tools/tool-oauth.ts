@@ -20,7 +20,7 @@ import type { Cipher } from '../../lib/cipher.js';
 import type { Clock } from '../../lib/clock.js';
 import { guardedFetch } from '../../lib/guarded-fetch.js';
 import { createRegistrations, REGISTER_TIMEOUT_MS } from './tool-oauth-registration.js';
-import type { ToolOAuthStore } from './tool-oauth.store.js';
+import { awaitingConsent, type ToolOAuthStore } from './tool-oauth.store.js';
 
 type AuthSdk = typeof import('@modelcontextprotocol/client');
 let authSdk: Promise<AuthSdk> | undefined;
@@ -313,22 +313,7 @@ export function createToolOAuth({ store, cipher, clock, logger }: ToolOAuthDeps)
         updated_at: now,
       });
     }
-    await store.upsert({
-      server_id: server.id,
-      workspace_id: server.workspace_id,
-      status: 'needs_consent',
-      error,
-      resource_metadata_url: resourceMetadata,
-      challenge_scope: scope ?? null,
-      issuer: null,
-      client_method: null,
-      client: null,
-      tokens: null,
-      scope: null,
-      expires_ms: null,
-      refresh_at_ms: null,
-      updated_at: now,
-    });
+    await store.upsert({ ...awaitingConsent(server, now), error, resource_metadata_url: resourceMetadata, challenge_scope: scope ?? null });
     return true;
   }
 
@@ -355,20 +340,9 @@ export function createToolOAuth({ store, cipher, clock, logger }: ToolOAuthDeps)
     /** Keeps a pre-registered client (its id and secret sealed) for a server registered with one. */
     async preregister(server: McpServerRow, clientId: string, clientSecret: string | undefined): Promise<void> {
       await store.upsert({
-        server_id: server.id,
-        workspace_id: server.workspace_id,
-        status: 'needs_consent',
-        error: null,
-        resource_metadata_url: null,
-        challenge_scope: null,
-        issuer: null,
+        ...awaitingConsent(server, clock.now().toISOString()),
         client_method: 'preregistered',
         client: sealClient(server.id, { clientId, clientSecret, issuer: null }),
-        tokens: null,
-        scope: null,
-        expires_ms: null,
-        refresh_at_ms: null,
-        updated_at: clock.now().toISOString(),
       });
     },
 
