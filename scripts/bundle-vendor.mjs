@@ -19,9 +19,13 @@ const VENDOR = path.join(ROOT, 'dist/vendor');
 
 /** Specifier → the vendor module it becomes (dist/vendor/<name>.js). */
 const BUNDLED = {
-  // fastify (CommonJS) and what it requires (avvio, find-my-way, semver, light-my-request, …); pino
-  // stays the package, so its transports' worker files are where pino looks for them.
+  // fastify (CommonJS) and what it requires (avvio, find-my-way, semver, light-my-request, …).
   fastify: 'fastify',
+  // The logger, shared with fastify. Its transports (worker threads started from files beside
+  // pino's own) are not used: the logger writes to a stream (src/lib/logger.ts).
+  pino: 'pino',
+  // The knowledge routes' upload parser (CommonJS), with busboy and what else only it uses.
+  '@fastify/multipart': 'fastify-multipart',
   kysely: 'kysely',
   'kysely/migration': 'kysely-migration',
   zod: 'zod',
@@ -31,6 +35,8 @@ const BUNDLED = {
   '@modelcontextprotocol/sdk/server/auth/errors.js': 'mcp-sdk-server-auth-errors',
 };
 
+/** Bundled packages written in CommonJS, imported by their default export. */
+const COMMONJS = new Set(['fastify', 'pino', '@fastify/multipart']);
 const bundled = (specifier) => Object.keys(BUNDLED).some((s) => specifier === s || specifier.startsWith(`${s}/`));
 const DEPENDENCIES = new Set(Object.keys(JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).dependencies));
 
@@ -38,8 +44,9 @@ fs.rmSync(VENDOR, { recursive: true, force: true });
 fs.mkdirSync(VENDOR, { recursive: true });
 const entryPoints = Object.entries(BUNDLED).map(([specifier, name]) => {
   const file = path.join(VENDOR, `.${name}.entry.mjs`);
-  // A CommonJS package has no static names to re-export: its default export is its module.exports.
-  fs.writeFileSync(file, specifier === 'fastify' ? `export { default } from '${specifier}';\n` : `export * from '${specifier}';\n`);
+  // A CommonJS package has no static names to re-export: its default export is its module.exports
+  // (as Node gives it to an ES module: the entry is .mjs).
+  fs.writeFileSync(file, COMMONJS.has(specifier) ? `export { default } from '${specifier}';\n` : `export * from '${specifier}';\n`);
   return { in: file, out: name };
 });
 try {
@@ -52,9 +59,9 @@ try {
     target: 'node22',
     outdir: VENDOR,
     chunkNames: 'chunk-[hash]',
-    // What the bundled CommonJS code require()s of the packages left out (pino, Node's built-ins).
+    // What the bundled CommonJS code require()s of the packages left out and of Node's built-ins.
     banner: { js: "import { createRequire as __vendorCreateRequire } from 'node:module';\nconst require = __vendorCreateRequire(import.meta.url);" },
-    // The project's other dependencies stay the packages they are (fastify's plugins, pino, the
+    // The project's other dependencies stay the packages they are (fastify's other plugins, the
     // lazily loaded SDKs): one copy each, shared with the code that imports them. What the bundled
     // libraries alone use (avvio, find-my-way, semver, …) goes into the bundle.
     plugins: [

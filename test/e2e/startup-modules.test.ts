@@ -63,8 +63,8 @@ const OWN_LAZY = {
   pdfExtractor: '/dist/src/core/knowledge/extractors/pdf.js',
 };
 
-/** Many-file libraries the built server loads from dist/vendor/ (scripts/bundle-vendor.mjs), never from their package: kysely, zod, fastify and fastify's own dependencies. */
-const BUNDLED = ['/node_modules/kysely/', '/node_modules/zod/', '/node_modules/fastify/', '/node_modules/fastify-type-provider-zod/', '/node_modules/avvio/', '/node_modules/find-my-way/', '/node_modules/semver/', '/node_modules/@modelcontextprotocol/sdk/'];
+/** Many-file libraries the built server loads from dist/vendor/ (scripts/bundle-vendor.mjs), never from their package: kysely, zod, fastify and fastify's own dependencies, pino, @fastify/multipart. */
+const BUNDLED = ['/node_modules/kysely/', '/node_modules/zod/', '/node_modules/fastify/', '/node_modules/fastify-type-provider-zod/', '/node_modules/avvio/', '/node_modules/find-my-way/', '/node_modules/semver/', '/node_modules/@fastify/multipart/', '/node_modules/@fastify/busboy/', '/node_modules/pino/', '/node_modules/@modelcontextprotocol/sdk/'];
 
 const loads = (modules: string[], part: string) => modules.some((url) => url.includes(part));
 
