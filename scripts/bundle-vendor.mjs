@@ -83,8 +83,24 @@ try {
   for (const { in: file } of entryPoints) fs.rmSync(file, { force: true });
 }
 
+const specifiers = Object.keys(BUNDLED).map((s) => s.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&')).join('|');
+const statement = new RegExp(`\\bimport\\s+([^'";]+?)\\s+from\\s*(['"])(${specifiers})\\2`, 'g');
+/**
+ * A vendor module exports what its entry re-exports: a CommonJS package its default alone (Node
+ * would also find some named exports in it), an ES package its names and no default. An import the
+ * bundle cannot satisfy fails the build here, not the server's start.
+ */
+function checkImports(file, code) {
+  for (const [, clause, , specifier] of code.matchAll(statement)) {
+    const named = /[{*]/.test(clause);
+    const hasDefault = !clause.trimStart().startsWith('{') && !clause.trimStart().startsWith('*');
+    if (COMMONJS.has(specifier) ? named : hasDefault) {
+      throw new Error(`bundle-vendor: ${path.relative(ROOT, file)}: \`import ${clause.trim()} from '${specifier}'\`: import ${COMMONJS.has(specifier) ? 'its default export alone' : 'named exports only'} (or change scripts/bundle-vendor.mjs)`);
+    }
+  }
+}
 // Points every import of a bundled specifier in what runs from dist at its vendor module.
-const pattern = new RegExp(`(\\bfrom\\s*|\\bimport\\s*\\(\\s*)(['"])(${Object.keys(BUNDLED).map((s) => s.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&')).join('|')})\\2`, 'g');
+const pattern = new RegExp(`(\\bfrom\\s*|\\bimport\\s*\\(\\s*)(['"])(${specifiers})\\2`, 'g');
 let rewritten = 0;
 let pointing = 0;
 for (const dir of REWRITTEN) {
@@ -92,6 +108,7 @@ for (const dir of REWRITTEN) {
     const file = path.join(entry.parentPath, entry.name);
     if (!entry.isFile() || !entry.name.endsWith('.js') || LEFT_AS_IS.has(file)) continue;
     const code = fs.readFileSync(file, 'utf8');
+    checkImports(file, code);
     const next = code.replace(pattern, (_m, lead, quote, specifier) => {
       let rel = path.relative(path.dirname(file), path.join(VENDOR, `${BUNDLED[specifier]}.js`)).split(path.sep).join('/');
       if (!rel.startsWith('.')) rel = `./${rel}`;
