@@ -63,6 +63,9 @@ const OWN_LAZY = {
   pdfExtractor: '/dist/src/core/knowledge/extractors/pdf.js',
 };
 
+/** Many-file libraries the built server loads from dist/vendor/ (scripts/bundle-vendor.mjs), never from their package: kysely, zod, fastify and fastify's own dependencies, pino, @fastify/multipart. */
+const BUNDLED = ['/node_modules/kysely/', '/node_modules/zod/', '/node_modules/fastify/', '/node_modules/fastify-type-provider-zod/', '/node_modules/avvio/', '/node_modules/find-my-way/', '/node_modules/semver/', '/node_modules/@fastify/multipart/', '/node_modules/@fastify/busboy/', '/node_modules/pino/', '/node_modules/@modelcontextprotocol/sdk/'];
+
 const loads = (modules: string[], part: string) => modules.some((url) => url.includes(part));
 
 describe('modules a server start loads (built server)', () => {
@@ -97,8 +100,10 @@ describe('modules a server start loads (built server)', () => {
     expect(loads(first, OWN_LAZY.migration)).toBe(true);
     const modules = await modulesOf(dataDir, key);
     // The hook sees the server's own modules (the test would pass vacuously otherwise).
-    expect(loads(modules, '/node_modules/fastify/')).toBe(true);
+    expect(loads(modules, '/dist/vendor/fastify.js')).toBe(true);
     expect(loads(modules, '/dist/src/app.js')).toBe(true);
+    // The many-file libraries come from their bundles (scripts/bundle-vendor.mjs), in one copy each.
+    for (const part of BUNDLED) expect(loads(modules, part), part).toBe(false);
     for (const [name, part] of Object.entries({ ...LAZY, ...OWN_LAZY })) expect(loads(modules, part), name).toBe(false);
     // Node's bundled undici (fetch, WebSocket) loads when an ES module imports node:http (lib/node-http.ts).
     expect(modules).toContain('NativeModule internal/http');
@@ -191,7 +196,7 @@ describe('modules a server start loads (built server)', () => {
     const dataDir = tempDir('switchboard-startup-modules-');
     dirs.push(dataDir);
     // The database brings its per-dialect modules (db/open.ts); the features' services and routes stay out.
-    const unused = ['/node_modules/fastify/', '/dist/src/app.js', '/dist/src/server.js', '/dist/src/context.js', '.routes.js', '/dist/src/mcp/', '/dist/src/core/chat/', '/dist/src/core/knowledge/knowledge.service.js', '/dist/src/business/channels/', '/dist/src/business/evaluations/', ...Object.values(LAZY)];
+    const unused = ['/node_modules/fastify/', '/dist/vendor/fastify.js', '/dist/src/app.js', '/dist/src/server.js', '/dist/src/context.js', '.routes.js', '/dist/src/mcp/', '/dist/src/core/chat/', '/dist/src/core/knowledge/knowledge.service.js', '/dist/src/business/channels/', '/dist/src/business/evaluations/', ...Object.values(LAZY)];
     for (const args of [
       ['workspaces', 'create', 'acme', '--json'],
       ['keys', 'create', '--name', 'ci', '--workspace', 'acme', '--json'],
@@ -199,7 +204,8 @@ describe('modules a server start loads (built server)', () => {
       const { code, stdout, stderr, modules } = cliModules(dataDir, args);
       expect(code, stderr).toBe(0);
       expect(JSON.parse(stdout).key).toMatch(/^sb_/);
-      expect(loads(modules, '/node_modules/kysely/')).toBe(true);
+      expect(loads(modules, '/dist/vendor/kysely.js')).toBe(true);
+      for (const part of BUNDLED) expect(loads(modules, part), `${args[0]}: ${part}`).toBe(false);
       expect(loads(modules, '/dist/src/core/auth/auth.service.js')).toBe(true);
       for (const part of unused) expect(loads(modules, part), `${args[0]}: ${part}`).toBe(false);
     }
