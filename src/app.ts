@@ -100,7 +100,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   });
   // The public base URL: SWITCHBOARD_PUBLIC_URL, else where this app listens (known once it does).
   const base = () => publicBase(config, app.server);
-  registerAuthHooks(app, services.auth, {
+  registerAuthHooks(app, services.auth, services.loginSessions, {
     verify: (token) => services.oauth.verifyAccessToken(token, resourceOf(base())),
     challenge: () => `Bearer realm="switchboard", resource_metadata="${resourceMetadataUrlOf(base())}"`,
   });

@@ -291,11 +291,11 @@ async function mcpConfig(
     if (fs.existsSync(source)) {
       const opened = await openAuth(config);
       try {
-        const principal = await opened.auth.authenticateCurrent(key);
-        if (!principal) {
+        const actor = await opened.auth.authenticateCurrent(key);
+        if (!actor) {
           throw new ConfigError([{ variable: 'SWITCHBOARD_API_KEY', message: `is not an active key of ${source} (malformed, unknown, revoked, expired or rotated out); run mcp-config with --new-key to create one` }]);
         }
-        notes.push(`Using SWITCHBOARD_API_KEY: key ${principal.keyId} (${principal.scopes.join(', ')}).`);
+        notes.push(`Using SWITCHBOARD_API_KEY: key ${actor.id} (${actor.scopes.join(', ')}).`);
       } finally {
         await opened.close();
       }

@@ -124,6 +124,9 @@ const envSchema = z.object({
     .optional(),
   SWITCHBOARD_SLACK_API_URL: httpUrl.optional(),
   SWITCHBOARD_DISCORD_API_URL: httpUrl.optional(),
+  SWITCHBOARD_SESSION_IDLE_MINUTES: int(5, 525_600).default(720),
+  SWITCHBOARD_SESSION_MAX_HOURS: int(1, 8_760).default(168),
+  SWITCHBOARD_AUDIT_RETENTION_DAYS: int(1, 36_500).default(365),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
 });
 
@@ -173,6 +176,10 @@ export interface Config {
   publicUrl: string | undefined;
   slackApiUrl: string | undefined;
   discordApiUrl: string | undefined;
+  /** Sign-in sessions (API.md §14): idle lifetime (SWITCHBOARD_SESSION_IDLE_MINUTES) and absolute one (SWITCHBOARD_SESSION_MAX_HOURS), in ms. */
+  signIn: { idleMs: number; maxMs: number };
+  /** SWITCHBOARD_AUDIT_RETENTION_DAYS: audit events older than this are deleted. */
+  auditRetentionDays: number;
   logLevel: LogLevel;
 }
 
@@ -244,6 +251,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl: e.SWITCHBOARD_PUBLIC_URL,
     slackApiUrl: e.SWITCHBOARD_SLACK_API_URL,
     discordApiUrl: e.SWITCHBOARD_DISCORD_API_URL,
+    signIn: { idleMs: e.SWITCHBOARD_SESSION_IDLE_MINUTES * 60_000, maxMs: e.SWITCHBOARD_SESSION_MAX_HOURS * 3_600_000 },
+    auditRetentionDays: e.SWITCHBOARD_AUDIT_RETENTION_DAYS,
     logLevel: e.LOG_LEVEL,
   };
 }

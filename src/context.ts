@@ -4,6 +4,8 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { createAuthService } from './core/auth/auth.service.js';
 import { createAuthStore } from './core/auth/auth.store.js';
+import { createLoginSessions, type LoginSessions } from './core/people/login-sessions.js';
+import { createPeopleStore } from './core/people/people.store.js';
 import { type AgentLimits, createAgent } from './core/chat/agent.js';
 import { createChatService } from './core/chat/chat.service.js';
 import { createChatStore } from './core/chat/chat.store.js';
@@ -105,6 +107,8 @@ export interface AppContext {
     mcpTasks: McpTasks;
     evaluations: EvaluationService;
     handoffs: HandoffService;
+    /** Sign-in sessions: the cookie's actor (API.md §14). */
+    loginSessions: LoginSessions;
   };
   embedder: Embedder;
   llm: LlmClient;
@@ -193,6 +197,8 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const heartbeat = leaseStore ? await startHeartbeat(leaseStore, instanceOwner, config.leaseSeconds * 1000, logger, () => clock.now().getTime()) : null;
 
   const auth = createAuthService({ store: createAuthStore(db.kysely), clock, ids, signals: backend.signals });
+  const peopleStore = createPeopleStore(db.kysely);
+  const loginSessions = createLoginSessions({ store: peopleStore, clock, ids, idleMs: config.signIn.idleMs, maxMs: config.signIn.maxMs });
   const teamStore = createTeamStore(db.kysely);
   const teams = createTeamService({ store: teamStore, clock, ids });
   const personas = createPersonaService({
@@ -387,7 +393,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     clock,
     ids,
     cipher,
-    services: { auth, personas, teams, abTests, idempotency, knowledge, chat, sessions, analytics, channels, tools: toolsService, oauth, openai, mcpTasks, evaluations, handoffs },
+    services: { auth, personas, teams, abTests, idempotency, knowledge, chat, sessions, analytics, channels, tools: toolsService, oauth, openai, mcpTasks, evaluations, handoffs, loginSessions },
     embedder,
     llm,
     tools,

@@ -55,6 +55,11 @@ const WS: Scope = { column: 'workspace_id' };
 const TABLES = [
   { name: 'workspaces', key: ['id'], scope: { column: 'id' } },
   { name: 'settings', key: ['key'], scope: 'global' },
+  { name: 'users', key: ['id'], scope: 'global' },
+  { name: 'memberships', key: ['workspace_id', 'user_id'], scope: WS },
+  { name: 'login_sessions', key: ['id'], scope: WS },
+  { name: 'invitations', key: ['id'], scope: WS },
+  { name: 'audit_events', key: ['id'], scope: WS },
   { name: 'api_keys', key: ['id'], scope: WS },
   { name: 'personas', key: ['id'], scope: WS },
   { name: 'persona_versions', key: ['persona_id', 'version'], scope: WS },
@@ -93,9 +98,9 @@ const TABLES = [
 
 /**
  * Tables that hold no data, only coordination between running instances, or what a client redoes in
- * a minute (an MCP session it reopens, a consent page it asks for again, a tool server's sign-in it starts again, an MCP task it calls again): a new database starts without them.
+ * a minute (an MCP session it reopens, a consent page it asks for again, a tool server's sign-in it starts again, an MCP task it calls again, the failed sign-ins counted for a quarter of an hour): a new database starts without them.
  */
-type NotData = 'change_signals' | 'rate_windows' | 'leases' | 'mcp_sessions' | 'oauth_pending' | 'mcp_server_oauth_pending' | 'mcp_tasks' | 'mcp_events' | 'mcp_replies';
+type NotData = 'change_signals' | 'rate_windows' | 'leases' | 'mcp_sessions' | 'oauth_pending' | 'mcp_server_oauth_pending' | 'mcp_tasks' | 'mcp_events' | 'mcp_replies' | 'signin_failures';
 
 // A table added to schema.ts without a line above (or in NotData) fails to compile here, rather than being left behind.
 type Uncopied = Exclude<keyof Database, (typeof TABLES)[number]['name'] | NotData>;

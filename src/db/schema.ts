@@ -47,6 +47,101 @@ export interface Database {
   mcp_tasks: McpTasksTable;
   mcp_events: McpEventsTable;
   mcp_replies: McpRepliesTable;
+  users: UsersTable;
+  memberships: MembershipsTable;
+  login_sessions: LoginSessionsTable;
+  invitations: InvitationsTable;
+  signin_failures: SigninFailuresTable;
+  audit_events: AuditEventsTable;
+}
+
+/** Migration 035 (API.md §14): a person, one per e-mail across the installation. */
+export interface UsersTable {
+  id: string;
+  email: string;
+  /** The e-mail lower-cased: unique. */
+  email_key: string;
+  name: string;
+  status: 'active' | 'disabled';
+  /** `scrypt$N$r$p$salt$hash` (base64url); null for a user without a password. */
+  password: string | null;
+  created_at: string;
+  last_seen_at: string | null;
+}
+
+/** Migration 035: a user's role in a workspace. */
+export interface MembershipsTable {
+  workspace_id: string;
+  user_id: string;
+  role: 'viewer' | 'agent' | 'editor' | 'admin' | 'owner';
+  joined_at: string;
+}
+
+/** Migration 035: a sign-in session (the cookie `sb_session`). */
+export interface LoginSessionsTable {
+  id: string;
+  /** SHA-256 (hex) of the cookie's secret. */
+  token_hash: string;
+  /** SHA-256 (hex) of the session's CSRF token. */
+  csrf_hash: string;
+  user_id: string;
+  /** The workspace the session acts in. */
+  workspace_id: string;
+  method: 'password' | 'oidc' | 'passkey' | 'setup' | 'invitation';
+  ip: string | null;
+  user_agent: string | null;
+  created_at: string;
+  last_seen_at: string;
+  /** The absolute end. */
+  expires_at: string;
+  /** Signed out, ended by "sign out everywhere", or by the user's removal. */
+  ended_at: string | null;
+}
+
+/** Migration 035: a one-use link (a member's invitation, the first owner's setup). */
+export interface InvitationsTable {
+  id: string;
+  workspace_id: string;
+  purpose: 'invite' | 'setup';
+  /** Null for a setup link (the owner gives their e-mail). */
+  email: string | null;
+  role: 'viewer' | 'agent' | 'editor' | 'admin' | 'owner';
+  /** SHA-256 (hex) of the link's token. */
+  token_hash: string;
+  /** The actor id that made it; null for the start banner or the CLI. */
+  created_by: string | null;
+  created_at: string;
+  expires_at: string;
+  used_at: string | null;
+  revoked_at: string | null;
+}
+
+/** Migration 035: a failed password sign-in, for the attempt limits. */
+export interface SigninFailuresTable {
+  seq: Generated<number>;
+  email_key: string;
+  ip: string;
+  at_ms: number;
+}
+
+/** Migration 035: an audit event (append-only). */
+export interface AuditEventsTable {
+  id: string;
+  workspace_id: string;
+  at: string;
+  actor_type: 'user' | 'key' | 'oauth' | 'channel' | 'system';
+  actor_id: string;
+  actor_name: string;
+  on_behalf_of: string | null;
+  action: string;
+  target_type: string;
+  target_id: string | null;
+  outcome: 'success' | 'denied';
+  request_id: string | null;
+  ip: string | null;
+  user_agent: string | null;
+  /** JSON array of the field names changed. */
+  changes: string | null;
 }
 
 /** Migration 015: per topic, a sequence bumped after every change an in-memory cache may hold (change-signals.ts). */
@@ -198,6 +293,8 @@ export interface ApiKeysTable {
   /** The secret replaced by the latest rotation, accepted until previous_valid_until. */
   previous_hash: string | null;
   previous_valid_until: string | null;
+  /** Migration 035: the person the key belongs to; null for a service key. */
+  user_id: Generated<string | null>;
 }
 
 export interface PersonasTable {

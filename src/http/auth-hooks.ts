@@ -1,6 +1,8 @@
 import type { FastifyContextConfig, FastifyInstance, FastifyRequest } from 'fastify';
-import type { AuthService, Principal } from '../core/auth/auth.service.js';
-import { hasScope } from '../core/auth/keys.js';
+import type { Actor } from '../core/auth/actor.js';
+import type { AuthService } from '../core/auth/auth.service.js';
+import { describeRequirement, permits, type Requirement } from '../core/auth/roles.js';
+import { type LoginSessions, readCookie, SESSION_COOKIE } from '../core/people/login-sessions.js';
 import { AppError, ForbiddenError, UnauthorizedError } from '../errors.js';
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
@@ -20,18 +22,29 @@ function isPublic(request: FastifyRequest, config: FastifyContextConfig | undefi
 
 /** OAuth access tokens, accepted only on routes whose config says `oauth: true` (the MCP endpoint). */
 export interface OAuthBearer {
-  /** The principal of an access token for this server's `/mcp`, or null. */
-  verify(token: string): Promise<Principal | null>;
+  /** The actor of an access token for this server's `/mcp`, or null. */
+  verify(token: string): Promise<Actor | null>;
   /** The `WWW-Authenticate` value of a 401 there (RFC 9728 `resource_metadata`). */
   challenge(): string;
 }
 
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** What an operation requires: its route's `role`, else its `scope`, else `read` to read and `write` to change. */
+export function requirementOf(method: string, config: FastifyContextConfig | undefined): Requirement {
+  return config?.role ?? config?.scope ?? (method === 'GET' || method === 'HEAD' ? 'read' : 'write');
+}
+
+/** Called for every refusal by role or CSRF token: the audit log records 403s (API.md §14). */
+export type OnDenied = (request: FastifyRequest, reason: 'role' | 'csrf') => void;
+
 /**
- * Authentication in two steps, so rate limiting can sit between them and count per key:
- * `onRequest` resolves the key (never throws), `preParsing` refuses what it must, before any body is read.
+ * Authentication in two steps, so rate limiting can sit between them and count per caller:
+ * `onRequest` resolves the key, or without one the sign-in cookie (never throws); `preParsing`
+ * refuses what it must, before any body is read. A key wins over a cookie (API.md §14).
  */
-export function registerAuthHooks(app: FastifyInstance, auth: AuthService, oauth?: OAuthBearer) {
-  app.decorateRequest('principal', null);
+export function registerAuthHooks(app: FastifyInstance, auth: AuthService, sessions: LoginSessions, oauth?: OAuthBearer, onDenied?: OnDenied) {
+  app.decorateRequest('actor', null);
 
   // Callback hooks: a known key is resolved from memory, with no promise (async hooks cost one each).
   app.addHook('onRequest', (request, _reply, done) => {
@@ -39,17 +52,26 @@ export function registerAuthHooks(app: FastifyInstance, auth: AuthService, oauth
     if (isPublic(request, config)) return done();
     const match = BEARER.exec(request.headers.authorization ?? '');
     const token = match?.[1];
-    if (!token) return done();
+    if (!token) {
+      // No key: a person's sign-in cookie, when there is one and the header does not try something else.
+      const cookie = request.headers.authorization === undefined ? readCookie(request.headers.cookie, SESSION_COOKIE) : undefined;
+      if (cookie === undefined) return done();
+      sessions.authenticate(cookie).then((actor) => {
+        request.actor = actor;
+        done();
+      }, done);
+      return;
+    }
     const viaOAuth = oauth && config?.oauth === true && token.startsWith('sbo_');
     if (!viaOAuth) {
       const cached = auth.authenticateCached(token);
       if (cached !== undefined) {
-        request.principal = cached;
+        request.actor = cached;
         return done();
       }
     }
-    const resolve = (principal: Principal | null) => {
-      request.principal = principal;
+    const resolve = (actor: Actor | null) => {
+      request.actor = actor;
       done();
     };
     (viaOAuth ? oauth.verify(token) : auth.authenticate(token)).then(resolve, done);
@@ -58,12 +80,14 @@ export function registerAuthHooks(app: FastifyInstance, auth: AuthService, oauth
   app.addHook('preParsing', (request, _reply, _payload, done) => {
     const config = configOf(request);
     if (isPublic(request, config)) return done();
-    const principal = request.principal;
-    if (!principal) {
+    const actor = request.actor;
+    if (!actor) {
       const header = request.headers.authorization;
       const detail =
         header === undefined
-          ? 'A valid API key is required: send "Authorization: Bearer <key>".'
+          ? readCookie(request.headers.cookie, SESSION_COOKIE) !== undefined
+            ? 'The sign-in session has ended; sign in again (or send "Authorization: Bearer <key>").'
+            : 'A valid API key is required: send "Authorization: Bearer <key>".'
           : BEARER.test(header)
             ? 'The API key is unknown, revoked or expired.'
             : 'The Authorization header must be "Bearer <key>".';
@@ -76,14 +100,33 @@ export function registerAuthHooks(app: FastifyInstance, auth: AuthService, oauth
       }
       return done(new UnauthorizedError(detail));
     }
-    const needed = config?.scope ?? (request.method === 'GET' || request.method === 'HEAD' ? 'read' : 'write');
-    if (!hasScope(principal.scopes, needed)) return done(new ForbiddenError(`This operation needs the "${needed}" scope.`));
+    const changes = !SAFE_METHODS.has(request.method);
+    if (changes) {
+      // Where a change came from, for its audit event.
+      const ua = request.headers['user-agent'];
+      request.actor = actor.origin ? actor : { ...actor, origin: { requestId: request.id, ip: request.ip, userAgent: typeof ua === 'string' ? ua.slice(0, 300) : null } };
+    }
+    // A browser's request that changes something must prove it comes from the console, not another site.
+    if (changes && actor.loginSessionId !== undefined && !sessions.csrfMatches(actor, headerOf(request, 'x-csrf-token'))) {
+      onDenied?.(request, 'csrf');
+      return done(new ForbiddenError('A signed-in request that changes something must send the X-CSRF-Token header its sign-in returned.'));
+    }
+    const needed = requirementOf(request.method, config);
+    if (!permits(actor.role, needed)) {
+      onDenied?.(request, 'role');
+      return done(new ForbiddenError(`This operation needs ${describeRequirement(needed)}${actor.kind === 'user' ? `; your role is "${actor.role}"` : ''}.`));
+    }
     done();
   });
 }
 
+function headerOf(request: FastifyRequest, name: string): string | undefined {
+  const v = request.headers[name];
+  return typeof v === 'string' ? v : undefined;
+}
+
 /** The authenticated caller of a non-public route (the hooks above guarantee it). */
-export function principalOf(request: FastifyRequest): Principal {
-  if (!request.principal) throw new UnauthorizedError();
-  return request.principal;
+export function actorOf(request: FastifyRequest): Actor {
+  if (!request.actor) throw new UnauthorizedError();
+  return request.actor;
 }

@@ -1,11 +1,12 @@
-import type { Principal } from '../core/auth/auth.service.js';
+import type { Actor } from '../core/auth/actor.js';
 import type { Scope } from '../core/auth/keys.js';
+import type { Role } from '../core/auth/roles.js';
 import type { IdempotencyScope } from '../core/idempotency/idempotency.service.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** The caller, resolved from the bearer key; null on public routes and before authentication. */
-    principal: Principal | null;
+    actor: Actor | null;
     idempotency: IdempotencyScope | null;
   }
   interface FastifyContextConfig {
@@ -13,6 +14,8 @@ declare module 'fastify' {
     public?: boolean;
     /** Scope required; defaults to `read` for GET/HEAD and `write` otherwise. */
     scope?: Scope;
+    /** Role required instead of a scope (API.md §14), e.g. `agent` for asking personas and working handoffs. */
+    role?: Role;
     /** A creating POST that honours `Idempotency-Key`. */
     idempotent?: boolean;
     /** A GET whose answer depends only on stored rows: served from the response cache while they are unchanged. */

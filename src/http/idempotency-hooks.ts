@@ -12,12 +12,12 @@ export function registerIdempotencyHooks(app: FastifyInstance, service: Idempote
 
   const preHandler = async (request: FastifyRequest, reply: FastifyReply) => {
     const key = request.headers['idempotency-key'];
-    if (key === undefined || !request.principal) return;
+    if (key === undefined || !request.actor) return;
     if (typeof key !== 'string' || !KEY.test(key)) {
       throw ValidationError.field('Idempotency-Key', 'must be 1–255 visible ASCII characters');
     }
     const scope = {
-      workspaceId: request.principal.workspaceId,
+      workspaceId: request.actor.workspaceId,
       method: request.method,
       path: request.url.split('?')[0] ?? request.url,
       key,

@@ -48,7 +48,7 @@ export function registerRateLimit(app: FastifyInstance, options: RateLimitOption
 
   app.addHook('onRequest', (request, reply, done) => {
     const nowMs = now();
-    const key = request.principal ? `key:${request.principal.keyId}` : `ip:${request.ip}`;
+    const key = request.actor ? `key:${request.actor.id}` : `ip:${request.ip}`;
     let w = windows.get(key);
     if (w === undefined || w.resetAtMs <= nowMs) w = start(key, nowMs);
     w.count++;
@@ -156,6 +156,6 @@ export function registerSharedRateLimit(app: FastifyInstance, options: RateLimit
   }
 
   app.addHook('onRequest', (request, reply, done) => {
-    decide(request.principal ? `key:${request.principal.keyId}` : `ip:${request.ip}`, reply, done);
+    decide(request.actor ? `key:${request.actor.id}` : `ip:${request.ip}`, reply, done);
   });
 }

@@ -65,9 +65,9 @@ export function registerResponseCache(app: FastifyInstance, counters: ChangeCoun
   };
 
   const lookup = ({ request, reply, done }: Waiting, version: number) => {
-    const principal = request.principal;
-    if (!principal) return done();
-    const key = `${principal.workspaceId}\n${request.url}`;
+    const actor = request.actor;
+    if (!actor) return done();
+    const key = `${actor.workspaceId}\n${request.url}`;
     const changes = counters.localChanges();
     const cacheControl = request.headers['cache-control'];
     const hit = cacheControl !== undefined && NO_CACHE.test(cacheControl) ? undefined : entries.get(key);
@@ -108,7 +108,7 @@ export function registerResponseCache(app: FastifyInstance, counters: ChangeCoun
   // preParsing, right after authentication and the rate limit: a hit skips parsing and validation,
   // which the URL already passed when its answer was stored.
   const preParsing = (request: FastifyRequest, reply: FastifyReply, _payload: unknown, done: HookHandlerDoneFunction) => {
-    if (!request.principal) return done();
+    if (!request.actor) return done();
     if (waiting.length === 0) setImmediate(runBatch);
     waiting.push({ request, reply, done });
   };

@@ -33,7 +33,8 @@ function randomByte(): number {
 }
 
 export type IdPrefix =
-  | 'per' | 'src' | 'chk' | 'ses' | 'msg' | 'key' | 'exe' | 'mcs' | 'team' | 'abt' | 'chn' | 'wsp' | 'grt' | 'tsk' | 'dst' | 'dsc' | 'evr' | 'hnd';
+  | 'per' | 'src' | 'chk' | 'ses' | 'msg' | 'key' | 'exe' | 'mcs' | 'team' | 'abt' | 'chn' | 'wsp' | 'grt' | 'tsk' | 'dst' | 'dsc' | 'evr' | 'hnd'
+  | 'usr' | 'inv' | 'aud' | 'lgn';
 
 /** Makes opaque ids with a type prefix. Injectable so tests can use fixed ids. */
 export type IdGenerator = (prefix: IdPrefix) => string;

@@ -21,10 +21,11 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
-import type { Principal } from '../core/auth/auth.service.js';
-import { hasScope, type Scope } from '../core/auth/keys.js';
+import type { Actor } from '../core/auth/actor.js';
+import type { Scope } from '../core/auth/keys.js';
+import { permits } from '../core/auth/roles.js';
 import { AppError, ForbiddenError, NotFoundError, UnavailableError, ValidationError } from '../errors.js';
-import { principalOf } from '../http/auth-hooks.js';
+import { actorOf } from '../http/auth-hooks.js';
 import { mcpErrorResponse, withErrors } from '../http/openapi.js';
 import { createMcpEventStore, RETRY_MS } from './event-store.js';
 import { createMcpSessionStore } from './session-store.js';
@@ -104,11 +105,11 @@ function messagesOf(body: unknown): Message[] {
 }
 
 /** A tools/call the key may not make: 403 with the scope it needs (RFC 6750 `insufficient_scope`, as MCP's scope challenge). */
-function checkToolScopes(principal: Principal, body: unknown, toolScope: (name: string) => Scope | undefined) {
+function checkToolScopes(actor: Actor, body: unknown, toolScope: (name: string) => Scope | undefined) {
   for (const message of messagesOf(body)) {
     if (message.method !== 'tools/call' || typeof message.params?.name !== 'string') continue;
     const needed = toolScope(message.params.name);
-    if (needed && !hasScope(principal.scopes, needed)) {
+    if (needed && !permits(actor.role, needed)) {
       throw new AppError('forbidden', `${message.params.name} needs the "${needed}" scope.`, undefined, {
         'www-authenticate': `Bearer realm="switchboard", error="insufficient_scope", scope="${needed}"`,
       });
@@ -144,7 +145,7 @@ function loadMcp(): Promise<McpModules> {
   return mcpModules;
 }
 
-const ownerOf = (principal: Principal) => (principal.grantId ? `${principal.keyId}/${principal.grantId}` : principal.keyId);
+const ownerOf = (actor: Actor) => (actor.grantId ? `${actor.id}/${actor.grantId}` : actor.id);
 
 export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): FastifyPluginAsyncZod {
   const idleMs = options.idleMs ?? 30 * 60_000;
@@ -184,7 +185,7 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
   });
 
   /** A server and transport for session `id` here; `opened` runs once the transport has accepted the client's initialize. */
-  async function serve(principal: Principal, id: string, opened?: () => Promise<void>): Promise<Held> {
+  async function serve(actor: Actor, id: string, opened?: () => Promise<void>): Promise<Held> {
     if (held.size >= maxSessions) throw new UnavailableError(`Too many open MCP sessions (${maxSessions}); retry later.`);
     const { server, sdk } = await loadMcp();
     const transport = new sdk.WebStandardStreamableHTTPServerTransport({
@@ -201,19 +202,19 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
     transport.onclose = () => {
       if (held.get(id)?.transport === transport) held.delete(id);
     };
-    const mcp = server.createMcpServer(ctx, principal);
+    const mcp = server.createMcpServer(ctx, actor);
     await mcp.connect(transport);
-    const session: Held = { id, owner: ownerOf(principal), transport, server: mcp, lastSeen: now(), recorded: !opened };
+    const session: Held = { id, owner: ownerOf(actor), transport, server: mcp, lastSeen: now(), recorded: !opened };
     held.set(id, session);
     return session;
   }
 
   /** A new session: the row is written once the transport accepted the initialize, before the answer leaves. */
-  async function open(principal: Principal, params: InitializeParams): Promise<Held> {
+  async function open(actor: Actor, params: InitializeParams): Promise<Held> {
     const id = randomUUID();
-    return serve(principal, id, async () => {
+    return serve(actor, id, async () => {
       const ended = await store.open(
-        { id, owner: ownerOf(principal), protocol_version: params.protocolVersion, client: JSON.stringify(params), created_at: ctx.clock.now().toISOString(), last_seen_ms: now() },
+        { id, owner: ownerOf(actor), protocol_version: params.protocolVersion, client: JSON.stringify(params), created_at: ctx.clock.now().toISOString(), last_seen_ms: now() },
         maxPerKey,
       );
       const session = held.get(id);
@@ -224,8 +225,8 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
   }
 
   /** Takes up a session another instance (or this one before a restart) opened: initializes a server here as the client did. */
-  async function adopt(principal: Principal, id: string, params: InitializeParams): Promise<Held> {
-    const session = await serve(principal, id);
+  async function adopt(actor: Actor, id: string, params: InitializeParams): Promise<Held> {
+    const session = await serve(actor, id);
     const post = (body: unknown, headers: Record<string, string> = {}) =>
       session.transport.handleRequest(
         new Request('http://localhost/mcp', {
@@ -283,11 +284,11 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
   });
 
   /** The session this request belongs to: held here, taken up from the database, or new for an initialize. */
-  async function sessionFor(request: FastifyRequest, principal: Principal): Promise<Held> {
+  async function sessionFor(request: FastifyRequest, actor: Actor): Promise<Held> {
     const sessionId = request.headers['mcp-session-id'];
     if (typeof sessionId === 'string') {
       // Another key's session is answered like a missing one: a session id is not a credential.
-      const row = sessionId.length <= 64 ? await store.use(sessionId, ownerOf(principal), now(), now() - idleMs) : undefined;
+      const row = sessionId.length <= 64 ? await store.use(sessionId, ownerOf(actor), now(), now() - idleMs) : undefined;
       if (!row) {
         await release(sessionId);
         throw new NotFoundError('MCP session', sessionId.slice(0, 64));
@@ -299,7 +300,7 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
       }
       let taking = adopting.get(sessionId);
       if (!taking) {
-        taking = adopt(principal, sessionId, JSON.parse(row.client) as InitializeParams).finally(() => adopting.delete(sessionId));
+        taking = adopt(actor, sessionId, JSON.parse(row.client) as InitializeParams).finally(() => adopting.delete(sessionId));
         adopting.set(sessionId, taking);
       }
       return taking;
@@ -308,17 +309,17 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
     const init = request.method === 'POST' ? messagesOf(request.body).find((m) => types.isInitializeRequest(m)) : undefined;
     if (init) {
       const { protocolVersion, capabilities, clientInfo } = (init as { params: InitializeParams }).params;
-      return open(principal, { protocolVersion, capabilities, clientInfo });
+      return open(actor, { protocolVersion, capabilities, clientInfo });
     }
     throw new ValidationError('Send an initialize request first, then the Mcp-Session-Id header it answers with.', [
       { path: 'mcp-session-id', message: 'is required after initialization' },
     ]);
   }
 
-  /** The 2026-07-28 endpoint: no session, a server per request for the principal the hooks authenticated. */
+  /** The 2026-07-28 endpoint: no session, a server per request for the actor the hooks authenticated. */
   let modernHandler: McpHttpHandler | undefined;
   const modernFor = ({ v2, modern }: McpModules) =>
-    (modernHandler ??= v2.createMcpHandler((rc) => modern.createModernMcpServer(ctx, (rc.authInfo?.extra as { principal: Principal }).principal), { legacy: 'reject' }));
+    (modernHandler ??= v2.createMcpHandler((rc) => modern.createModernMcpServer(ctx, (rc.authInfo?.extra as { actor: Actor }).actor), { legacy: 'reject' }));
 
   /**
    * Whether a request is of the 2026-07-28 revision, by the SDK's own classification. Asking it costs
@@ -354,16 +355,16 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
   }
 
   async function handle(request: FastifyRequest, reply: FastifyReply) {
-    const principal = principalOf(request);
+    const actor = actorOf(request);
     const modules = await loadMcp();
     const { server } = modules;
-    if (request.method === 'POST') checkToolScopes(principal, request.body, server.toolScope);
+    if (request.method === 'POST') checkToolScopes(actor, request.body, server.toolScope);
     if (await isModern(modules, request)) {
       const handler = modernFor(modules);
-      const authInfo = { token: '', clientId: ownerOf(principal), scopes: [...principal.scopes], extra: { principal } };
+      const authInfo = { token: '', clientId: ownerOf(actor), scopes: [...actor.scopes], extra: { actor } };
       return respond(request, reply, modules, (webRequest) => handler.fetch(webRequest, { authInfo, parsedBody: request.body }));
     }
-    const session = await sessionFor(request, principal);
+    const session = await sessionFor(request, actor);
     if (request.method === 'POST') await relayReplies(session, request.body);
     await respond(
       request,

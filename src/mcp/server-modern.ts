@@ -6,6 +6,7 @@
  * validation and error mapping are server.ts's own.
  */
 import { CLIENT_CAPABILITIES_META_KEY, inputRequired, inputResponse, McpServer, MissingRequiredClientCapabilityError, ProtocolError, ProtocolErrorCode, ResourceNotFoundError, ResourceTemplate } from '@modelcontextprotocol/server';
+import type { Actor } from '../core/auth/actor.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
@@ -14,7 +15,7 @@ import { NotFoundError } from '../errors.js';
 import { MCP_FEATURES } from './catalog.js';
 import { asAppError, canAsk, type Capabilities, CATALOG, CONFIRM_SCHEMA, confirmed, INSTRUCTIONS, notConfirmed, runToolCall, servingFor, TOOL_LIST } from './server.js';
 import { TASKS_EXTENSION } from './tasks.js';
-import type { McpCaller, ToolInvocation } from './tool-definition.js';
+import type { ToolInvocation } from './tool-definition.js';
 
 /**
  * How long a client (or a shared cache) may keep the lists that change only with a new version of
@@ -41,7 +42,7 @@ function resourceError(ctx: AppContext, err: unknown): Error {
 }
 
 /** A new 2026-07-28 server answering one request as `caller`. */
-export function createModernMcpServer(ctx: AppContext, caller: McpCaller): McpServer {
+export function createModernMcpServer(ctx: AppContext, caller: Actor): McpServer {
   const mcp = new McpServer(
     { name: 'switchboard', title: 'Switchboard', version: VERSION },
     {

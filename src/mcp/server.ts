@@ -16,15 +16,16 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import type { Actor } from '../core/auth/actor.js';
 import type { AppContext } from '../context.js';
 import { VERSION } from '../context.js';
-import { hasScope } from '../core/auth/keys.js';
+import { permits } from '../core/auth/roles.js';
 import { AppError, ForbiddenError, InternalError, NotFoundError, toToolErrorResult, validationErrorOf, zodFieldErrors } from '../errors.js';
 import { refuseNul, refuseNulId } from '../lib/nul.js';
 import { jsonDepthIssue } from '../lib/json-depth.js';
 import { traceFields, withLogContext } from '../lib/log-context.js';
 import { MCP_FEATURES } from './catalog.js';
-import type { McpCaller, McpFeature, McpToolDefinition, ToolInvocation } from './tool-definition.js';
+import type { McpFeature, McpToolDefinition, ToolInvocation } from './tool-definition.js';
 
 export const INSTRUCTIONS =
   'Switchboard hosts personas: agents with instructions, traits and a knowledge base they answer from. ' +
@@ -83,7 +84,7 @@ export function asAppError(ctx: AppContext, err: unknown, what: string): AppErro
 /** Runs one tool call for a caller: scope, argument validation, the handler, the one error mapping. */
 async function callTool(
   ctx: AppContext,
-  caller: McpCaller,
+  caller: Actor,
   tool: McpToolDefinition,
   args: unknown,
   invocation: Omit<ToolInvocation, 'ctx' | 'caller'>,
@@ -91,7 +92,7 @@ async function callTool(
   before?: (args: unknown) => Promise<CallToolResult | undefined>,
 ): Promise<CallToolResult> {
   try {
-    if (!hasScope(caller.scopes, tool.scope)) throw new ForbiddenError(`${tool.name} needs the "${tool.scope}" scope.`);
+    if (!permits(caller.role, tool.scope)) throw new ForbiddenError(`${tool.name} needs the "${tool.scope}" scope.`);
     // Over stdio nothing parsed the arguments with a depth limit yet (over /mcp the JSON body parser did).
     const tooDeep = jsonDepthIssue(args);
     if (tooDeep) throw validationErrorOf('arguments', [tooDeep]);
@@ -122,7 +123,7 @@ interface ToolCallParams {
  */
 export function runToolCall(
   ctx: AppContext,
-  caller: McpCaller,
+  caller: Actor,
   tool: McpToolDefinition,
   params: ToolCallParams,
   signal: AbortSignal,
@@ -151,7 +152,7 @@ function resourceError(ctx: AppContext, err: unknown): McpError {
  * (the older era) and server-modern.ts's (2026-07-28) wrap them in their own classes; `fail` turns a
  * failure into the SDK's error.
  */
-export function servingFor(ctx: AppContext, caller: McpCaller, features: McpFeature[], fail: (err: unknown) => Error) {
+export function servingFor(ctx: AppContext, caller: Actor, features: McpFeature[], fail: (err: unknown) => Error) {
   const base = { ctx, caller };
   const prompts = features.flatMap((f) => (f.prompts ? [f.prompts] : []));
   return {
@@ -240,7 +241,7 @@ export function notConfirmed(name: string): CallToolResult {
 }
 
 /** A new MCP server for one connection, acting as `caller`. Never share one across sessions. */
-export function createMcpServer(ctx: AppContext, caller: McpCaller, features: McpFeature[] = MCP_FEATURES): McpServer {
+export function createMcpServer(ctx: AppContext, caller: Actor, features: McpFeature[] = MCP_FEATURES): McpServer {
   const mcp = new McpServer(
     { name: 'switchboard', title: 'Switchboard', version: VERSION },
     { instructions: INSTRUCTIONS, capabilities: { tools: { listChanged: false }, prompts: { listChanged: false } } },

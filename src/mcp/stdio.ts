@@ -32,8 +32,8 @@ export async function runMcpStdio(config: Config, io: StdioIo): Promise<number> 
   try {
     // A scripted deployment names its admin key; without one, nothing is created here (no banner on stdio).
     if (config.adminKey) await ctx.services.auth.bootstrap(config.adminKey);
-    const principal = await ctx.services.auth.authenticate(config.apiKey);
-    if (!principal) {
+    const actor = await ctx.services.auth.authenticate(config.apiKey);
+    if (!actor) {
       io.stderr('SWITCHBOARD_API_KEY is not a valid key of this database: it is malformed, unknown, revoked or expired.\n');
       return 1;
     }
@@ -43,13 +43,13 @@ export async function runMcpStdio(config: Config, io: StdioIo): Promise<number> 
     // served 2025-11-25 and before by one server for its life; a 2026-07-28 one, request by request.
     let done!: () => void;
     const closed = new Promise<void>((resolve) => (done = resolve));
-    const handle = serveStdio(() => createModernMcpServer(ctx, principal), { transport: new StdioServerTransport(io.stdin, io.stdout) });
+    const handle = serveStdio(() => createModernMcpServer(ctx, actor), { transport: new StdioServerTransport(io.stdin, io.stdout) });
     // A client that closes stdin is done.
     let stopping: Promise<void> | undefined;
     const stop = () => (stopping ??= handle.close().finally(done));
     io.stdin.once('end', () => void stop());
     io.stdin.once('close', () => void stop());
-    logger.info({ workspaceId: principal.workspaceId, keyId: principal.keyId }, 'Switchboard MCP server on stdio');
+    logger.info({ workspaceId: actor.workspaceId, keyId: actor.id }, 'Switchboard MCP server on stdio');
     io.onServing?.({ url: 'stdio', stop, drainSeconds: config.drainSeconds });
     await closed;
     return 0;

@@ -95,12 +95,12 @@ export function createMcpTasks({ store, clock, ids, logger, instance, signals }:
      * Starts `work` as a task of `caller` and answers the handle once the task can be read
      * (the spec's "durably created"). `work` gets a signal aborted by tasks/cancel or shutdown.
      */
-    async start(caller: { keyId: string; workspaceId: string }, tool: string, work: (signal: AbortSignal) => Promise<TaskOutcome>): Promise<DetailedTask & { resultType: 'task' }> {
+    async start(caller: { id: string; workspaceId: string }, tool: string, work: (signal: AbortSignal) => Promise<TaskOutcome>): Promise<DetailedTask & { resultType: 'task' }> {
       const now = clock.now();
       const row: McpTaskRow = {
         id: ids('tsk'),
         workspace_id: caller.workspaceId,
-        owner: caller.keyId,
+        owner: caller.id,
         tool,
         status: 'working',
         status_message: `Running ${tool}.`,
@@ -124,14 +124,14 @@ export function createMcpTasks({ store, clock, ids, logger, instance, signals }:
     },
 
     /** The task as `tasks/get` answers it; undefined for an id that is not this key's. */
-    async get(caller: { keyId: string; workspaceId: string }, id: string): Promise<DetailedTask | undefined> {
-      const row = await store.find(caller.keyId, caller.workspaceId, id);
+    async get(caller: { id: string; workspaceId: string }, id: string): Promise<DetailedTask | undefined> {
+      const row = await store.find(caller.id, caller.workspaceId, id);
       return row && view(row);
     },
 
     /** `tasks/cancel`: a task still working is cancelled (its work stops); false for an id that is not this key's. */
-    async cancel(caller: { keyId: string; workspaceId: string }, id: string): Promise<boolean> {
-      if (!(await store.find(caller.keyId, caller.workspaceId, id))) return false;
+    async cancel(caller: { id: string; workspaceId: string }, id: string): Promise<boolean> {
+      if (!(await store.find(caller.id, caller.workspaceId, id))) return false;
       if (await store.end({ status: 'cancelled', status_message: 'Cancelled by the client.', updated_at: nowIso() }, { ids: [id] })) {
         running.get(id)?.abort(new Error('The task was cancelled.'));
         // Run by another instance: it stops the work when it hears of it.

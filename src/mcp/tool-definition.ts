@@ -5,19 +5,15 @@
  */
 import type { z } from 'zod';
 import type { AppContext } from '../context.js';
+import type { Actor } from '../core/auth/actor.js';
 import type { Scope } from '../core/auth/keys.js';
 
-/** Who is calling over MCP: the key the session (HTTP) or process (stdio) authenticated with. */
-export interface McpCaller {
-  keyId: string;
-  workspaceId: string;
-  scopes: Scope[];
-}
 
 /** What a handler gets besides its arguments. */
 export interface ToolInvocation {
   ctx: AppContext;
-  caller: McpCaller;
+  /** Who is calling: the actor the session (HTTP) or process (stdio) authenticated as. */
+  caller: Actor;
   /** Aborted when the client cancels the request or goes away. */
   signal: AbortSignal;
   /**

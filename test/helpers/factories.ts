@@ -61,9 +61,9 @@ export async function recordFeedback(
 
 /** The workspace id of a key (default the admin key's). */
 export async function workspaceOf(t: TestApp, key = t.adminKey): Promise<string> {
-  const principal = await t.ctx.services.auth.authenticate(key);
-  if (!principal) throw new Error('unknown key');
-  return principal.workspaceId;
+  const actor = await t.ctx.services.auth.authenticate(key);
+  if (!actor) throw new Error('unknown key');
+  return actor.workspaceId;
 }
 
 /** POST /business/channels (admin key) expecting 201; `type`, `credentials` and a persona or A/B test come from `fields`. */

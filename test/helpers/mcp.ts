@@ -9,9 +9,9 @@ import { createPersona } from './factories.js';
 
 /** A client connected through `InMemoryTransport` to a server acting as the key `secret`. */
 export async function connectInMemory(t: TestApp, secret = t.adminKey): Promise<Client> {
-  const principal = await t.ctx.services.auth.authenticate(secret);
-  if (!principal) throw new Error('unknown key');
-  const server = createMcpServer(t.ctx, principal);
+  const actor = await t.ctx.services.auth.authenticate(secret);
+  if (!actor) throw new Error('unknown key');
+  const server = createMcpServer(t.ctx, actor);
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await server.connect(serverSide);
   const client = new Client({ name: 'switchboard-test', version: '1.0.0' });

@@ -26,6 +26,7 @@ const TABLES = [
   'interactions', 'feedback', 'interaction_tools', 'ab_tests', 'channels', 'channel_inbox', 'channel_conversations', 'channel_messages',
   'mcp_servers', 'mcp_server_oauth', 'tool_executions', 'teams', 'team_members', 'oauth_clients', 'oauth_grants', 'oauth_codes', 'oauth_tokens', 'openai_threads',
   'datasets', 'dataset_cases', 'eval_runs', 'eval_results', 'handoffs', 'handoff_outbox', 'handoff_notifications', 'handoff_desk_threads',
+  'users', 'memberships', 'login_sessions', 'invitations', 'audit_events',
 ];
 
 const WEBHOOK_SECRET = 'webhook-secret-0123456789abcdef';
@@ -257,6 +258,11 @@ describe.skipIf(!postgresUrl())('switchboard copy-data', { timeout: 120_000 }, (
       await k.insertInto('oauth_grants').values({ id: 'grt_copy', workspace_id: ws, key_id: keyId, client_id: 'cli_copy', client_name: 'Copy test', scope: 'read', resource: 'http://127.0.0.1/mcp', created_at: at, last_used_at: null, revoked_at: null }).execute();
       await k.insertInto('oauth_codes').values({ hash: 'code-hash', grant_id: 'grt_copy', client_id: 'cli_copy', redirect_uri: 'http://127.0.0.1:7/cb', code_challenge: 'x', resource: 'http://127.0.0.1/mcp', scope: 'read', expires_at: at, used_at: null }).execute();
       await k.insertInto('oauth_tokens').values({ hash: 'token-hash', kind: 'access', grant_id: 'grt_copy', family_id: 'fam', resource: 'http://127.0.0.1/mcp', scope: 'read', created_at: at, expires_at: at, revoked_at: null, used_at: null }).execute();
+      await k.insertInto('users').values({ id: 'usr_copy', email: 'Ada@Example.com', email_key: 'ada@example.com', name: 'Ada', status: 'active', password: null, created_at: at, last_seen_at: null }).execute();
+      await k.insertInto('memberships').values({ workspace_id: ws, user_id: 'usr_copy', role: 'editor', joined_at: at }).execute();
+      await k.insertInto('login_sessions').values({ id: 'lgn_copy', token_hash: 'session-hash', csrf_hash: 'csrf-hash', user_id: 'usr_copy', workspace_id: ws, method: 'password', ip: null, user_agent: null, created_at: at, last_seen_at: at, expires_at: at, ended_at: null }).execute();
+      await k.insertInto('invitations').values({ id: 'inv_copy', workspace_id: ws, purpose: 'invite', email: 'bo@example.com', role: 'agent', token_hash: 'invite-hash', created_by: null, created_at: at, expires_at: at, used_at: null, revoked_at: null }).execute();
+      await k.insertInto('audit_events').values({ id: 'aud_copy', workspace_id: ws, at, actor_type: 'system', actor_id: 'system', actor_name: 'switchboard', on_behalf_of: null, action: 'member.invite', target_type: 'invitation', target_id: 'inv_copy', outcome: 'success', request_id: null, ip: null, user_agent: null, changes: null }).execute();
 
       // A second workspace with knowledge of its own: search stays per workspace after the move.
       acmeKey = (await t.ctx.services.auth.createWorkspace('acme')).key.key;

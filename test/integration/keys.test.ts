@@ -92,7 +92,7 @@ describe.each(testBackends())('API keys (API.md §2) on $kind', (backend) => {
     // `admin` alone implies everything, so it may grant read and write.
     expect((await t.request({ method: 'POST', url: '/auth/api-keys', as: admin.key, body: { name: 'x', scopes: ['read', 'write', 'admin'] } })).statusCode).toBe(201);
     // Over HTTP only admin keys reach key creation; the service enforces the rule for every caller.
-    const writer = { keyId: 'key_x', workspaceId: (await me(t.adminKey)).json().workspace.id, scopes: ['write' as const] };
+    const writer = { kind: 'key' as const, id: 'key_x', name: 'x', role: 'editor' as const, userId: null, workspaceId: (await me(t.adminKey)).json().workspace.id, scopes: ['write' as const] };
     await expect(t.ctx.services.auth.createKey(writer, { name: 'y', scopes: ['admin'] })).rejects.toMatchObject({ status: 403 });
     await expect(t.ctx.services.auth.createKey(writer, { name: 'y', scopes: ['read'] })).resolves.toMatchObject({ scopes: ['read'] });
   });

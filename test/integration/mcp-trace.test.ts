@@ -59,9 +59,9 @@ describe('MCP tool calls carry the caller’s trace context into their logs', ()
 
   beforeAll(async () => {
     t = await createTestApp({ overrides: { logger: logs.logger } });
-    const principal = (await t.ctx.services.auth.authenticate(t.adminKey))!;
+    const actor = (await t.ctx.services.auth.authenticate(t.adminKey))!;
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-    await createMcpServer(t.ctx, principal, [feature]).connect(serverSide);
+    await createMcpServer(t.ctx, actor, [feature]).connect(serverSide);
     client = new Client({ name: 'trace-test', version: '1.0.0' });
     await client.connect(clientSide);
   });

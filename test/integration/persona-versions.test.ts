@@ -16,7 +16,7 @@ describe.each(testBackends())('persona versions on $kind', (backend) => {
 
   beforeAll(async () => {
     t = await createTestApp({ backend, overrides: { writeGate: race.gate } });
-    adminKeyId = (await t.ctx.services.auth.authenticate(t.adminKey))!.keyId;
+    adminKeyId = (await t.ctx.services.auth.authenticate(t.adminKey))!.id;
   });
   afterAll(async () => t?.close());
 

@@ -12,7 +12,7 @@ describe('createLogger', () => {
     ['a Slack signature', { req: { headers: { 'x-slack-signature': SECRET } } }],
     ['a webhook signature', { req: { headers: { 'x-switchboard-signature': SECRET } } }],
     ['an authorization header', { headers: { authorization: SECRET } }],
-    ['a key', { principal: { key: SECRET } }],
+    ['a key', { actor: { key: SECRET } }],
     ['a secret', { channel: { secret: SECRET } }],
     ['credentials, nested', { channel: { credentials: { botToken: SECRET } } }],
     ['credentials, top level', { credentials: { API_TOKEN: SECRET } }],

@@ -13,7 +13,7 @@ describe('rate limit windows', () => {
 
   async function limited(options: { max: number; maxTracked?: number }, clock: { ms: number }) {
     app = Fastify();
-    app.decorateRequest('principal', null);
+    app.decorateRequest('actor', null);
     app.setErrorHandler(errorHandler);
     registerRateLimit(app, { ...options, windowMs: 60_000, now: () => clock.ms });
     app.get('/', async () => 'ok');
@@ -69,7 +69,7 @@ describe('rate limit shared by instances (registerSharedRateLimit)', () => {
 
   async function limited(max: number, claims: RateClaims, clock: { ms: number }, onClaimError?: (err: unknown) => void) {
     app = Fastify();
-    app.decorateRequest('principal', null);
+    app.decorateRequest('actor', null);
     app.setErrorHandler(errorHandler);
     registerSharedRateLimit(app, { max, windowMs: 60_000, now: () => clock.ms, claims, ...(onClaimError ? { onClaimError } : {}) });
     app.get('/', async () => 'ok');

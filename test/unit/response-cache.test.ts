@@ -25,9 +25,9 @@ describe('response cache batching', () => {
     counters = new FakeCounters();
     reads = 0;
     app = Fastify();
-    app.decorateRequest('principal', null);
+    app.decorateRequest('actor', null);
     app.addHook('onRequest', (request, _reply, done) => {
-      request.principal = { keyId: 'key_a', workspaceId: 'wsp_a', scopes: ['read'] };
+      request.actor = { kind: 'key', id: 'key_a', name: 'a', workspaceId: 'wsp_a', role: 'viewer', scopes: ['read'], userId: null };
       done();
     });
     registerResponseCache(app, counters);

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppContext } from '../../context.js';
-import { principalOf } from '../../http/auth-hooks.js';
+import { actorOf } from '../../http/auth-hooks.js';
 import { idParams, pageOf, withErrors } from '../../http/openapi.js';
 import { abTestResultsSchema, abTestSchema, createAbTestSchema, promoteAbTestSchema, listAbTestsQuerySchema } from './ab-tests.schemas.js';
 
@@ -22,7 +22,7 @@ export function abTestRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const test = await abTests.create(principalOf(request).workspaceId, request.body);
+        const test = await abTests.create(actorOf(request).workspaceId, request.body);
         return reply.code(201).header('location', `/business/ab-tests/${test.id}`).send(test);
       },
     );
@@ -32,14 +32,14 @@ export function abTestRoutes(ctx: AppContext): FastifyPluginAsyncZod {
       { schema: { tags, summary: 'List A/B tests, newest first', querystring: listAbTestsQuerySchema, response: withErrors({ 200: pageOf(abTestSchema) }) } },
       async (request) => {
         const { status, ...page } = request.query;
-        return abTests.list(principalOf(request).workspaceId, page, status);
+        return abTests.list(actorOf(request).workspaceId, page, status);
       },
     );
 
     app.get(
       '/business/ab-tests/:id',
       { schema: { tags, summary: 'Get an A/B test', params: idParams, response: withErrors({ 200: abTestSchema }, [404]) } },
-      async (request) => abTests.get(principalOf(request).workspaceId, request.params.id),
+      async (request) => abTests.get(actorOf(request).workspaceId, request.params.id),
     );
 
     app.put(
@@ -52,13 +52,13 @@ export function abTestRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           response: withErrors({ 200: abTestSchema }, [404, 409]),
         },
       },
-      async (request) => abTests.start(principalOf(request).workspaceId, request.params.id),
+      async (request) => abTests.start(actorOf(request).workspaceId, request.params.id),
     );
 
     app.put(
       '/business/ab-tests/:id/stop',
       { schema: { tags, summary: 'Stop a running test (completed)', params: idParams, response: withErrors({ 200: abTestSchema }, [404, 409]) } },
-      async (request) => abTests.stop(principalOf(request).workspaceId, request.params.id),
+      async (request) => abTests.stop(actorOf(request).workspaceId, request.params.id),
     );
 
     app.post(
@@ -75,8 +75,8 @@ export function abTestRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request) => {
-        const { workspaceId, keyId } = principalOf(request);
-        return abTests.promote(workspaceId, request.params.id, request.body.variant, keyId);
+        const { workspaceId, id: actorId } = actorOf(request);
+        return abTests.promote(workspaceId, request.params.id, request.body.variant, actorId);
       },
     );
 
@@ -92,7 +92,7 @@ export function abTestRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           response: withErrors({ 200: abTestResultsSchema }, [404]),
         },
       },
-      async (request) => abTests.results(principalOf(request).workspaceId, request.params.id),
+      async (request) => abTests.results(actorOf(request).workspaceId, request.params.id),
     );
   };
 }

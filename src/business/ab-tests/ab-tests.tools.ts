@@ -67,7 +67,7 @@ export const abTestFeature: McpFeature = {
         const test = await ctx.services.abTests.get(caller.workspaceId, id);
         return `Promote ${variant ? `variant ${variant}` : 'the winner'} of "${test.name}" (${id}), making it the current persona version?`;
       },
-      run: ({ ctx, caller }, { id, variant }) => ctx.services.abTests.promote(caller.workspaceId, id, variant, caller.keyId),
+      run: ({ ctx, caller }, { id, variant }) => ctx.services.abTests.promote(caller.workspaceId, id, variant, caller.id),
     }),
   ],
 

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
-import { principalOf } from '../../http/auth-hooks.js';
+import { actorOf } from '../../http/auth-hooks.js';
 import { sendDownload } from '../../http/download.js';
 import { withErrors } from '../../http/openapi.js';
 import { CONTENT_TYPES, encodeRows } from './analytics.export.js';
@@ -43,7 +43,7 @@ export function analyticsRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           response: withErrors({ 200: overviewSchema }, [404]),
         },
       },
-      async (request) => analytics.overview(principalOf(request).workspaceId, request.query),
+      async (request) => analytics.overview(actorOf(request).workspaceId, request.query),
     );
 
     app.get(
@@ -56,7 +56,7 @@ export function analyticsRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           response: withErrors({ 200: conversationsReportSchema }, [404]),
         },
       },
-      async (request) => analytics.conversations(principalOf(request).workspaceId, request.query),
+      async (request) => analytics.conversations(actorOf(request).workspaceId, request.query),
     );
 
     app.get(
@@ -69,7 +69,7 @@ export function analyticsRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           response: withErrors({ 200: performanceReportSchema }, [404]),
         },
       },
-      async (request) => analytics.performance(principalOf(request).workspaceId, request.query),
+      async (request) => analytics.performance(actorOf(request).workspaceId, request.query),
     );
 
     app.get(
@@ -83,7 +83,7 @@ export function analyticsRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           response: withErrors({ 200: versionsReportSchema }, [404]),
         },
       },
-      async (request) => analytics.versions(principalOf(request).workspaceId, request.query),
+      async (request) => analytics.versions(actorOf(request).workspaceId, request.query),
     );
 
     app.get(
@@ -96,7 +96,7 @@ export function analyticsRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           response: withErrors({ 200: handoffsReportSchema }),
         },
       },
-      async (request) => analytics.handoffs(principalOf(request).workspaceId, request.query),
+      async (request) => analytics.handoffs(actorOf(request).workspaceId, request.query),
     );
 
     app.post(
@@ -107,7 +107,7 @@ export function analyticsRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         schema: { tags, summary: 'Export conversations, their messages, answers or the metric series as CSV, JSON or NDJSON', body: exportBodySchema, response: withErrors({ 200: exportFile }) },
       },
       async (request, reply) => {
-        const file = await analytics.export(principalOf(request).workspaceId, request.body);
+        const file = await analytics.export(actorOf(request).workspaceId, request.body);
         await sendDownload(request, reply, { contentType: CONTENT_TYPES[request.body.format], filename: file.filename }, encodeRows(request.body.format, file.columns, file.batches));
       },
     );

@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
-import { principalOf } from '../../http/auth-hooks.js';
+import { actorOf } from '../../http/auth-hooks.js';
 import { idParams, pageOf, withErrors } from '../../http/openapi.js';
 import {
   channelSchema,
@@ -36,7 +36,7 @@ export function channelRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const channel = await channels.create(principalOf(request).workspaceId, request.body);
+        const channel = await channels.create(actorOf(request).workspaceId, request.body);
         return reply.code(201).header('location', `/business/channels/${channel.id}`).send(channel);
       },
     );
@@ -46,14 +46,14 @@ export function channelRoutes(ctx: AppContext): FastifyPluginAsyncZod {
       { schema: { tags, summary: 'List channels, newest first (never credentials)', querystring: listChannelsQuerySchema, response: withErrors({ 200: pageOf(channelSchema) }) } },
       async (request) => {
         const { type, ...page } = request.query;
-        return channels.list(principalOf(request).workspaceId, page, type);
+        return channels.list(actorOf(request).workspaceId, page, type);
       },
     );
 
     app.get(
       '/business/channels/:id',
       { schema: { tags, summary: 'Get a channel', params: idParams, response: withErrors({ 200: channelSchema }, [404]) } },
-      async (request) => channels.get(principalOf(request).workspaceId, request.params.id),
+      async (request) => channels.get(actorOf(request).workspaceId, request.params.id),
     );
 
     app.put(
@@ -67,7 +67,7 @@ export function channelRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           response: withErrors({ 200: channelSchema }, [404]),
         },
       },
-      async (request) => channels.updateSettings(principalOf(request).workspaceId, request.params.id, request.body),
+      async (request) => channels.updateSettings(actorOf(request).workspaceId, request.params.id, request.body),
     );
 
     app.post(
@@ -81,7 +81,7 @@ export function channelRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           response: withErrors({ 202: sendResultSchema }, [404, 409, 502]),
         },
       },
-      async (request, reply) => reply.code(202).send(await channels.send(principalOf(request).workspaceId, request.params.id, request.body)),
+      async (request, reply) => reply.code(202).send(await channels.send(actorOf(request).workspaceId, request.params.id, request.body)),
     );
 
     await app.register(async (plugin) => {

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
-import { principalOf } from '../../http/auth-hooks.js';
+import { actorOf } from '../../http/auth-hooks.js';
 import { idParams, pageOf, withErrors } from '../../http/openapi.js';
 import { pageQuerySchema } from '../../lib/pagination.js';
 import { evalCaseSchema } from './cases.js';
@@ -37,7 +37,7 @@ export function evaluationRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         schema: { tags, summary: 'Create a dataset of evaluation cases', body: createDatasetSchema, response: withErrors({ 201: datasetSchema }) },
       },
       async (request, reply) => {
-        const ds = await evaluations.createDataset(principalOf(request).workspaceId, request.body);
+        const ds = await evaluations.createDataset(actorOf(request).workspaceId, request.body);
         return reply.code(201).header('location', `/datasets/${ds.id}`).send(ds);
       },
     );
@@ -47,20 +47,20 @@ export function evaluationRoutes(ctx: AppContext): FastifyPluginAsyncZod {
       { schema: { tags, summary: 'List datasets, newest first', querystring: listDatasetsQuerySchema, response: withErrors({ 200: pageOf(datasetSchema) }) } },
       async (request) => {
         const { q, ...page } = request.query;
-        return evaluations.listDatasets(principalOf(request).workspaceId, page, q);
+        return evaluations.listDatasets(actorOf(request).workspaceId, page, q);
       },
     );
 
     app.get(
       '/datasets/:id',
       { schema: { tags, summary: 'Get a dataset', params: idParams, response: withErrors({ 200: datasetSchema }, [404]) } },
-      async (request) => evaluations.getDataset(principalOf(request).workspaceId, request.params.id),
+      async (request) => evaluations.getDataset(actorOf(request).workspaceId, request.params.id),
     );
 
     app.put(
       '/datasets/:id',
       { schema: { tags, summary: 'Rename or describe a dataset', params: idParams, body: updateDatasetSchema, response: withErrors({ 200: datasetSchema }, [404]) } },
-      async (request) => evaluations.updateDataset(principalOf(request).workspaceId, request.params.id, request.body),
+      async (request) => evaluations.updateDataset(actorOf(request).workspaceId, request.params.id, request.body),
     );
 
     app.delete(
@@ -75,7 +75,7 @@ export function evaluationRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        await evaluations.deleteDataset(principalOf(request).workspaceId, request.params.id);
+        await evaluations.deleteDataset(actorOf(request).workspaceId, request.params.id);
         return reply.code(204).send();
       },
     );
@@ -85,7 +85,7 @@ export function evaluationRoutes(ctx: AppContext): FastifyPluginAsyncZod {
       {
         schema: { tags, summary: 'List a dataset’s cases in order', params: idParams, querystring: pageQuerySchema.strict(), response: withErrors({ 200: pageOf(datasetCaseSchema) }, [404]) },
       },
-      async (request) => evaluations.listCases(principalOf(request).workspaceId, request.params.id, request.query),
+      async (request) => evaluations.listCases(actorOf(request).workspaceId, request.params.id, request.query),
     );
 
     app.post(
@@ -102,7 +102,7 @@ export function evaluationRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const c = await evaluations.addCase(principalOf(request).workspaceId, request.params.id, request.body);
+        const c = await evaluations.addCase(actorOf(request).workspaceId, request.params.id, request.body);
         return reply.code(201).header('location', `/datasets/${c.datasetId}/cases/${c.id}`).send(c);
       },
     );
@@ -111,7 +111,7 @@ export function evaluationRoutes(ctx: AppContext): FastifyPluginAsyncZod {
       '/datasets/:id/cases/:caseId',
       { schema: { tags, summary: 'Delete a case', params: caseParams, response: withErrors({ 204: z.undefined().describe('Deleted') }, [404]) } },
       async (request, reply) => {
-        await evaluations.deleteCase(principalOf(request).workspaceId, request.params.id, request.params.caseId);
+        await evaluations.deleteCase(actorOf(request).workspaceId, request.params.id, request.params.caseId);
         return reply.code(204).send();
       },
     );
@@ -131,7 +131,7 @@ export function evaluationRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const c = await evaluations.caseFromSession(principalOf(request).workspaceId, request.params.id, request.body);
+        const c = await evaluations.caseFromSession(actorOf(request).workspaceId, request.params.id, request.body);
         return reply.code(201).header('location', `/datasets/${c.datasetId}/cases/${c.id}`).send(c);
       },
     );
@@ -151,7 +151,7 @@ export function evaluationRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           response: withErrors({ 200: z.object({ imported: z.number().int(), dataset: datasetSchema }) }, [404, 409]),
         },
       },
-      async (request) => evaluations.importCases(principalOf(request).workspaceId, request.params.id, request.body.format, request.body.content),
+      async (request) => evaluations.importCases(actorOf(request).workspaceId, request.params.id, request.body.format, request.body.content),
     );
 
     app.get(
@@ -169,7 +169,7 @@ export function evaluationRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const { body, filename } = await evaluations.exportCases(principalOf(request).workspaceId, request.params.id, request.query.format);
+        const { body, filename } = await evaluations.exportCases(actorOf(request).workspaceId, request.params.id, request.query.format);
         return reply
           .header('content-type', request.query.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8')
           .header('content-disposition', `attachment; filename="${filename}"`)
@@ -191,8 +191,8 @@ export function evaluationRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const { workspaceId, keyId } = principalOf(request);
-        const run = await evaluations.createRun(workspaceId, request.body, keyId);
+        const { workspaceId, id: actorId } = actorOf(request);
+        const run = await evaluations.createRun(workspaceId, request.body, actorId);
         return reply.code(201).header('location', `/evaluations/runs/${run.id}`).send(run);
       },
     );
@@ -202,14 +202,14 @@ export function evaluationRoutes(ctx: AppContext): FastifyPluginAsyncZod {
       { schema: { tags, summary: 'List evaluation runs, newest first', querystring: listRunsQuerySchema, response: withErrors({ 200: pageOf(evalRunSchema) }, [404]) } },
       async (request) => {
         const { datasetId, personaId, status, ...page } = request.query;
-        return evaluations.listRuns(principalOf(request).workspaceId, page, { datasetId, personaId, status });
+        return evaluations.listRuns(actorOf(request).workspaceId, page, { datasetId, personaId, status });
       },
     );
 
     app.get(
       '/evaluations/runs/:id',
       { schema: { tags, summary: 'Get a run: status, progress and, once finished, its summary', params: idParams, response: withErrors({ 200: evalRunSchema }, [404]) } },
-      async (request) => evaluations.getRun(principalOf(request).workspaceId, request.params.id),
+      async (request) => evaluations.getRun(actorOf(request).workspaceId, request.params.id),
     );
 
     app.post(
@@ -223,7 +223,7 @@ export function evaluationRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           response: withErrors({ 200: evalRunSchema }, [404, 409]),
         },
       },
-      async (request) => evaluations.cancelRun(principalOf(request).workspaceId, request.params.id),
+      async (request) => evaluations.cancelRun(actorOf(request).workspaceId, request.params.id),
     );
 
     app.get(
@@ -239,7 +239,7 @@ export function evaluationRoutes(ctx: AppContext): FastifyPluginAsyncZod {
       },
       async (request) => {
         const { passed, ...page } = request.query;
-        return evaluations.results(principalOf(request).workspaceId, request.params.id, page, passed === undefined ? undefined : passed === 'true');
+        return evaluations.results(actorOf(request).workspaceId, request.params.id, page, passed === undefined ? undefined : passed === 'true');
       },
     );
 
@@ -255,7 +255,7 @@ export function evaluationRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           response: withErrors({ 200: comparisonSchema }, [404]),
         },
       },
-      async (request) => evaluations.compare(principalOf(request).workspaceId, request.query.a, request.query.b),
+      async (request) => evaluations.compare(actorOf(request).workspaceId, request.query.a, request.query.b),
     );
   };
 }

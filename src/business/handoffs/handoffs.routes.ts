@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppContext } from '../../context.js';
-import { principalOf } from '../../http/auth-hooks.js';
+import { actorOf } from '../../http/auth-hooks.js';
 import { idParams, pageOf, withErrors } from '../../http/openapi.js';
 import {
   acceptSchema,
@@ -36,7 +36,7 @@ export function handoffRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const { workspaceId } = principalOf(request);
+        const { workspaceId } = actorOf(request);
         const session = await ctx.services.sessions.get(workspaceId, request.params.id);
         const { handoff, created } = await handoffs.open(workspaceId, { id: session.id, persona_id: session.personaId }, 'api', request.body.reason);
         return reply.code(created ? 201 : 200).header('location', `/handoffs/${handoff.id}`).send(handoff);
@@ -50,14 +50,14 @@ export function handoffRoutes(ctx: AppContext): FastifyPluginAsyncZod {
       },
       async (request) => {
         const { status, teamId, member, ...page } = request.query;
-        return handoffs.list(principalOf(request).workspaceId, page, { status, teamId, member });
+        return handoffs.list(actorOf(request).workspaceId, page, { status, teamId, member });
       },
     );
 
     app.get(
       '/handoffs/:id',
       { schema: { tags, summary: 'Get a handoff with the conversation so far', params: idParams, response: withErrors({ 200: handoffDetailSchema }, [404]) } },
-      async (request) => handoffs.get(principalOf(request).workspaceId, request.params.id),
+      async (request) => handoffs.get(actorOf(request).workspaceId, request.params.id),
     );
 
     app.post(
@@ -72,7 +72,7 @@ export function handoffRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           response: withErrors({ 200: handoffSchema }, [404, 409]),
         },
       },
-      async (request) => handoffs.accept(principalOf(request).workspaceId, request.params.id, request.body.member),
+      async (request) => handoffs.accept(actorOf(request).workspaceId, request.params.id, request.body.member),
     );
 
     app.post(
@@ -91,7 +91,7 @@ export function handoffRoutes(ctx: AppContext): FastifyPluginAsyncZod {
       },
       async (request, reply) => {
         const { member, text } = request.body;
-        return reply.code(201).send(await handoffs.reply(principalOf(request).workspaceId, request.params.id, member, text));
+        return reply.code(201).send(await handoffs.reply(actorOf(request).workspaceId, request.params.id, member, text));
       },
     );
 
@@ -111,7 +111,7 @@ export function handoffRoutes(ctx: AppContext): FastifyPluginAsyncZod {
             response: withErrors({ 200: handoffSchema }, [404, 409]),
           },
         },
-        async (request) => handoffs.end(principalOf(request).workspaceId, request.params.id, to, request.body.member),
+        async (request) => handoffs.end(actorOf(request).workspaceId, request.params.id, to, request.body.member),
       );
     }
   };

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppContext } from '../../context.js';
-import { principalOf } from '../../http/auth-hooks.js';
+import { actorOf } from '../../http/auth-hooks.js';
 import { idParams, pageOf, withErrors } from '../../http/openapi.js';
 import { addMemberSchema, createTeamSchema, handoffSettingsSchema, listTeamsQuerySchema, teamSchema, updateAvailabilitySchema } from './teams.schemas.js';
 
@@ -31,7 +31,7 @@ export function teamRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const team = await teams.create(principalOf(request).workspaceId, request.body);
+        const team = await teams.create(actorOf(request).workspaceId, request.body);
         return reply.code(201).header('location', location(team.id)).send(team);
       },
     );
@@ -47,13 +47,13 @@ export function teamRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           response: withErrors({ 200: pageOf(teamSchema) }),
         },
       },
-      async (request) => teams.list(principalOf(request).workspaceId, request.query),
+      async (request) => teams.list(actorOf(request).workspaceId, request.query),
     );
 
     app.get(
       '/business/teams/:id',
       { schema: { tags, summary: 'Get a team', description: AVAILABLE_NOW, params: idParams, response: withErrors({ 200: teamSchema }, [404]) } },
-      async (request) => teams.get(principalOf(request).workspaceId, request.params.id),
+      async (request) => teams.get(actorOf(request).workspaceId, request.params.id),
     );
 
     app.put(
@@ -71,7 +71,7 @@ export function teamRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           response: withErrors({ 200: teamSchema }, [404]),
         },
       },
-      async (request) => teams.updateAvailability(principalOf(request).workspaceId, request.params.id, request.body),
+      async (request) => teams.updateAvailability(actorOf(request).workspaceId, request.params.id, request.body),
     );
 
     app.put(
@@ -90,7 +90,7 @@ export function teamRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request) => {
-        const { workspaceId } = principalOf(request);
+        const { workspaceId } = actorOf(request);
         const { offerSeconds, notify, desk, chatUsers } = request.body;
         // What can be refused is checked first (the URL, the desk's channel, members): a refusal changes nothing.
         if (notify !== undefined) await ctx.services.handoffs.setTeamWebhook(workspaceId, request.params.id, notify);
@@ -115,7 +115,7 @@ export function teamRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const team = await teams.addMember(principalOf(request).workspaceId, request.params.id, request.body);
+        const team = await teams.addMember(actorOf(request).workspaceId, request.params.id, request.body);
         return reply.code(201).header('location', location(team.id)).send(team);
       },
     );

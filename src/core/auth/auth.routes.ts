@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
-import { principalOf } from '../../http/auth-hooks.js';
+import { actorOf } from '../../http/auth-hooks.js';
 import { idParams, pageOf, withErrors } from '../../http/openapi.js';
 import {
   apiKeySchema,
@@ -29,7 +29,7 @@ export function authRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const key = await auth.createKey(principalOf(request), request.body);
+        const key = await auth.createKey(actorOf(request), request.body);
         return reply.code(201).header('location', `/auth/api-keys/${key.id}`).send(key);
       },
     );
@@ -45,7 +45,7 @@ export function authRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           response: withErrors({ 200: pageOf(apiKeySchema) }),
         },
       },
-      async (request) => auth.listKeys(principalOf(request), request.query),
+      async (request) => auth.listKeys(actorOf(request), request.query),
     );
 
     app.put(
@@ -60,7 +60,7 @@ export function authRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           response: withErrors({ 200: apiKeyWithSecretSchema }, [404, 409]),
         },
       },
-      async (request) => auth.rotateKey(principalOf(request), request.params.id, request.body.gracePeriodSeconds),
+      async (request) => auth.rotateKey(actorOf(request), request.params.id, request.body.gracePeriodSeconds),
     );
 
     app.delete(
@@ -75,7 +75,7 @@ export function authRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        await auth.revokeKey(principalOf(request), request.params.id);
+        await auth.revokeKey(actorOf(request), request.params.id);
         return reply.code(204).send();
       },
     );
@@ -89,7 +89,7 @@ export function authRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           response: withErrors({ 200: meSchema }),
         },
       },
-      async (request) => auth.me(principalOf(request)),
+      async (request) => auth.me(actorOf(request)),
     );
   };
 }

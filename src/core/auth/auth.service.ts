@@ -5,17 +5,11 @@ import { AppError, ConflictError, ForbiddenError, NotFoundError, ValidationError
 import type { Clock } from '../../lib/clock.js';
 import type { IdGenerator } from '../../lib/ids.js';
 import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
-import type { AuthStore } from './auth.store.js';
+import type { Actor } from './actor.js';
+import type { AuthStore, KeyWithOwner } from './auth.store.js';
 import { generateKeySecret, hashKey, hasScope, KEY_PATTERN, keyPrefix, type Scope, SCOPES } from './keys.js';
+import { capScopes, lowerRole, type Role, roleOfScopes } from './roles.js';
 
-/** Who is calling: resolved once per request from the bearer key. */
-export interface Principal {
-  keyId: string;
-  workspaceId: string;
-  scopes: Scope[];
-  /** Set when the caller is an OAuth client acting through a grant of this key (only at `/mcp`). */
-  grantId?: string;
-}
 
 export interface ApiKey {
   id: string;
@@ -27,6 +21,8 @@ export interface ApiKey {
   expiresAt: string | null;
   lastUsedAt: string | null;
   rotatedAt: string | null;
+  /** The person the key belongs to; null for a service key (bootstrap, SWITCHBOARD_ADMIN_KEY, CLI). */
+  userId: string | null;
 }
 
 export interface Workspace {
@@ -35,7 +31,8 @@ export interface Workspace {
   createdAt: string;
 }
 
-interface CachedKey extends Principal {
+interface CachedKey {
+  actor: Actor;
   expiresAtMs: number | null;
   /** Set when the hash is a rotated-out secret: accepted until then. */
   graceUntilMs: number | null;
@@ -86,12 +83,30 @@ export function createAuthService({ store, clock, ids, signals = localChangeSign
       expiresAt: row.expires_at,
       lastUsedAt: last,
       rotatedAt: row.rotated_at,
+      userId: row.user_id ?? null,
     };
+  }
+
+  /**
+   * The actor of an active key: a service key acts by its scopes; a person's key is capped by the
+   * person's role in the key's workspace at this moment, and is nothing once they are no longer an
+   * active member (their keys are revoked then too; this holds in between).
+   */
+  function keyActor(row: KeyWithOwner): Actor | null {
+    const scopes = JSON.parse(row.scopes) as Scope[];
+    let role: Role = roleOfScopes(scopes);
+    if (row.user_id !== null) {
+      if (row.member_role === null || row.user_status !== 'active') return null;
+      role = lowerRole(role, row.member_role);
+    }
+    const effective = capScopes(scopes, role);
+    if (effective.length === 0) return null;
+    return { kind: 'key', id: row.id, name: row.name, workspaceId: row.workspace_id, role, scopes: effective, userId: row.user_id };
   }
 
   /** After a key's secret or status changed: out of this cache now, out of every instance's within a poll. */
   async function forgetKey(keyId: string) {
-    for (const [hash, entry] of cache) if (entry.keyId === keyId) cache.delete(hash);
+    for (const [hash, entry] of cache) if (entry.actor.id === keyId) cache.delete(hash);
     await signals.changed('keys');
   }
 
@@ -101,6 +116,7 @@ export function createAuthService({ store, clock, ids, signals = localChangeSign
     scopes: Scope[],
     expiresAt: string | null,
     secret = generateKeySecret(),
+    userId: string | null = null,
   ) {
     const row: ApiKeyRow = {
       id: ids('key'),
@@ -116,6 +132,7 @@ export function createAuthService({ store, clock, ids, signals = localChangeSign
       last_used_at: null,
       previous_hash: null,
       previous_valid_until: null,
+      user_id: userId,
     };
     await store.insertKey(row);
     return { ...toApiKey(row), key: secret };
@@ -137,35 +154,34 @@ export function createAuthService({ store, clock, ids, signals = localChangeSign
     return { id: ws.id, name: ws.name, createdAt: ws.created_at };
   }
 
-  /** The principal of a cached key, or null when it is expired or past its rotation grace period. */
-  function admit(entry: CachedKey, nowMs: number): Principal | null {
+  /** The actor of a cached key, or null when it is expired or past its rotation grace period. */
+  function admit(entry: CachedKey, nowMs: number): Actor | null {
     if (entry.expiresAtMs !== null && entry.expiresAtMs <= nowMs) return null;
     if (entry.graceUntilMs !== null && entry.graceUntilMs <= nowMs) return null;
-    lastUsed.set(entry.keyId, nowMs);
-    return { keyId: entry.keyId, workspaceId: entry.workspaceId, scopes: entry.scopes };
+    lastUsed.set(entry.actor.id, nowMs);
+    return entry.actor;
   }
 
   return {
     /**
-     * Resolves a bearer secret to its principal, or null when it is malformed, unknown, revoked,
+     * Resolves a bearer secret to its actor, or null when it is malformed, unknown, revoked,
      * expired or past its rotation grace period. Served from memory after the first lookup.
      */
-    async authenticate(secret: string): Promise<Principal | null> {
+    async authenticate(secret: string): Promise<Actor | null> {
       if (!KEY_PATTERN.test(secret)) return null;
       const hash = hashKey(secret);
       const nowMs = clock.now().getTime();
       let entry = cache.get(hash);
       if (!entry || nowMs - entry.cachedAtMs > CACHE_TTL_MS) {
         const row = await store.findKeyBySecretHash(hash);
-        if (!row || row.revoked_at) {
+        const actor = row && !row.revoked_at ? keyActor(row) : null;
+        if (!row || !actor) {
           cache.delete(hash);
           return null;
         }
         const isPrevious = row.hash !== hash;
         entry = {
-          keyId: row.id,
-          workspaceId: row.workspace_id,
-          scopes: JSON.parse(row.scopes) as Scope[],
+          actor,
           expiresAtMs: row.expires_at ? Date.parse(row.expires_at) : null,
           graceUntilMs: isPrevious ? Date.parse(row.previous_valid_until ?? '1970-01-01T00:00:00Z') : null,
           cachedAtMs: nowMs,
@@ -180,7 +196,7 @@ export function createAuthService({ store, clock, ids, signals = localChangeSign
      * `authenticate` when memory can answer (the same cache, the same checks), else undefined: the
      * HTTP hook then needs no promise for a known key (issue 18: with the callback auth hooks, ~1 µs per request).
      */
-    authenticateCached(secret: string): Principal | null | undefined {
+    authenticateCached(secret: string): Actor | null | undefined {
       if (!KEY_PATTERN.test(secret)) return null;
       const entry = cache.get(hashKey(secret));
       if (!entry) return undefined;
@@ -189,27 +205,27 @@ export function createAuthService({ store, clock, ids, signals = localChangeSign
     },
 
     /**
-     * OAuth consent: the principal of the key whose *current* secret this is, when the key is active.
+     * OAuth consent: the actor of the key whose *current* secret this is, when the key is active.
      * A rotated-out secret still in its grace period is refused: a grant outlives that period.
      */
-    async authenticateCurrent(secret: string): Promise<Principal | null> {
+    async authenticateCurrent(secret: string): Promise<Actor | null> {
       if (!KEY_PATTERN.test(secret)) return null;
       const hash = hashKey(secret);
       const row = await store.findKeyBySecretHash(hash);
       if (!row || row.hash !== hash || toApiKey(row).status !== 'active') return null;
-      return { keyId: row.id, workspaceId: row.workspace_id, scopes: JSON.parse(row.scopes) as Scope[] };
+      return keyActor(row);
     },
 
     /**
-     * OAuth token use: the key's principal when it is active and was neither revoked nor rotated at or
+     * OAuth token use: the key's actor when it is active and was neither revoked nor rotated at or
      * after `sinceIso` (the grant's creation), else null. Read from the database every time, so a
      * revocation or rotation by any process ends the key's grants at once.
      */
-    async keyValidSince(keyId: string, sinceIso: string): Promise<Principal | null> {
+    async keyValidSince(keyId: string, sinceIso: string): Promise<Actor | null> {
       const row = await store.findKeyById(keyId);
       if (!row || toApiKey(row).status !== 'active') return null;
       if (row.rotated_at !== null && row.rotated_at >= sinceIso) return null;
-      return { keyId: row.id, workspaceId: row.workspace_id, scopes: JSON.parse(row.scopes) as Scope[] };
+      return keyActor(row);
     },
 
     /** Writes the in-memory `lastUsedAt` values; called periodically and at shutdown. */
@@ -221,7 +237,7 @@ export function createAuthService({ store, clock, ids, signals = localChangeSign
     },
 
     async createKey(
-      caller: Principal,
+      caller: Actor,
       input: { name: string; scopes?: Scope[] | undefined; expiresAt?: string | undefined },
     ) {
       const scopes = [...new Set(input.scopes ?? (['read', 'write'] as Scope[]))];
@@ -238,12 +254,12 @@ export function createAuthService({ store, clock, ids, signals = localChangeSign
       return insertKey(caller.workspaceId, input.name, sortScopes(scopes), expiresAt);
     },
 
-    async listKeys(caller: Principal, page: PageRequest): Promise<Page<ApiKey>> {
+    async listKeys(caller: Actor, page: PageRequest): Promise<Page<ApiKey>> {
       return mapPage(await store.listKeys(caller.workspaceId, page), toApiKey);
     },
 
     /** New secret, same id; the old secret keeps working for `gracePeriodSeconds` only. */
-    async rotateKey(caller: Principal, id: string, gracePeriodSeconds: number) {
+    async rotateKey(caller: Actor, id: string, gracePeriodSeconds: number) {
       const row = await requireKey(caller.workspaceId, id);
       const current = toApiKey(row);
       if (current.status !== 'active') throw new ConflictError(`API key ${id} is ${current.status}; it cannot be rotated.`);
@@ -263,7 +279,7 @@ export function createAuthService({ store, clock, ids, signals = localChangeSign
     },
 
     /** Revokes at once; refuses to revoke the workspace's last active admin key. */
-    async revokeKey(caller: Principal, id: string): Promise<void> {
+    async revokeKey(caller: Actor, id: string): Promise<void> {
       const row = await requireKey(caller.workspaceId, id);
       const key = toApiKey(row);
       if (key.status === 'revoked') return;
@@ -277,8 +293,8 @@ export function createAuthService({ store, clock, ids, signals = localChangeSign
       await forgetKey(id);
     },
 
-    async me(caller: Principal) {
-      const row = await requireKey(caller.workspaceId, caller.keyId);
+    async me(caller: Actor) {
+      const row = await requireKey(caller.workspaceId, caller.id);
       const ws = await store.findWorkspace(caller.workspaceId);
       if (!ws) throw new NotFoundError('Workspace', caller.workspaceId);
       return { key: toApiKey(row), workspace: { id: ws.id, name: ws.name } };

@@ -1,9 +1,20 @@
-import type { Kysely } from 'kysely';
-import type { Database, NewApiKeyRow } from '../../db/schema.js';
+import type { Kysely, SelectQueryBuilder } from 'kysely';
+import type { ApiKeyRow, Database, NewApiKeyRow } from '../../db/schema.js';
 import { type PageRequest, paginate } from '../../lib/pagination.js';
+
+/** A key with its owner's role in the key's workspace and their status (nulls for a service key, or an owner no longer a member). */
+export type KeyWithOwner = ApiKeyRow & { member_role: Database['memberships']['role'] | null; user_status: Database['users']['status'] | null };
 
 /** SQL for workspaces and API keys. Every key query names its workspace, except the lookup by hash. */
 export function createAuthStore(db: Kysely<Database>) {
+  /** Keys with what authenticating them needs of their owner, in the same read. */
+  const keysWithOwner = (): SelectQueryBuilder<any, any, KeyWithOwner> =>
+    db
+      .selectFrom('api_keys')
+      .leftJoin('memberships', (j) => j.onRef('memberships.user_id', '=', 'api_keys.user_id').onRef('memberships.workspace_id', '=', 'api_keys.workspace_id'))
+      .leftJoin('users', 'users.id', 'api_keys.user_id')
+      .selectAll('api_keys')
+      .select(['memberships.role as member_role', 'users.status as user_status']) as unknown as SelectQueryBuilder<any, any, KeyWithOwner>;
   return {
     findWorkspaceByName: (name: string) =>
       db.selectFrom('workspaces').selectAll().where('name', '=', name).executeTakeFirst(),
@@ -13,11 +24,9 @@ export function createAuthStore(db: Kysely<Database>) {
       db.insertInto('workspaces').values(row).execute(),
 
     /** The key whose current or previous (grace period) secret has this hash. */
-    findKeyBySecretHash: (hash: string) =>
-      db
-        .selectFrom('api_keys')
-        .selectAll()
-        .where((eb) => eb.or([eb('hash', '=', hash), eb('previous_hash', '=', hash)]))
+    findKeyBySecretHash: (hash: string): Promise<KeyWithOwner | undefined> =>
+      keysWithOwner()
+        .where((eb) => eb.or([eb('api_keys.hash', '=', hash), eb('api_keys.previous_hash', '=', hash)]))
         .executeTakeFirst(),
     findKey: (workspaceId: string, id: string) =>
       db
@@ -27,7 +36,7 @@ export function createAuthStore(db: Kysely<Database>) {
         .where('id', '=', id)
         .executeTakeFirst(),
     /** By id alone: only for checking the key behind an OAuth grant, whose row already names the workspace. */
-    findKeyById: (id: string) => db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst(),
+    findKeyById: (id: string): Promise<KeyWithOwner | undefined> => keysWithOwner().where('api_keys.id', '=', id).executeTakeFirst(),
     listKeys: (workspaceId: string, page: PageRequest) =>
       paginate(db.selectFrom('api_keys').selectAll().where('workspace_id', '=', workspaceId), page),
     /** Active keys of the workspace holding `admin`, other than `exceptId`. */

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { ValidationError } from '../../errors.js';
-import { principalOf } from '../../http/auth-hooks.js';
+import { actorOf } from '../../http/auth-hooks.js';
 import { toAppError } from '../../http/error-handler.js';
 import { withErrors } from '../../http/openapi.js';
 import type { ChatMessage } from '../../llm/llm-client.js';
@@ -82,7 +82,7 @@ export function chatRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         schema: { tags, summary: 'Ask a persona; the whole answer as JSON', body: querySchema, response: withErrors({ 200: answerSchema }, [404, 409, 502, 504]) },
       },
       async (request, reply) => {
-        return chat.query(principalOf(request).workspaceId, request.body, disconnectSignal(reply));
+        return chat.query(actorOf(request).workspaceId, request.body, disconnectSignal(reply));
       },
     );
 
@@ -97,7 +97,7 @@ export function chatRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const exchange = await chat.open(principalOf(request).workspaceId, request.body);
+        const exchange = await chat.open(actorOf(request).workspaceId, request.body);
         await streamExchange(request, reply, exchange, nativeEncoder());
       },
     );
@@ -130,7 +130,7 @@ export function chatRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           userId: body.userId,
           enableMCPTools: body.enableMCPTools,
         };
-        const workspaceId = principalOf(request).workspaceId;
+        const workspaceId = actorOf(request).workspaceId;
         if (!body.stream) return chat.query(workspaceId, exchangeRequest, disconnectSignal(reply));
         const exchange = await chat.open(workspaceId, exchangeRequest);
         const ui = request.query.protocol === 'ui-message-stream' || (request.query.protocol !== 'native' && body.messages.some((m) => m.parts !== undefined));
@@ -156,7 +156,7 @@ export function chatRoutes(ctx: AppContext): FastifyPluginAsyncZod {
       async (request, reply) => {
         if (request.headers['last-event-id'] !== undefined) return reply.code(204).send();
         const q = request.query;
-        const exchange = await chat.open(principalOf(request).workspaceId, {
+        const exchange = await chat.open(actorOf(request).workspaceId, {
           ...agentOf(request.params.agentId),
           message: q.message,
           sessionId: q.sessionId,

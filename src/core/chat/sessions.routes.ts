@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
-import { principalOf } from '../../http/auth-hooks.js';
+import { actorOf } from '../../http/auth-hooks.js';
 import { idParams, pageOf, withErrors } from '../../http/openapi.js';
 import { feedbackResultSchema, feedbackSchema, listSessionsQuerySchema, sessionDetailSchema, sessionSchema } from './chat.schemas.js';
 import { openSse } from './sse.js';
@@ -34,7 +34,7 @@ export function sessionRoutes(ctx: AppContext): FastifyPluginAsyncZod {
       },
       async (request) => {
         const { personaId, channelId, userId, ...page } = request.query;
-        return sessions.list(principalOf(request).workspaceId, page, { personaId, channelId, userId });
+        return sessions.list(actorOf(request).workspaceId, page, { personaId, channelId, userId });
       },
     );
 
@@ -44,7 +44,7 @@ export function sessionRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         config: { cache: true },
         schema: { tags, summary: 'A session with its messages, oldest first', params: idParams, response: withErrors({ 200: sessionDetailSchema }, [404]) },
       },
-      async (request) => sessions.get(principalOf(request).workspaceId, request.params.id),
+      async (request) => sessions.get(actorOf(request).workspaceId, request.params.id),
     );
 
     app.get(
@@ -63,7 +63,7 @@ export function sessionRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const { workspaceId } = principalOf(request);
+        const { workspaceId } = actorOf(request);
         const id = request.params.id;
         const lastEventId = Number(request.headers['last-event-id']);
         let cursor = await sessions.eventsStart(workspaceId, id, Number.isInteger(lastEventId) && lastEventId >= 0 ? lastEventId : request.query.after);
@@ -99,7 +99,7 @@ export function sessionRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const result = await sessions.feedback(principalOf(request).workspaceId, request.params.id, request.body);
+        const result = await sessions.feedback(actorOf(request).workspaceId, request.params.id, request.body);
         return reply.code(201).header('location', `/sessions/${result.sessionId}`).send(result);
       },
     );
@@ -116,7 +116,7 @@ export function sessionRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        await sessions.delete(principalOf(request).workspaceId, request.params.id);
+        await sessions.delete(actorOf(request).workspaceId, request.params.id);
         return reply.code(204).send();
       },
     );

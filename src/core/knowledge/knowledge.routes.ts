@@ -3,7 +3,7 @@ import type { FastifyRequest, FastifySchemaCompiler } from 'fastify';
 import { type FastifyPluginAsyncZod, validatorCompiler } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
-import { principalOf } from '../../http/auth-hooks.js';
+import { actorOf } from '../../http/auth-hooks.js';
 import { idParams, pageOf, withErrors } from '../../http/openapi.js';
 import type { CreateSourceInput, UpdateSourceInput } from './knowledge.service.js';
 import {
@@ -68,7 +68,7 @@ export function knowledgeRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const source = await knowledge.create(principalOf(request).workspaceId, request.body as CreateSourceInput);
+        const source = await knowledge.create(actorOf(request).workspaceId, request.body as CreateSourceInput);
         return reply.code(202).header('location', `/knowledge/${source.id}`).send(source);
       },
     );
@@ -85,7 +85,7 @@ export function knowledgeRoutes(ctx: AppContext): FastifyPluginAsyncZod {
       },
       async (request) => {
         const { personaId, status, ...page } = request.query;
-        return knowledge.list(principalOf(request).workspaceId, page, { personaId, status });
+        return knowledge.list(actorOf(request).workspaceId, page, { personaId, status });
       },
     );
 
@@ -101,13 +101,13 @@ export function knowledgeRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           response: withErrors({ 200: searchResultSchema }, [404]),
         },
       },
-      async (request) => knowledge.search(principalOf(request).workspaceId, request.query),
+      async (request) => knowledge.search(actorOf(request).workspaceId, request.query),
     );
 
     app.get(
       '/knowledge/:id',
       { schema: { tags, summary: 'Get a knowledge source', params: idParams, response: withErrors({ 200: knowledgeSourceSchema }, [404]) } },
-      async (request) => knowledge.get(principalOf(request).workspaceId, request.params.id),
+      async (request) => knowledge.get(actorOf(request).workspaceId, request.params.id),
     );
 
     app.put(
@@ -126,7 +126,7 @@ export function knowledgeRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const source = await knowledge.update(principalOf(request).workspaceId, request.params.id, request.body as UpdateSourceInput);
+        const source = await knowledge.update(actorOf(request).workspaceId, request.params.id, request.body as UpdateSourceInput);
         return reply.code(202).send(source);
       },
     );
@@ -142,7 +142,7 @@ export function knowledgeRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           response: withErrors({ 200: pageOf(chunkSchema) }, [404]),
         },
       },
-      async (request) => knowledge.chunks(principalOf(request).workspaceId, request.params.id, request.query),
+      async (request) => knowledge.chunks(actorOf(request).workspaceId, request.params.id, request.query),
     );
 
     app.delete(
@@ -156,7 +156,7 @@ export function knowledgeRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        await knowledge.delete(principalOf(request).workspaceId, request.params.id);
+        await knowledge.delete(actorOf(request).workspaceId, request.params.id);
         return reply.code(204).send();
       },
     );

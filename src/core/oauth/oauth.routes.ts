@@ -11,7 +11,7 @@ import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provid
 import { z } from 'zod';
 import type { Config } from '../../config.js';
 import type { AppContext } from '../../context.js';
-import { principalOf } from '../../http/auth-hooks.js';
+import { actorOf } from '../../http/auth-hooks.js';
 import { errorHandler } from '../../http/error-handler.js';
 import { idParams, pageOf, withErrors } from '../../http/openapi.js';
 import { NUL_MESSAGE } from '../../lib/nul.js';
@@ -343,7 +343,7 @@ export function oauthRoutes(ctx: AppContext, base: () => string): FastifyPluginA
           response: withErrors({ 200: pageOf(grantSchema) }),
         },
       },
-      async (request) => oauth.listGrants(principalOf(request), request.query),
+      async (request) => oauth.listGrants(actorOf(request), request.query),
     );
 
     app.delete(
@@ -358,7 +358,7 @@ export function oauthRoutes(ctx: AppContext, base: () => string): FastifyPluginA
         },
       },
       async (request, reply) => {
-        await oauth.deleteGrant(principalOf(request), request.params.id);
+        await oauth.deleteGrant(actorOf(request), request.params.id);
         return reply.code(204).send();
       },
     );

@@ -19,7 +19,9 @@ import { NotFoundError } from '../../errors.js';
 import type { Clock } from '../../lib/clock.js';
 import { type IdGenerator, randomBase62 } from '../../lib/ids.js';
 import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
-import type { AuthService, Principal } from '../auth/auth.service.js';
+import type { Actor } from '../auth/actor.js';
+import type { AuthService } from '../auth/auth.service.js';
+import { lowerRole, roleOfScopes } from '../auth/roles.js';
 import { hasScope, type Scope } from '../auth/keys.js';
 import { type ClientInfo, ClientMetadataError, createMetadataDocuments, isMetadataDocumentUrl, validateClientMetadata } from './client-metadata.js';
 import type { OAuthStore } from './oauth.store.js';
@@ -127,15 +129,16 @@ export function createOAuthService({ store, auth, clock, ids, metadataDocuments 
     };
   }
 
-  /** The grant's principal, when the grant and its key are still good; scope capped by the key's. */
-  async function grantPrincipal(grantId: string, scope: string): Promise<{ principal: Principal; grant: OAuthGrantRow } | null> {
+  /** The grant's actor, when the grant and its key are still good; scope capped by the key's. */
+  async function grantActor(grantId: string, scope: string): Promise<{ actor: Actor; grant: OAuthGrantRow } | null> {
     const grant = await store.findGrant(grantId);
     if (!grant || grant.revoked_at !== null) return null;
     const key = await auth.keyValidSince(grant.key_id, grant.created_at);
     if (!key || key.workspaceId !== grant.workspace_id) return null;
     const scopes: Scope[] = (parseScope(scope) ?? []).filter((s) => hasScope(key.scopes, s));
     if (scopes.length === 0) return null;
-    return { principal: { keyId: key.keyId, workspaceId: key.workspaceId, scopes, grantId: grant.id }, grant };
+    // The grant's scopes cap the key's role as the key's scopes cap its owner's.
+    return { actor: { ...key, kind: 'oauth', role: lowerRole(key.role, roleOfScopes(scopes)), scopes, grantId: grant.id }, grant };
   }
 
   async function issueTokens(grantId: string, familyId: string, resource: string, scopes: OAuthScope[]): Promise<TokenResponse> {
@@ -240,7 +243,7 @@ export function createOAuthService({ store, auth, clock, ids, metadataDocuments 
       await store.insertGrant({
         id: grantId,
         workspace_id: key.workspaceId,
-        key_id: key.keyId,
+        key_id: key.id,
         client_id: entry.client.clientId,
         client_name: entry.client.name,
         scope,
@@ -282,7 +285,7 @@ export function createOAuthService({ store, auth, clock, ids, metadataDocuments 
       if (row.redirect_uri !== redirectUri) throw new InvalidGrantError('redirect_uri differs from the authorization request.');
       if (!pkceMatches(verifier, row.code_challenge)) throw new InvalidGrantError('The code_verifier does not match the code_challenge.');
       if (resource !== undefined && resource !== row.resource) throw new InvalidTargetError('resource differs from the authorization request.');
-      const valid = await grantPrincipal(row.grant_id, row.scope);
+      const valid = await grantActor(row.grant_id, row.scope);
       if (!valid) throw new InvalidGrantError('The grant is no longer valid (revoked, or its API key was revoked or rotated).');
       void touch(row.grant_id);
       return issueTokens(row.grant_id, crypto.randomUUID(), row.resource, parseScope(row.scope) ?? []);
@@ -311,7 +314,7 @@ export function createOAuthService({ store, auth, clock, ids, metadataDocuments 
         if (!asked || asked.some((s) => !scopes.includes(s))) throw new InvalidScopeError('scope may only narrow the granted scope.');
         scopes = asked;
       }
-      const valid = await grantPrincipal(row.grant_id, scopeText(scopes));
+      const valid = await grantActor(row.grant_id, scopeText(scopes));
       if (!valid) throw new InvalidGrantError('The grant is no longer valid (revoked, or its API key was revoked or rotated).');
       void touch(row.grant_id);
       return issueTokens(row.grant_id, row.family_id, row.resource, scopes);
@@ -332,24 +335,24 @@ export function createOAuthService({ store, auth, clock, ids, metadataDocuments 
       else await store.revokeToken(row.hash, nowIso());
     },
 
-    /** The principal of an access token for `resource`, or null (unknown, revoked, expired, other resource, grant or key ended). */
-    async verifyAccessToken(token: string, resource: string): Promise<Principal | null> {
+    /** The actor of an access token for `resource`, or null (unknown, revoked, expired, other resource, grant or key ended). */
+    async verifyAccessToken(token: string, resource: string): Promise<Actor | null> {
       if (!ACCESS_TOKEN.test(token)) return null;
       const row = await store.findToken(sha256(token));
       if (!row || row.kind !== 'access' || row.revoked_at !== null || row.expires_at <= nowIso()) return null;
       if (row.resource !== resource) return null;
-      const valid = await grantPrincipal(row.grant_id, row.scope);
+      const valid = await grantActor(row.grant_id, row.scope);
       if (!valid) return null;
       void touch(row.grant_id);
-      return valid.principal;
+      return valid.actor;
     },
 
-    async listGrants(caller: Principal, page: PageRequest): Promise<Page<Grant>> {
+    async listGrants(caller: Actor, page: PageRequest): Promise<Page<Grant>> {
       return mapPage(await store.listGrants(caller.workspaceId, nowIso(), page), toGrant);
     },
 
     /** Disconnects a client: the grant and its tokens stop at once. */
-    async deleteGrant(caller: Principal, id: string): Promise<void> {
+    async deleteGrant(caller: Actor, id: string): Promise<void> {
       const grant = await store.findWorkspaceGrant(caller.workspaceId, id);
       if (!grant) throw new NotFoundError('OAuth grant', id);
       await store.revokeGrant(id, nowIso());

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
-import { principalOf } from '../../http/auth-hooks.js';
+import { actorOf } from '../../http/auth-hooks.js';
 import { streamExchange } from '../chat/chat.routes.js';
 import { disconnectSignal } from '../chat/sse.js';
 import { completionChunkEncoder, switchboardOf, usageOf } from './openai.encoder.js';
@@ -46,13 +46,13 @@ export function openAiRoutes(ctx: AppContext): FastifyPluginAsyncZod {
     app.get(
       '/models',
       { schema: { tags, summary: 'List models: the personas and running A/B tests (OpenAI)', response: withOpenAiErrors({ 200: modelListSchema }, COMMON) } },
-      async (request) => ({ object: 'list' as const, data: await service.listModels(principalOf(request).workspaceId) }),
+      async (request) => ({ object: 'list' as const, data: await service.listModels(actorOf(request).workspaceId) }),
     );
 
     app.get(
       '/models/:id',
       { schema: { tags, summary: 'One model (OpenAI)', params: modelParams, response: withOpenAiErrors({ 200: modelSchema }, [...COMMON, 404]) } },
-      async (request) => service.getModel(principalOf(request).workspaceId, request.params.id),
+      async (request) => service.getModel(actorOf(request).workspaceId, request.params.id),
     );
 
     app.post(
@@ -73,7 +73,7 @@ export function openAiRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         const body = request.body;
         const created = Math.floor(ctx.clock.now().getTime() / 1000);
         const header = request.headers[SESSION_HEADER];
-        const { exchange, run } = await service.open(principalOf(request).workspaceId, body, typeof header === 'string' && header !== '' ? header : undefined);
+        const { exchange, run } = await service.open(actorOf(request).workspaceId, body, typeof header === 'string' && header !== '' ? header : undefined);
         const id = `chatcmpl-${exchange.messageId}`;
         if (body.stream) {
           const encoder = completionChunkEncoder({ id, model: body.model, created, includeUsage: body.stream_options?.include_usage === true, sessionId: exchange.sessionId });

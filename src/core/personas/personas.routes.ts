@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
-import { principalOf } from '../../http/auth-hooks.js';
+import { actorOf } from '../../http/auth-hooks.js';
 import { NotFoundError } from '../../errors.js';
 import { idParams, pageOf, withErrors } from '../../http/openapi.js';
 import { pageQuerySchema } from '../../lib/pagination.js';
@@ -32,8 +32,8 @@ export function personaRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         schema: { tags, summary: 'Create a persona', body: createPersonaSchema, response: withErrors({ 201: personaSchema }) },
       },
       async (request, reply) => {
-        const { workspaceId, keyId } = principalOf(request);
-        const persona = await personas.create(workspaceId, request.body, keyId);
+        const { workspaceId, id: actorId } = actorOf(request);
+        const persona = await personas.create(workspaceId, request.body, actorId);
         return reply.code(201).header('location', `/personas/${persona.id}`).send(persona);
       },
     );
@@ -51,14 +51,14 @@ export function personaRoutes(ctx: AppContext): FastifyPluginAsyncZod {
       },
       async (request) => {
         const { q, ...page } = request.query;
-        return personas.list(principalOf(request).workspaceId, page, q);
+        return personas.list(actorOf(request).workspaceId, page, q);
       },
     );
 
     app.get(
       '/personas/:id',
       { config: { cache: true }, schema: { tags, summary: 'Get a persona', params: idParams, response: withErrors({ 200: personaSchema }, [404]) } },
-      async (request) => personas.get(principalOf(request).workspaceId, request.params.id),
+      async (request) => personas.get(actorOf(request).workspaceId, request.params.id),
     );
 
     app.put(
@@ -74,8 +74,8 @@ export function personaRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request) => {
-        const { workspaceId, keyId } = principalOf(request);
-        return personas.update(workspaceId, request.params.id, request.body, keyId);
+        const { workspaceId, id: actorId } = actorOf(request);
+        return personas.update(workspaceId, request.params.id, request.body, actorId);
       },
     );
 
@@ -92,7 +92,7 @@ export function personaRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           response: withErrors({ 200: pageOf(personaVersionSchema) }, [404]),
         },
       },
-      async (request) => personas.versions(principalOf(request).workspaceId, request.params.id, request.query),
+      async (request) => personas.versions(actorOf(request).workspaceId, request.params.id, request.query),
     );
 
     app.get(
@@ -103,7 +103,7 @@ export function personaRoutes(ctx: AppContext): FastifyPluginAsyncZod {
       },
       async (request) => {
         const { id, n } = request.params;
-        return personas.version(principalOf(request).workspaceId, id, versionNumber(id, n));
+        return personas.version(actorOf(request).workspaceId, id, versionNumber(id, n));
       },
     );
 
@@ -120,8 +120,8 @@ export function personaRoutes(ctx: AppContext): FastifyPluginAsyncZod {
       },
       async (request) => {
         const { id, n } = request.params;
-        const { workspaceId, keyId } = principalOf(request);
-        return personas.restore(workspaceId, id, versionNumber(id, n), keyId);
+        const { workspaceId, id: actorId } = actorOf(request);
+        return personas.restore(workspaceId, id, versionNumber(id, n), actorId);
       },
     );
 
@@ -137,7 +137,7 @@ export function personaRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        await personas.delete(principalOf(request).workspaceId, request.params.id);
+        await personas.delete(actorOf(request).workspaceId, request.params.id);
         return reply.code(204).send();
       },
     );

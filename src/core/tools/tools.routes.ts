@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { AppError } from '../../errors.js';
-import { principalOf } from '../../http/auth-hooks.js';
+import { actorOf } from '../../http/auth-hooks.js';
 import { idParams, pageOf, withErrors } from '../../http/openapi.js';
 import { pageQuerySchema } from '../../lib/pagination.js';
 import { errorPage, pageHeaders } from '../oauth/consent-page.js';
@@ -51,7 +51,7 @@ export function toolRoutes(ctx: AppContext, base: () => string): FastifyPluginAs
         },
       },
       async (request, reply) => {
-        const server = await tools.createServer(principalOf(request).workspaceId, request.body);
+        const server = await tools.createServer(actorOf(request).workspaceId, request.body);
         return reply.code(201).header('location', `/api/mcp/servers/${server.id}`).send(server);
       },
     );
@@ -59,13 +59,13 @@ export function toolRoutes(ctx: AppContext, base: () => string): FastifyPluginAs
     app.get(
       '/api/mcp/servers',
       { schema: { tags, summary: 'List MCP tool servers, newest first', querystring: pageQuerySchema.strict(), response: withErrors({ 200: pageOf(mcpServerSchema) }) } },
-      async (request) => tools.listServers(principalOf(request).workspaceId, request.query),
+      async (request) => tools.listServers(actorOf(request).workspaceId, request.query),
     );
 
     app.get(
       '/api/mcp/servers/:id',
       { schema: { tags, summary: 'Get an MCP tool server', params: idParams, response: withErrors({ 200: mcpServerSchema }, [404]) } },
-      async (request) => tools.getServer(principalOf(request).workspaceId, request.params.id),
+      async (request) => tools.getServer(actorOf(request).workspaceId, request.params.id),
     );
 
     app.put(
@@ -80,7 +80,7 @@ export function toolRoutes(ctx: AppContext, base: () => string): FastifyPluginAs
           response: withErrors({ 200: mcpServerSchema }, [404]),
         },
       },
-      async (request) => tools.replaceCredentials(principalOf(request).workspaceId, request.params.id, request.body.credentials),
+      async (request) => tools.replaceCredentials(actorOf(request).workspaceId, request.params.id, request.body.credentials),
     );
 
     app.delete(
@@ -90,7 +90,7 @@ export function toolRoutes(ctx: AppContext, base: () => string): FastifyPluginAs
         schema: { tags, summary: 'Remove an MCP tool server (its client and process are closed)', params: idParams, response: withErrors({ 204: z.undefined().describe('Deleted') }, [404]) },
       },
       async (request, reply) => {
-        await tools.deleteServer(principalOf(request).workspaceId, request.params.id);
+        await tools.deleteServer(actorOf(request).workspaceId, request.params.id);
         return reply.code(204).send();
       },
     );
@@ -110,7 +110,7 @@ export function toolRoutes(ctx: AppContext, base: () => string): FastifyPluginAs
           response: withErrors({ 200: authorizationSchema }, [404, 409, 502]),
         },
       },
-      async (request) => tools.authorize(principalOf(request).workspaceId, request.params.id, base()),
+      async (request) => tools.authorize(actorOf(request).workspaceId, request.params.id, base()),
     );
 
     app.delete(
@@ -126,7 +126,7 @@ export function toolRoutes(ctx: AppContext, base: () => string): FastifyPluginAs
           response: withErrors({ 200: mcpServerSchema }, [404, 409]),
         },
       },
-      async (request) => tools.revokeAuthorization(principalOf(request).workspaceId, request.params.id),
+      async (request) => tools.revokeAuthorization(actorOf(request).workspaceId, request.params.id),
     );
 
     app.get(
@@ -176,7 +176,7 @@ export function toolRoutes(ctx: AppContext, base: () => string): FastifyPluginAs
           response: withErrors({ 200: z.object({ data: z.array(toolDescriptorSchema) }) }),
         },
       },
-      async (request) => ({ data: await tools.listTools(principalOf(request).workspaceId) }),
+      async (request) => ({ data: await tools.listTools(actorOf(request).workspaceId) }),
     );
 
     app.post(
@@ -193,7 +193,7 @@ export function toolRoutes(ctx: AppContext, base: () => string): FastifyPluginAs
           response: withErrors({ 200: executionSchema }, [404, 502, 503, 504]),
         },
       },
-      async (request) => tools.execute(principalOf(request).workspaceId, request.body),
+      async (request) => tools.execute(actorOf(request).workspaceId, request.body),
     );
 
     app.get(
@@ -204,14 +204,14 @@ export function toolRoutes(ctx: AppContext, base: () => string): FastifyPluginAs
       },
       async (request) => {
         const { toolName, ...page } = request.query;
-        return tools.listExecutions(principalOf(request).workspaceId, page, toolName);
+        return tools.listExecutions(actorOf(request).workspaceId, page, toolName);
       },
     );
 
     app.get(
       '/api/mcp/executions/:id',
       { config: { cache: true }, schema: { tags, summary: 'Get a tool execution', params: idParams, response: withErrors({ 200: executionSchema }, [404]) } },
-      async (request) => tools.getExecution(principalOf(request).workspaceId, request.params.id),
+      async (request) => tools.getExecution(actorOf(request).workspaceId, request.params.id),
     );
   };
 }

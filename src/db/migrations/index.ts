@@ -47,6 +47,7 @@ const MIGRATIONS: Record<string, () => Promise<DialectMigration>> = {
   '032-handoff-desks': () => import('./032-handoff-desks.js'),
   '033-interaction-sources': () => import('./033-interaction-sources.js'),
   '034-tool-server-registration': () => import('./034-tool-server-registration.js'),
+  '035-people': () => import('./035-people.js'),
 };
 
 /**
