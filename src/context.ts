@@ -6,6 +6,7 @@ import { createAuthService } from './core/auth/auth.service.js';
 import { createAuthStore } from './core/auth/auth.store.js';
 import { createLoginSessions, type LoginSessions } from './core/people/login-sessions.js';
 import { createPeopleStore } from './core/people/people.store.js';
+import type { ScryptParams } from './core/people/passwords.js';
 import { type AgentLimits, createAgent } from './core/chat/agent.js';
 import { createChatService } from './core/chat/chat.service.js';
 import { createChatStore } from './core/chat/chat.store.js';
@@ -145,6 +146,8 @@ export interface ContextOverrides {
   agent?: Partial<AgentLimits>;
   /** Tests of races hold writers here between their read and their write. */
   writeGate?: WriteGate;
+  /** Password hashing cost (tests use a cheaper one than the default, OWASP's). */
+  scrypt?: ScryptParams;
 }
 
 /**

@@ -8,6 +8,9 @@ import { loadConfig } from '../../src/config.js';
 import { type AppContext, type ContextOverrides, createContext } from '../../src/context.js';
 import { createTestDatabase, type TestBackend } from './postgres.js';
 
+/** The password hashing cost of test apps. */
+export const TEST_SCRYPT = { N: 2 ** 10, r: 8, p: 1 };
+
 export interface TestApp {
   app: FastifyInstance;
   ctx: AppContext;
@@ -45,7 +48,8 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
   const pool = process.env.SWITCHBOARD_TEST_DATABASE_POOL ?? '4';
   const onPostgres = database ? { SWITCHBOARD_DATABASE_URL: database.url, SWITCHBOARD_SECRET: crypto.randomBytes(32).toString('base64'), SWITCHBOARD_DATABASE_POOL: pool } : {};
   const config = loadConfig({ SWITCHBOARD_DATA_DIR: dataDir, LOG_LEVEL: 'silent', SWITCHBOARD_RATE_LIMIT: '0', ...onPostgres, ...options.env });
-  const ctx = await createContext(config, options.overrides);
+  // Passwords hashed at a test's cost (2^10 instead of OWASP's 2^17: ~1 ms, not ~300 ms, a hash).
+  const ctx = await createContext(config, { scrypt: TEST_SCRYPT, ...options.overrides });
   const boot = await ctx.services.auth.bootstrap(config.adminKey);
   const adminKey = boot?.key ?? config.adminKey;
   if (!adminKey) throw new Error('no admin key');
