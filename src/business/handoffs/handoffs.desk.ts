@@ -5,10 +5,12 @@
  */
 import type { Selectable } from 'kysely';
 import type { Database, HandoffRow } from '../../db/schema.js';
-import { ConflictError, ValidationError } from '../../errors.js';
+import type { Actor } from '../../core/auth/actor.js';
+import { ConflictError } from '../../errors.js';
 import { emailKey } from '../teams/teams.service.js';
 import type { HandoffBase, LoadedTeam } from './handoffs.base.js';
 import type { DeskButton, Relay } from './handoffs.relay.js';
+import type { Work } from './handoffs.work.js';
 import type { HandoffStore, Writes } from './handoffs.store.js';
 
 type Outbox = NonNullable<Writes['outbox']>[number];
@@ -105,42 +107,19 @@ export function createDeskPosts(base: HandoffBase, relay: Relay) {
 
 export type DeskPosts = ReturnType<typeof createDeskPosts>;
 
-/** What a desk click or reply does: the member's own accept, reply, hand-back or resolve. */
-export interface DeskWork {
-  accept(workspaceId: string, id: string, email: string): Promise<unknown>;
-  reply(workspaceId: string, id: string, email: string, text: string, fromDesk?: boolean): Promise<unknown>;
-  end(workspaceId: string, id: string, to: 'returned' | 'resolved', email: string | undefined): Promise<unknown>;
+/**
+ * Who acts at the desk: the channel, for the member whose platform user id clicked or wrote (the
+ * audit log's actor). Acting as the user that chat id is linked to comes later (API.md §14).
+ */
+function deskActor(workspaceId: string, chatUserId: string, member: { email: string }): Actor {
+  return { kind: 'channel', id: chatUserId, name: `${member.email} (desk)`, workspaceId, role: 'agent', scopes: ['read'], userId: null };
 }
 
-/** The desk's settings and what comes in from it: members' replies in a thread and button clicks. */
-export function createDesk(base: HandoffBase, relay: Relay, posts: DeskPosts, work: DeskWork) {
+/** What comes in from the desk: members' replies in a thread and button clicks. */
+export function createDesk(base: HandoffBase, posts: DeskPosts, work: Work) {
   const { store, teamOf } = base;
   const { deskLine } = posts;
   return {
-    /**
-     * Where the team works handoffs in chat: one of the workspace's Slack or Discord channels and a
-     * conversation in it (`dm`: the offered member's direct messages), or null to stop.
-     */
-    async setTeamDesk(workspaceId: string, teamId: string, desk: { channelId: string; conversation: string } | null): Promise<void> {
-      await teamOf(workspaceId, teamId);
-      if (desk === null) return void (await store.setTeamDesk(workspaceId, teamId, null, null));
-      const channels = relay.channels();
-      if (!channels) throw new ConflictError('Desks are not available in this process.');
-      const type = await channels.typeOf(workspaceId, desk.channelId);
-      if (type === 'webhook') throw ValidationError.field('desk.channelId', 'must be a Slack or Discord channel (a webhook channel has no members to click Accept)');
-      if (type === 'discord' && desk.conversation === 'dm') throw ValidationError.field('desk.conversation', 'must be a Discord channel id: a Discord desk works in threads of a server channel (dm is for Slack)');
-      await store.setTeamDesk(workspaceId, teamId, desk.channelId, desk.conversation);
-    },
-
-    /** Members' user ids on the desk platform; an e-mail that is no member → 400 naming `chatUsers.<i>.email`. */
-    async setChatUsers(workspaceId: string, teamId: string, users: Array<{ email: string; chatUserId: string | null }>): Promise<void> {
-      const team = await teamOf(workspaceId, teamId);
-      const known = new Set(team.members.map((m) => m.email_key));
-      const missing = users.findIndex((u) => !known.has(emailKey(u.email)));
-      if (missing >= 0) throw ValidationError.field(`chatUsers.${missing}.email`, `is not a member of team ${teamId}`);
-      await store.setChatUserIds(workspaceId, teamId, users.map((u) => ({ emailKey: emailKey(u.email), chatUserId: u.chatUserId })));
-    },
-
     /** The handoff's desk thread a channel conversation is, if any (its messages are members', not the persona's). */
     deskThread: (channelId: string, conversationId: string): Promise<DeskThread | undefined> => store.deskThread(channelId, conversationId),
 
@@ -156,7 +135,7 @@ export function createDesk(base: HandoffBase, relay: Relay, posts: DeskPosts, wo
       const member = team.members.find((m) => m.chat_user_id === message.userId);
       if (!member) return;
       if (row.status === 'accepted' && row.member !== null && emailKey(row.member) === member.email_key) {
-        await work.reply(workspaceId, row.id, member.email, message.text, true);
+        await work.reply(workspaceId, row.id, { actor: deskActor(workspaceId, message.userId, member), email: member.email }, message.text, true);
       } else if (row.status === 'accepted') {
         await deskLine(row, `${who(member)}: this conversation is with ${row.member}; your message did not reach the user.`);
       } else if (row.status === 'queued' || row.status === 'offered') {
@@ -179,8 +158,9 @@ export function createDesk(base: HandoffBase, relay: Relay, posts: DeskPosts, wo
         return;
       }
       try {
-        if (action.actionId === 'handoff.accept') await work.accept(workspaceId, row.id, member.email);
-        else await work.end(workspaceId, row.id, action.actionId === 'handoff.return' ? 'returned' : 'resolved', member.email);
+        const acting = { actor: deskActor(workspaceId, action.userId, member), email: member.email };
+        if (action.actionId === 'handoff.accept') await work.accept(workspaceId, row.id, acting);
+        else await work.end(workspaceId, row.id, action.actionId === 'handoff.return' ? 'returned' : 'resolved', acting);
       } catch (err) {
         if (!(err instanceof ConflictError)) throw err;
         await deskLine(row, `${who(member)}: ${err.message}`);

@@ -15,38 +15,34 @@
  * The sweep (every few seconds on every instance, and safe on all at once) re-offers lapsed offers
  * and offers queued handoffs whose team became available.
  */
-import { ConflictError } from '../../errors.js';
-import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
 import type { Persona } from '../../core/personas/personas.schemas.js';
-import { assertPublicUrl } from '../../lib/address-guard.js';
-import { createHandoffBase, type HandoffServiceDeps, toHandoff } from './handoffs.base.js';
+import { createHandoffBase, type HandoffServiceDeps } from './handoffs.base.js';
 import { createDesk, createDeskPosts, inert } from './handoffs.desk.js';
-import { createRelay, notifyContext } from './handoffs.relay.js';
+import { createPeopleWork } from './handoffs.people.js';
+import { createRelay } from './handoffs.relay.js';
 import { createRouting } from './handoffs.routing.js';
-import type { Handoff } from './handoffs.schemas.js';
-import type { HandoffStore } from './handoffs.store.js';
+import { createSettings } from './handoffs.settings.js';
 import { createWork } from './handoffs.work.js';
 
 export { toHandoff, type HandoffServiceDeps } from './handoffs.base.js';
 export { type ChannelPort, type DeskButton, notifyContext } from './handoffs.relay.js';
 export type { DeskAction, DeskMessage, DeskThread } from './handoffs.desk.js';
 
-/** Messages of the conversation shown with a handoff (the console's Inbox, MCP). */
-const CONVERSATION_MESSAGES = 50;
-
 /**
  * The handoff service, put together from its parts (each a file of this folder): the shared reads
- * (base), the relay of what changes write, the desk in Slack or Discord, routing and the sweep, and
- * a member's work (accept, reply, end).
+ * (base), the relay of what changes write, the desk in Slack or Discord, routing and the sweep, a
+ * member's work (accept, reply, end), who acts on it (people) and the team's handoff settings.
  */
 export function createHandoffService(deps: HandoffServiceDeps) {
   const base = createHandoffBase(deps);
-  const { store, teamOf, nextAvailable, find, now, webhooks } = base;
+  const { store, now } = base;
   const relay = createRelay(base);
   const posts = createDeskPosts(base, relay);
   const routing = createRouting(base, relay, posts);
   const work = createWork(base, relay, posts);
-  const desk = createDesk(base, relay, posts, work);
+  const desk = createDesk(base, posts, work);
+  const people = createPeopleWork(base, work);
+  const settings = createSettings(base, relay);
 
   return {
     open: routing.open,
@@ -72,46 +68,15 @@ export function createHandoffService(deps: HandoffServiceDeps) {
       });
     },
 
-    async get(workspaceId: string, id: string) {
-      const row = await find(workspaceId, id);
-      const nextAt = row.status === 'queued' ? nextAvailable(await teamOf(workspaceId, row.team_id)) : null;
-      const messages = row.session_id === null ? [] : await store.conversation(row.session_id, CONVERSATION_MESSAGES);
-      return {
-        ...toHandoff(row, nextAt),
-        messages: messages.map((m) => ({ id: m.id, role: m.role as 'user' | 'assistant', content: m.content, author: m.author, createdAt: m.created_at })),
-      };
-    },
-
-    async list(workspaceId: string, page: PageRequest, filter: Parameters<HandoffStore['list']>[2]): Promise<Page<Handoff>> {
-      const rows = await store.list(workspaceId, page, filter);
-      // Queued ones say when their team is next available: each team read once.
-      const nextOf = new Map<string, string | null>();
-      for (const row of rows.data) {
-        if (row.status === 'queued' && !nextOf.has(row.team_id)) nextOf.set(row.team_id, nextAvailable(await teamOf(workspaceId, row.team_id)));
-      }
-      return mapPage(rows, (row) => toHandoff(row, row.status === 'queued' ? (nextOf.get(row.team_id) ?? null) : null));
-    },
-
-    accept: work.accept,
-    reply: work.reply,
-    end: work.end,
+    get: people.get,
+    list: people.list,
+    accept: people.accept,
+    reply: people.reply,
+    end: people.end,
     sweep: routing.sweep,
-
-    /**
-     * Where the team is told of handoffs: a URL that passes the address guard and a secret (sealed;
-     * never shown again), or null to stop. Events are signed like a webhook channel's messages.
-     */
-    async setTeamWebhook(workspaceId: string, teamId: string, notify: { url: string; secret: string } | null): Promise<void> {
-      await teamOf(workspaceId, teamId);
-      if (notify === null) return void (await store.setTeamWebhook(workspaceId, teamId, null, null));
-      if (!webhooks) throw new ConflictError('Team webhooks are not available in this process.');
-      await assertPublicUrl(notify.url, webhooks.guard, 'notify.url');
-      await store.setTeamWebhook(workspaceId, teamId, notify.url, webhooks.cipher.encrypt(notify.secret, notifyContext(teamId)));
-    },
+    setTeamHandoff: settings.setTeamHandoff,
 
     channelsWith: relay.channelsWith,
-    setTeamDesk: desk.setTeamDesk,
-    setChatUsers: desk.setChatUsers,
     deskThread: desk.deskThread,
     deskMessage: desk.deskMessage,
     deskAction: desk.deskAction,
