@@ -46,7 +46,8 @@ function operationsOf(doc: { paths: Record<string, Record<string, { security?: R
 /** A concrete URL for a documented path: every parameter an id nothing has. */
 const urlOf = (p: string) => p.replace(/\{[^}]+\}/g, 'nope_0000');
 
-describe.each(testBackends())('permissions on $kind', (backend) => {
+// ~110 operations × 5 roles: a bounded count of requests, slow only on a loaded machine.
+describe.each(testBackends())('permissions on $kind', { timeout: 180_000 }, (backend) => {
   let t: TestApp;
   let ops: Operation[];
   const cookies = new Map<Role, { cookie: string; csrf: string }>();
