@@ -151,8 +151,13 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
           "(OpenAI's error shape) and the MCP transport's own refusals at `/mcp` (JSON-RPC error objects). " +
           'A JSON body nested deeper than 64 levels is a 400 `validation_failed`.',
       },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'sb_… API key' } } },
-      security: [{ bearer: [] }],
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', description: 'sb_… API key' },
+          cookie: { type: 'apiKey', in: 'cookie', name: 'sb_session', description: 'A signed-in person (POST /auth/sessions); changes also need X-CSRF-Token' },
+        },
+      },
+      security: [{ bearer: [] }, { cookie: [] }],
     },
     transform: openApiTransform,
     transformObject: jsonSchemaTransformObject,

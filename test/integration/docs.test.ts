@@ -116,6 +116,7 @@ describe('health, OpenAPI and docs (API.md §11)', () => {
     expect(doc.paths['/personas'].post.requestBody.content['application/json'].schema).toBeDefined();
     expect(doc.paths['/personas/{id}'].delete.responses).toHaveProperty('409');
     expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(doc.components.securitySchemes.cookie).toMatchObject({ type: 'apiKey', in: 'cookie', name: 'sb_session' });
     expect(JSON.stringify(doc)).toContain('Persona');
   });
 
