@@ -8,34 +8,34 @@ import { manualClock } from '../../src/lib/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { captureLogs } from '../helpers/mcp-tools.js';
 import { addPerson, PASSWORD, signIn } from '../helpers/people.js';
-import { testBackends } from '../helpers/postgres.js';
+import { type TestBackend, testBackends } from '../helpers/postgres.js';
 import { expectProblem } from '../helpers/problem.js';
 
 const IDLE_MINUTES = 30;
 const MAX_HOURS = 2;
 
+let t: TestApp;
+let clock: ReturnType<typeof manualClock>;
+afterEach(async () => t?.close());
+
+async function start(backend: TestBackend, env: Record<string, string> = {}, logger?: ReturnType<typeof captureLogs>['logger']) {
+  clock = manualClock(new Date('2026-03-01T09:00:00.000Z'));
+  t = await createTestApp({
+    backend,
+    env: { SWITCHBOARD_SESSION_IDLE_MINUTES: String(IDLE_MINUTES), SWITCHBOARD_SESSION_MAX_HOURS: String(MAX_HOURS), ...env },
+    overrides: { clock, ...(logger ? { logger } : {}) },
+  });
+  return t;
+}
+const attempt = (email: string, password: string, remoteAddress = '127.0.0.1', extra: Record<string, unknown> = {}) =>
+  t.request({ method: 'POST', url: '/auth/sessions', as: null, remoteAddress, body: { email, password, ...extra } });
+const me = (headers: Record<string, string>) => t.request({ method: 'GET', url: '/auth/me', as: null, headers });
+const audit = (action: string) => t.ctx.db.kysely.selectFrom('audit_events').selectAll().where('action', '=', action).orderBy('at').orderBy('id').execute();
+
+// What the SQL does (failures, sessions, audit rows in the change's transaction): on both backends.
 describe.each(testBackends())('sign-in on $kind', (backend) => {
-  let t: TestApp;
-  let clock: ReturnType<typeof manualClock>;
-  afterEach(async () => t?.close());
-
-  async function start(env: Record<string, string> = {}, logger?: ReturnType<typeof captureLogs>['logger']) {
-    clock = manualClock(new Date('2026-03-01T09:00:00.000Z'));
-    t = await createTestApp({
-      backend,
-      env: { SWITCHBOARD_SESSION_IDLE_MINUTES: String(IDLE_MINUTES), SWITCHBOARD_SESSION_MAX_HOURS: String(MAX_HOURS), ...env },
-      overrides: { clock, ...(logger ? { logger } : {}) },
-    });
-    return t;
-  }
-  const attempt = (email: string, password: string, remoteAddress = '127.0.0.1', extra: Record<string, unknown> = {}) =>
-    t.request({ method: 'POST', url: '/auth/sessions', as: null, remoteAddress, body: { email, password, ...extra } });
-  const me = (headers: Record<string, string>) => t.request({ method: 'GET', url: '/auth/me', as: null, headers });
-  const audit = (action: string) =>
-    t.ctx.db.kysely.selectFrom('audit_events').selectAll().where('action', '=', action).orderBy('at').orderBy('id').execute();
-
   it('signs in with the cookie and its CSRF token, acts as the person, and signs out', async () => {
-    await start();
+    await start(backend);
     const ann = await addPerson(t, { email: 'Ann@Example.com', role: 'editor' });
     // The e-mail is found whatever its case.
     const signed = await signIn(t, 'ann@example.COM');
@@ -63,7 +63,7 @@ describe.each(testBackends())('sign-in on $kind', (backend) => {
   });
 
   it('answers an unknown e-mail, a wrong password and a disabled person with the same 401, recording denials only for known e-mails', async () => {
-    await start();
+    await start(backend);
     const ann = await addPerson(t, { email: 'ann@example.com', role: 'viewer' });
     const second = await t.ctx.services.auth.createWorkspace('second');
     await addPerson(t, { email: 'ann@example.com', role: 'admin', workspaceId: second.workspace.id });
@@ -87,7 +87,7 @@ describe.each(testBackends())('sign-in on $kind', (backend) => {
   });
 
   it('signs in to the workspace asked for, by id or name; one the person is not a member of is 404', async () => {
-    await start();
+    await start(backend);
     const second = await t.ctx.services.auth.createWorkspace('second');
     await addPerson(t, { email: 'ann@example.com', role: 'viewer' });
     await addPerson(t, { email: 'ann@example.com', role: 'admin', workspaceId: second.workspace.id });
@@ -102,14 +102,8 @@ describe.each(testBackends())('sign-in on $kind', (backend) => {
     expectProblem(await attempt('ann@example.com', PASSWORD, '127.0.0.1', { workspace: 'nope' }), 404, 'not_found');
   });
 
-  it('refuses a bad body naming the field', async () => {
-    await start();
-    expectProblem(await t.request({ method: 'POST', url: '/auth/sessions', as: null, body: { email: 'a@example.com' } }), 400, 'validation_failed', 'password');
-    expectProblem(await t.request({ method: 'POST', url: '/auth/sessions', as: null, body: { email: 'a@example.com', password: 'x', role: 'owner' } }), 400, 'validation_failed');
-  });
-
   it('limits failures per e-mail: the 11th attempt within 15 minutes is 429 until the first leaves the window, even with the right password', async () => {
-    await start({ SWITCHBOARD_RATE_LIMIT: '0' });
+    await start(backend, { SWITCHBOARD_RATE_LIMIT: '0' });
     await addPerson(t, { email: 'ann@example.com', role: 'viewer' });
     for (let i = 0; i < 10; i++) {
       expectProblem(await attempt('ann@example.com', `wrong password ${i}`), 401, 'unauthorized');
@@ -130,7 +124,7 @@ describe.each(testBackends())('sign-in on $kind', (backend) => {
   });
 
   it('limits failures per address (50 in 15 minutes), which a success there does not reset', async () => {
-    await start();
+    await start(backend);
     await addPerson(t, { email: 'ann@example.com', role: 'viewer' });
     const attacker = '203.0.113.9';
     for (let i = 0; i < 49; i++) expectProblem(await attempt(`user${i % 7}-${i}@example.com`, 'guess guess guess', attacker), 401, 'unauthorized');
@@ -145,7 +139,7 @@ describe.each(testBackends())('sign-in on $kind', (backend) => {
   });
 
   it('ends a session idle too long, and any session at its absolute end', async () => {
-    await start();
+    await start(backend);
     await addPerson(t, { email: 'ann@example.com', role: 'viewer' });
     const idle = await signIn(t, 'ann@example.com');
     clock.advance((IDLE_MINUTES - 1) * 60_000);
@@ -165,44 +159,8 @@ describe.each(testBackends())('sign-in on $kind', (backend) => {
     expectProblem(await me(busy.headers()), 401, 'unauthorized');
   });
 
-  it('needs the CSRF token for a cookie request that changes something', async () => {
-    await start();
-    await addPerson(t, { email: 'ann@example.com', role: 'editor' });
-    const signed = await signIn(t, 'ann@example.com');
-    const create = (headers: Record<string, string>) => t.request({ method: 'POST', url: '/personas', as: null, headers, body: { name: 'Desk', instructions: 'Help.' } });
-    expectProblem(await create(signed.headers()), 403, 'forbidden');
-    expectProblem(await create({ ...signed.headers(), 'x-csrf-token': 'x'.repeat(43) }), 403, 'forbidden');
-    expect((await create(signed.headers(true))).statusCode).toBe(201);
-    // Signing out too.
-    expectProblem(await t.request({ method: 'DELETE', url: '/auth/sessions/current', as: null, headers: signed.headers() }), 403, 'forbidden');
-  });
-
-  it('lets a key win over a cookie', async () => {
-    await start();
-    await addPerson(t, { email: 'ann@example.com', role: 'viewer' });
-    const signed = await signIn(t, 'ann@example.com');
-    const both = await t.request({ method: 'GET', url: '/auth/me', headers: signed.headers() });
-    expect(both.json()).toMatchObject({ key: { name: 'bootstrap' }, role: 'owner' });
-    expect(both.json().user).toBeUndefined();
-    // A bad key beside a good cookie is a bad key.
-    expectProblem(await t.request({ method: 'GET', url: '/auth/me', as: generateKeySecret(), headers: signed.headers() }), 401, 'unauthorized');
-  });
-
-  it('issues a new random session whatever cookie the browser brought (no fixation)', async () => {
-    await start();
-    await addPerson(t, { email: 'ann@example.com', role: 'viewer' });
-    const planted = `sbs_${'A'.repeat(43)}`;
-    const res = await t.request({ method: 'POST', url: '/auth/sessions', as: null, headers: { cookie: `sb_session=${planted}` }, body: { email: 'ann@example.com', password: PASSWORD } });
-    expect(res.statusCode).toBe(201);
-    const issued = /sb_session=([^;]+)/.exec(String(res.headers['set-cookie']))![1];
-    expect(issued).not.toBe(planted);
-    expectProblem(await me({ cookie: `sb_session=${planted}` }), 401, 'unauthorized');
-    expect((await me({ cookie: `sb_session=${issued}` })).statusCode).toBe(200);
-    expect((await signIn(t, 'ann@example.com')).token).not.toBe(issued);
-  });
-
   it("lists the caller's own sessions, ends one, refuses another person's, and signs out everywhere", async () => {
-    await start();
+    await start(backend);
     const ann = await addPerson(t, { email: 'ann@example.com', role: 'viewer' });
     await addPerson(t, { email: 'bob@example.com', role: 'viewer' });
     const laptop = await signIn(t, 'ann@example.com');
@@ -258,8 +216,55 @@ describe.each(testBackends())('sign-in on $kind', (backend) => {
     ]);
   });
 
+});
+
+// The transport's rules (CSRF, a key over a cookie, fixation, bodies, logs): the same code on either backend.
+describe('sign-in at the HTTP edge', () => {
+  const backend: TestBackend = { kind: 'sqlite' };
+  it('refuses a bad body naming the field', async () => {
+    await start(backend);
+    expectProblem(await t.request({ method: 'POST', url: '/auth/sessions', as: null, body: { email: 'a@example.com' } }), 400, 'validation_failed', 'password');
+    expectProblem(await t.request({ method: 'POST', url: '/auth/sessions', as: null, body: { email: 'a@example.com', password: 'x', role: 'owner' } }), 400, 'validation_failed');
+  });
+
+  it('needs the CSRF token for a cookie request that changes something', async () => {
+    await start(backend);
+    await addPerson(t, { email: 'ann@example.com', role: 'editor' });
+    const signed = await signIn(t, 'ann@example.com');
+    const create = (headers: Record<string, string>) => t.request({ method: 'POST', url: '/personas', as: null, headers, body: { name: 'Desk', instructions: 'Help.' } });
+    expectProblem(await create(signed.headers()), 403, 'forbidden');
+    expectProblem(await create({ ...signed.headers(), 'x-csrf-token': 'x'.repeat(43) }), 403, 'forbidden');
+    expect((await create(signed.headers(true))).statusCode).toBe(201);
+    // Signing out too.
+    expectProblem(await t.request({ method: 'DELETE', url: '/auth/sessions/current', as: null, headers: signed.headers() }), 403, 'forbidden');
+  });
+
+  it('lets a key win over a cookie', async () => {
+    await start(backend);
+    await addPerson(t, { email: 'ann@example.com', role: 'viewer' });
+    const signed = await signIn(t, 'ann@example.com');
+    const both = await t.request({ method: 'GET', url: '/auth/me', headers: signed.headers() });
+    expect(both.json()).toMatchObject({ key: { name: 'bootstrap' }, role: 'owner' });
+    expect(both.json().user).toBeUndefined();
+    // A bad key beside a good cookie is a bad key.
+    expectProblem(await t.request({ method: 'GET', url: '/auth/me', as: generateKeySecret(), headers: signed.headers() }), 401, 'unauthorized');
+  });
+
+  it('issues a new random session whatever cookie the browser brought (no fixation)', async () => {
+    await start(backend);
+    await addPerson(t, { email: 'ann@example.com', role: 'viewer' });
+    const planted = `sbs_${'A'.repeat(43)}`;
+    const res = await t.request({ method: 'POST', url: '/auth/sessions', as: null, headers: { cookie: `sb_session=${planted}` }, body: { email: 'ann@example.com', password: PASSWORD } });
+    expect(res.statusCode).toBe(201);
+    const issued = /sb_session=([^;]+)/.exec(String(res.headers['set-cookie']))![1];
+    expect(issued).not.toBe(planted);
+    expectProblem(await me({ cookie: `sb_session=${planted}` }), 401, 'unauthorized');
+    expect((await me({ cookie: `sb_session=${issued}` })).statusCode).toBe(200);
+    expect((await signIn(t, 'ann@example.com')).token).not.toBe(issued);
+  });
+
   it('GET /auth/me: a service key keeps its shape, with the role of its scopes', async () => {
-    await start();
+    await start(backend);
     const res = await t.request({ method: 'GET', url: '/auth/me' });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({
@@ -271,7 +276,7 @@ describe.each(testBackends())('sign-in on $kind', (backend) => {
 
   it('never logs a password, a session cookie or a CSRF token', async () => {
     const logs = captureLogs();
-    await start({}, logs.logger);
+    await start(backend, {}, logs.logger);
     await addPerson(t, { email: 'ann@example.com', role: 'viewer' });
     const secret = 'an unusual password 4711';
     await attempt('ann@example.com', secret);
@@ -289,8 +294,6 @@ describe.each(testBackends())('sign-in on $kind', (backend) => {
 });
 
 describe('sign-in cookie on an https public URL', () => {
-  let t: TestApp;
-  afterEach(async () => t?.close());
   it('is Secure', async () => {
     t = await createTestApp({ env: { SWITCHBOARD_PUBLIC_URL: 'https://switchboard.example.com' } });
     await addPerson(t, { email: 'ann@example.com', role: 'viewer' });
