@@ -52,6 +52,19 @@ export function createMySessions({ people, store, loginSessions, auth, clock, id
   const signOutEvent = (caller: Actor, workspaceId: string, sessionId: string | null) =>
     auditRow(ids, clock, { ...caller, workspaceId }, { action: 'session.signout', target: { type: 'session', id: sessionId } });
 
+  /** Ends one of the caller's sessions; another person's, or one already ended, is not found. */
+  async function end(caller: Actor, id: string): Promise<void> {
+    const userId = caller.userId;
+    if (userId === null) throw new NotFoundError('Sign-in session', id);
+    const ended = await store.db.transaction().execute(async (trx) => {
+      const row = await store.findSessionOf(trx, userId, id);
+      if (!row || !(await people.endLoginSession(userId, id, clock.now().toISOString(), trx))) return false;
+      await insertAudit(trx, signOutEvent(caller, row.workspace_id, id));
+      return true;
+    });
+    if (!ended) throw new NotFoundError('Sign-in session', id);
+  }
+
   return {
     /** The caller's sessions in every workspace: a signed-in person's, or those of the person a key belongs to; a service key has none. */
     async list(caller: Actor, page: PageRequest): Promise<Page<LoginSessionView>> {
@@ -62,24 +75,14 @@ export function createMySessions({ people, store, loginSessions, auth, clock, id
     },
 
     /** Ends one of the caller's sessions; another person's, or one already ended, is not found. */
-    async end(caller: Actor, id: string): Promise<void> {
-      const userId = caller.userId;
-      if (userId === null) throw new NotFoundError('Sign-in session', id);
-      const ended = await store.db.transaction().execute(async (trx) => {
-        const row = await store.findSessionOf(trx, userId, id);
-        if (!row || !(await people.endLoginSession(userId, id, clock.now().toISOString(), trx))) return false;
-        await insertAudit(trx, signOutEvent(caller, row.workspace_id, id));
-        return true;
-      });
-      if (!ended) throw new NotFoundError('Sign-in session', id);
-    },
+    end,
 
     /** Signs out of the session the request was made with; a request with a key has none (404). */
     async endCurrent(caller: Actor): Promise<void> {
       if (caller.loginSessionId === undefined) {
         throw new AppError('not_found', 'This request is authenticated by an API key: it has no current sign-in session to end.');
       }
-      await this.end(caller, caller.loginSessionId);
+      await end(caller, caller.loginSessionId);
     },
 
     /** "Sign out everywhere": every session of the caller's person ends, one event in each workspace that had one. */
