@@ -117,10 +117,13 @@ describe.each(testBackends())('sign-in on $kind', (backend) => {
     expectProblem(await attempt('bob@example.com', 'wrong password'), 401, 'unauthorized');
     clock.advance(FAILURE_WINDOW_MS - 10_000);
     await signIn(t, 'ann@example.com');
-    // A success starts the e-mail's count again; old rows are purged at the next failure.
+    // A success starts the e-mail's count again; rows past the window are purged at a failure.
     expectProblem(await attempt('ann@example.com', 'wrong again'), 401, 'unauthorized');
     const rows = await t.ctx.db.kysely.selectFrom('signin_failures').select(['email_key']).execute();
     expect(rows.map((r) => r.email_key).sort()).toEqual(['ann@example.com', 'bob@example.com']);
+    clock.advance(FAILURE_WINDOW_MS);
+    expectProblem(await attempt('carl@example.com', 'wrong password'), 401, 'unauthorized');
+    expect(await t.ctx.db.kysely.selectFrom('signin_failures').select(['email_key']).execute()).toEqual([{ email_key: 'carl@example.com' }]);
   });
 
   it('limits failures per address (50 in 15 minutes), which a success there does not reset', async () => {
