@@ -11,6 +11,7 @@ import { handoffRoutes } from './business/handoffs/handoffs.routes.js';
 import { channelRoutes } from './business/channels/channels.routes.js';
 import { analyticsRoutes } from './business/analytics/analytics.routes.js';
 import { authRoutes } from './core/auth/auth.routes.js';
+import { signInRoutes } from './core/people/sign-in.routes.js';
 import { chatRoutes } from './core/chat/chat.routes.js';
 import { sessionRoutes } from './core/chat/sessions.routes.js';
 import { knowledgeRoutes } from './core/knowledge/knowledge.routes.js';
@@ -178,6 +179,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     await open.register(consoleRoutes());
   });
   await app.register(authRoutes(ctx));
+  await app.register(signInRoutes(ctx));
   await app.register(personaRoutes(ctx));
   await app.register(teamRoutes(ctx));
   await app.register(abTestRoutes(ctx));

@@ -7,6 +7,10 @@ import { createAuthStore } from './core/auth/auth.store.js';
 import { createLoginSessions, type LoginSessions } from './core/people/login-sessions.js';
 import { createPeopleStore } from './core/people/people.store.js';
 import type { ScryptParams } from './core/people/passwords.js';
+import { createSignInService } from './core/people/sign-in.service.js';
+import { createMySessions } from './core/people/sign-in.sessions.js';
+import { createSetup } from './core/people/sign-in.setup.js';
+import { createSignInStore } from './core/people/sign-in.store.js';
 import { type AgentLimits, createAgent } from './core/chat/agent.js';
 import { createChatService } from './core/chat/chat.service.js';
 import { createChatStore } from './core/chat/chat.store.js';
@@ -110,12 +114,20 @@ export interface AppContext {
     handoffs: HandoffService;
     /** Sign-in sessions: the cookie's actor (API.md §14). */
     loginSessions: LoginSessions;
+    /** Signing in with a password, the first owner's setup link, a person's own sessions (API.md §14). */
+    signIn: SignInServices;
   };
   embedder: Embedder;
   llm: LlmClient;
   tools: ToolHub;
   /** Flushes what is kept in memory and closes the database. Safe to call twice. */
   close(): Promise<void>;
+}
+
+export interface SignInServices {
+  password: ReturnType<typeof createSignInService>;
+  setup: ReturnType<typeof createSetup>;
+  mine: ReturnType<typeof createMySessions>;
 }
 
 export interface ContextOverrides {
@@ -202,6 +214,12 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const auth = createAuthService({ store: createAuthStore(db.kysely), clock, ids, signals: backend.signals });
   const peopleStore = createPeopleStore(db.kysely);
   const loginSessions = createLoginSessions({ store: peopleStore, clock, ids, idleMs: config.signIn.idleMs, maxMs: config.signIn.maxMs });
+  const signInStore = createSignInStore(db.kysely);
+  const signIn: SignInServices = {
+    password: createSignInService({ people: peopleStore, store: signInStore, loginSessions, clock, ids, scrypt: overrides.scrypt }),
+    setup: createSetup({ people: peopleStore, store: signInStore, loginSessions, clock, ids, scrypt: overrides.scrypt }),
+    mine: createMySessions({ people: peopleStore, store: signInStore, loginSessions, auth, clock, ids }),
+  };
   const teamStore = createTeamStore(db.kysely);
   const teams = createTeamService({ store: teamStore, clock, ids });
   const personas = createPersonaService({
@@ -396,7 +414,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     clock,
     ids,
     cipher,
-    services: { auth, personas, teams, abTests, idempotency, knowledge, chat, sessions, analytics, channels, tools: toolsService, oauth, openai, mcpTasks, evaluations, handoffs, loginSessions },
+    services: { auth, personas, teams, abTests, idempotency, knowledge, chat, sessions, analytics, channels, tools: toolsService, oauth, openai, mcpTasks, evaluations, handoffs, loginSessions, signIn },
     embedder,
     llm,
     tools,

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { type AppContext, createContext } from './context.js';
+import { publicBase } from './core/oauth/oauth.routes.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -24,7 +25,10 @@ export async function loadDeclaredToolServers(ctx: AppContext): Promise<void> {
   ctx.logger.info({ file, servers }, 'MCP tool servers declared in SWITCHBOARD_MCP_CONFIG');
 }
 
-/** Bootstraps, builds and listens. The bootstrap key, when one is made, goes to `printBanner` once. */
+/**
+ * Bootstraps, builds and listens. The bootstrap key, when one is made, goes to `printBanner` once;
+ * while no user exists, so does a new setup link at every start.
+ */
 export async function startServer(config: Config, printBanner: (text: string) => void): Promise<RunningServer> {
   const ctx = await createContext(config);
   try {
@@ -42,6 +46,8 @@ export async function startServer(config: Config, printBanner: (text: string) =>
         ].join('\n'),
       );
     }
+    // While nobody has an account, every start prints a new one-time link for the first owner (API.md §14).
+    const setupLink = await ctx.services.signIn.setup.newLink();
     await loadDeclaredToolServers(ctx);
     const app = await buildApp(ctx);
     // Enabled channels connect in the background; messages a restart left unanswered are answered once.
@@ -52,6 +58,19 @@ export async function startServer(config: Config, printBanner: (text: string) =>
     // Evaluation runs a previous process left unfinished carry on from the cases they had not answered.
     await ctx.services.evaluations.start();
     const address = await app.listen({ port: config.server.port, host: config.server.host });
+    if (setupLink) {
+      printBanner(
+        [
+          '',
+          '  No one has an account yet. Create the first owner (of the "default" workspace) at:',
+          '',
+          `      ${publicBase(config, app.server)}/console/setup#${setupLink.token}`,
+          '',
+          `  The link works once, until ${setupLink.expiresAt}; each start while no account exists prints a new one.`,
+          '',
+        ].join('\n'),
+      );
+    }
     ctx.logger.info(
       { url: address, model: config.model.name, provider: config.model.provider, embeddings: config.embeddings.provider },
       `Switchboard listening on ${address} (model: ${config.model.provider}/${config.model.name})`,

@@ -12,6 +12,10 @@ export const REDACT_PATHS = [
   'req.headers["x-slack-signature"]',
   'req.headers["x-switchboard-signature"]',
   'headers.authorization',
+  // Sign-in (API.md §14): the session cookie and its CSRF token are credentials too.
+  'req.headers.cookie',
+  'req.headers["x-csrf-token"]',
+  '*.csrfToken',
   '*.key',
   '*.secret',
   '*.credentials',

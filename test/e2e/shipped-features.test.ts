@@ -16,6 +16,7 @@ import { type Requester, tempDir } from '../helpers/app.js';
 import { type BuiltServer, builtClient, builtServers, MAIN } from '../helpers/built-server.js';
 import { addSource, createAbTest, createChannel, createPersona, createTeam } from '../helpers/factories.js';
 import { callOk } from '../helpers/mcp.js';
+import { signIn } from '../helpers/people.js';
 import { waitFor } from '../helpers/mcp-tools.js';
 import { expectProblem } from '../helpers/problem.js';
 import { chunksOf, readSse, textOf } from '../integration/chat-helpers.js';
@@ -78,6 +79,20 @@ describe('every feature’s main path on the built server', { timeout: 60_000 },
     expectProblem(await get('/auth/me', created.key), 401, 'unauthorized');
     expect((await api.request({ method: 'DELETE', url: `/auth/api-keys/${created.id}` })).statusCode).toBe(204);
     expectProblem(await get('/auth/me', rotated.key), 401, 'unauthorized');
+  });
+
+  it('people: the first owner from the banner\'s setup link, signed in with the cookie, then by password', async () => {
+    const token = /\/console\/setup#(sbi_[0-9A-Za-z]{43})/.exec(server.stderr())?.[1];
+    expect(token, server.stderr()).toBeDefined();
+    const owner = { email: 'owner@example.com', name: 'Owner', password: 'a long enough password' };
+    const made = await api.request({ method: 'POST', url: '/auth/setup', as: null, body: { ...owner, token } });
+    expect(made.statusCode, made.body).toBe(201);
+    const signed = await signIn(api, owner.email, owner.password);
+    const me = await api.request({ method: 'GET', url: '/auth/me', as: null, headers: signed.headers() });
+    expect(me.json()).toMatchObject({ user: { email: owner.email }, workspace: { name: 'default' }, role: 'owner' });
+    const out = await api.request({ method: 'DELETE', url: '/auth/sessions/current', as: null, headers: signed.headers(true) });
+    expect(out.statusCode).toBe(204);
+    expectProblem(await api.request({ method: 'GET', url: '/auth/me', as: null, headers: signed.headers() }), 401, 'unauthorized');
   });
 
   it('knowledge: text and a multipart file ingested and found by search', async () => {

@@ -13,6 +13,8 @@ export interface BuiltServer {
   child: ChildProcess;
   url: string;
   exited: Promise<void>;
+  /** What the server wrote on stderr so far (the start banner: the bootstrap key, the setup link). */
+  stderr(): string;
 }
 
 export function builtServers(options: { dataDir: string; adminKey: string; listenTimeoutMs?: number; env?: Record<string, string> }) {
@@ -60,7 +62,7 @@ export function builtServers(options: { dataDir: string; adminKey: string; liste
             if (entry.msg?.startsWith('Switchboard listening on') && entry.url) {
               found = true;
               clearTimeout(timer);
-              resolve({ child, url: entry.url, exited });
+              resolve({ child, url: entry.url, exited, stderr: () => stderr });
               return;
             }
           }

@@ -41,6 +41,12 @@ describe('health, OpenAPI and docs (API.md §11)', () => {
       ['/auth/api-keys/{id}', 'put'],
       ['/auth/api-keys/{id}', 'delete'],
       ['/auth/me', 'get'],
+      ['/auth/sessions', 'post'],
+      ['/auth/sessions', 'get'],
+      ['/auth/sessions', 'delete'],
+      ['/auth/sessions/current', 'delete'],
+      ['/auth/sessions/{id}', 'delete'],
+      ['/auth/setup', 'post'],
       ['/auth/oauth/grants', 'get'],
       ['/auth/oauth/grants/{id}', 'delete'],
       ['/.well-known/oauth-protected-resource/mcp', 'get'],
@@ -105,9 +111,12 @@ describe('health, OpenAPI and docs (API.md §11)', () => {
     }
     expect(doc.paths['/health'].get.security).toEqual([]);
     expect(doc.paths['/oauth/token'].post.security).toEqual([]);
+    expect(doc.paths['/auth/sessions'].post.security).toEqual([]);
+    expect(doc.paths['/auth/setup'].post.security).toEqual([]);
     expect(doc.paths['/personas'].post.requestBody.content['application/json'].schema).toBeDefined();
     expect(doc.paths['/personas/{id}'].delete.responses).toHaveProperty('409');
     expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(doc.components.securitySchemes.cookie).toMatchObject({ type: 'apiKey', in: 'cookie', name: 'sb_session' });
     expect(JSON.stringify(doc)).toContain('Persona');
   });
 

@@ -8,11 +8,10 @@ import {
   apiKeyWithSecretSchema,
   createKeySchema,
   listKeysQuerySchema,
-  meSchema,
   rotateKeySchema,
 } from './auth.schemas.js';
 
-/** API.md §2: keys are managed with the `admin` scope; `/auth/me` needs any key. */
+/** API.md §2: keys are managed with the `admin` scope (`/auth/me` is in people/sign-in.routes.ts). */
 export function authRoutes(ctx: AppContext): FastifyPluginAsyncZod {
   const auth = ctx.services.auth;
   const tags = ['auth'];
@@ -80,16 +79,5 @@ export function authRoutes(ctx: AppContext): FastifyPluginAsyncZod {
       },
     );
 
-    app.get(
-      '/auth/me',
-      {
-        schema: {
-          tags,
-          summary: 'The calling key and its workspace',
-          response: withErrors({ 200: meSchema }),
-        },
-      },
-      async (request) => auth.me(actorOf(request)),
-    );
   };
 }

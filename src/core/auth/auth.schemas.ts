@@ -40,7 +40,3 @@ export const rotateKeySchema = z.strictObject({
 
 export const listKeysQuerySchema = pageQuerySchema.strict();
 
-export const meSchema = z.object({
-  key: apiKeySchema,
-  workspace: z.object({ id: z.string(), name: z.string() }),
-});
