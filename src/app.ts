@@ -154,7 +154,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       components: {
         securitySchemes: {
           bearer: { type: 'http', scheme: 'bearer', description: 'sb_… API key. Each operation lists the role it needs: a key acts with the role of its scopes (read = viewer, write = editor, admin = admin; a service key with admin = owner), capped by its owner\'s role.' },
-          session: {
+          cookie: {
             type: 'apiKey',
             in: 'cookie',
             name: 'sb_session',
@@ -162,7 +162,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
           },
         },
       },
-      security: [{ bearer: [] }, { session: [] }],
+      security: [{ bearer: [] }, { cookie: [] }],
     },
     transform: openApiTransform,
     transformObject: jsonSchemaTransformObject,

@@ -108,7 +108,7 @@ export const openApiTransform: typeof jsonSchemaTransform = (document) => {
     if (config?.public === true) schema.security = [];
     else {
       const role = requiredRole(requirementOf(method, config));
-      schema.security = [{ bearer: [role] }, { session: [role] }];
+      schema.security = [{ bearer: [role] }, { cookie: [role] }];
     }
   }
   for (const part of PARAMETER_PARTS) {
