@@ -6,6 +6,9 @@ import { createAuthService } from './core/auth/auth.service.js';
 import { createAuthStore } from './core/auth/auth.store.js';
 import { createLoginSessions, type LoginSessions } from './core/people/login-sessions.js';
 import { createPeopleStore } from './core/people/people.store.js';
+import { createMembersService, type MembersService } from './core/people/members.service.js';
+import { createMembersStore } from './core/people/members.store.js';
+import { createInvitationsService, type InvitationsService } from './core/people/invitations.service.js';
 import type { ScryptParams } from './core/people/passwords.js';
 import { type AgentLimits, createAgent } from './core/chat/agent.js';
 import { createChatService } from './core/chat/chat.service.js';
@@ -110,6 +113,9 @@ export interface AppContext {
     handoffs: HandoffService;
     /** Sign-in sessions: the cookie's actor (API.md §14). */
     loginSessions: LoginSessions;
+    /** Members of a workspace: roles, removal (API.md §14). */
+    members: MembersService;
+    invitations: InvitationsService;
   };
   embedder: Embedder;
   llm: LlmClient;
@@ -202,6 +208,9 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const auth = createAuthService({ store: createAuthStore(db.kysely), clock, ids, signals: backend.signals });
   const peopleStore = createPeopleStore(db.kysely);
   const loginSessions = createLoginSessions({ store: peopleStore, clock, ids, idleMs: config.signIn.idleMs, maxMs: config.signIn.maxMs });
+  const membersStore = createMembersStore(db.kysely, db.kind === 'postgres');
+  const members = createMembersService({ store: membersStore, people: peopleStore, clock, ids, forgetKeys: auth.forgetKeys, writeGate: overrides.writeGate });
+  const invitations = createInvitationsService({ store: membersStore, people: peopleStore, loginSessions, clock, ids, scrypt: overrides.scrypt, writeGate: overrides.writeGate });
   const teamStore = createTeamStore(db.kysely);
   const teams = createTeamService({ store: teamStore, clock, ids });
   const personas = createPersonaService({
@@ -396,7 +405,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     clock,
     ids,
     cipher,
-    services: { auth, personas, teams, abTests, idempotency, knowledge, chat, sessions, analytics, channels, tools: toolsService, oauth, openai, mcpTasks, evaluations, handoffs, loginSessions },
+    services: { auth, personas, teams, abTests, idempotency, knowledge, chat, sessions, analytics, channels, tools: toolsService, oauth, openai, mcpTasks, evaluations, handoffs, loginSessions, members, invitations },
     embedder,
     llm,
     tools,
