@@ -41,6 +41,13 @@ describe('health, OpenAPI and docs (API.md §11)', () => {
       ['/auth/api-keys/{id}', 'put'],
       ['/auth/api-keys/{id}', 'delete'],
       ['/auth/me', 'get'],
+      ['/members', 'get'],
+      ['/members/{userId}', 'put'],
+      ['/members/{userId}', 'delete'],
+      ['/members/invitations', 'post'],
+      ['/members/invitations', 'get'],
+      ['/members/invitations/{id}', 'delete'],
+      ['/auth/invitations/accept', 'post'],
       ['/auth/oauth/grants', 'get'],
       ['/auth/oauth/grants/{id}', 'delete'],
       ['/.well-known/oauth-protected-resource/mcp', 'get'],
@@ -105,6 +112,10 @@ describe('health, OpenAPI and docs (API.md §11)', () => {
     }
     expect(doc.paths['/health'].get.security).toEqual([]);
     expect(doc.paths['/oauth/token'].post.security).toEqual([]);
+    expect(doc.paths['/auth/invitations/accept'].post.security).toEqual([]);
+    expect(doc.paths['/auth/invitations/accept'].post.responses).toHaveProperty('410');
+    expect(doc.paths['/members/{userId}'].put.responses).toHaveProperty('409');
+    expect(doc.components.schemas.ApiKey.properties).toHaveProperty('userId');
     expect(doc.paths['/personas'].post.requestBody.content['application/json'].schema).toBeDefined();
     expect(doc.paths['/personas/{id}'].delete.responses).toHaveProperty('409');
     expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
