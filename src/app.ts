@@ -151,8 +151,18 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
           "(OpenAI's error shape) and the MCP transport's own refusals at `/mcp` (JSON-RPC error objects). " +
           'A JSON body nested deeper than 64 levels is a 400 `validation_failed`.',
       },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'sb_… API key' } } },
-      security: [{ bearer: [] }],
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', description: 'sb_… API key. Each operation lists the role it needs: a key acts with the role of its scopes (read = viewer, write = editor, admin = admin; a service key with admin = owner), capped by its owner\'s role.' },
+          session: {
+            type: 'apiKey',
+            in: 'cookie',
+            name: 'sb_session',
+            description: 'A person\'s sign-in session (POST /auth/sessions). A request that changes something also sends `X-CSRF-Token` as its sign-in returned. A key, when sent too, wins.',
+          },
+        },
+      },
+      security: [{ bearer: [] }, { session: [] }],
     },
     transform: openApiTransform,
     transformObject: jsonSchemaTransformObject,

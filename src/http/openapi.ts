@@ -1,5 +1,8 @@
+import type { FastifyContextConfig } from 'fastify';
 import { jsonSchemaTransform } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { requiredRole } from '../core/auth/roles.js';
+import { requirementOf } from './auth-hooks.js';
 
 /** The problem+json body of every error (API.md §1). */
 export const problemSchema = z
@@ -16,8 +19,8 @@ export const problemSchema = z
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'Invalid JSON (`invalid_json`) or a field failed validation (`validation_failed`, `errors[]` names it; a body nested deeper than 64 levels is refused so too, as is the NUL character U+0000 in a field or query parameter).',
-  401: 'Missing, malformed, unknown, revoked or expired API key.',
-  403: 'The key lacks the scope this operation needs.',
+  401: 'Missing, malformed, unknown, revoked or expired API key, or an ended sign-in session.',
+  403: 'The caller\'s role (a key\'s scopes, capped by its owner\'s role) is below the one this operation needs (its `security` names it), or a signed-in request that changes something came without `X-CSRF-Token`.',
   404: 'No such object in this workspace (an id holding the NUL character U+0000 names none).',
   409: 'Conflicts with the current state.',
   410: 'Gone: a one-use link that was used, expired or revoked (`gone`).',
@@ -97,6 +100,18 @@ const PARAMETER_PARTS = ['querystring', 'headers', 'params'] as const;
 export const openApiTransform: typeof jsonSchemaTransform = (document) => {
   const transformed = jsonSchemaTransform(document);
   const schema = transformed.schema as Record<string, unknown> | undefined;
+  const route = (document as { route?: { method: string | string[]; config?: FastifyContextConfig } }).route;
+  if (schema && route && schema.security === undefined) {
+    // The permission table, read where every client can: OpenAPI 3.1 lets a security requirement of
+    // a non-OAuth scheme list the role names the operation needs (the console disables by it).
+    const config = route.config;
+    const method = Array.isArray(route.method) ? route.method[0]! : route.method;
+    if (config?.public === true) schema.security = [];
+    else {
+      const role = requiredRole(requirementOf(method, config));
+      schema.security = [{ bearer: [role] }, { session: [role] }];
+    }
+  }
   for (const part of PARAMETER_PARTS) {
     const json = schema?.[part] as Record<string, unknown> | undefined;
     if (json === undefined || 'properties' in json || 'anyOf' in json || 'oneOf' in json || 'allOf' in json || '$ref' in json) continue;
