@@ -99,6 +99,10 @@ describe.each(testBackends())('members, invitations and keys of people (API.md Â
     const editor = await invitePerson(t, { email: 'ed@example.com', role: 'editor' });
     expectProblem(await as(editor, { method: 'POST', url: '/members/invitations', body: { email: 'c@example.com', role: 'viewer' } }), 403, 'forbidden');
     expectProblem(await as(editor, { method: 'GET', url: '/members' }), 403, 'forbidden');
+    expectProblem(await as(editor, { method: 'GET', url: '/members/invitations' }), 403, 'forbidden');
+    // An owner's invitation is revoked by an owner only.
+    const ownerInvite = (await invite({ email: 'o2@example.com', role: 'owner' })).json().invitation.id;
+    expectProblem(await as(admin, { method: 'DELETE', url: `/members/invitations/${ownerInvite}` }), 403, 'forbidden');
     expectProblem(await invite({ email: 'ED@example.com', role: 'viewer' }), 409, 'conflict');
     expectProblem(await t.request({ method: 'POST', url: '/members/invitations', as: null, body: { email: 'd@example.com', role: 'viewer' } }), 401, 'unauthorized');
   });
