@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONSOLE_DIR } from '../../src/http/console.routes.js';
 import { type FakeSlack, startFakeSlack } from '../fakes/slack-api.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { ensureMembers } from '../helpers/factories.js';
 import { listen } from '../integration/chat-helpers.js';
 import { axeSerious, expectClean, goTo, launch, openPage, screenshot, signIn, UI_WAIT_MS, type Watched } from './console-helpers.js';
 
@@ -52,6 +53,8 @@ describe('the Inbox: human handoff in the console, in Chromium', { timeout: 60_0
     slack = await startFakeSlack({ botToken: 'xoxb-inbox' });
     t = await createTestApp({ env: { SWITCHBOARD_SLACK_API_URL: slack.apiUrl } });
     origin = await listen(t);
+    // Team members are people of the workspace (API.md §14).
+    await ensureMembers(t, [ANA, BEN]);
     team = await api('POST', '/business/teams', { name: 'Support team', members: [ANA, BEN] });
     helpdesk = await api('POST', '/personas', { name: 'Helpdesk', instructions: 'Answer briefly.', teamId: team.id });
     first = await api('POST', '/query', { personaId: helpdesk.id, message: '/human help', userId: 'user-1' });

@@ -4,6 +4,8 @@
 // whole file; datasets and evaluations are in shipped-evaluations.test.ts, tool servers in
 // shipped-tools.test.ts, the README walk-through, drain, instances and channels in their own files.
 import fs from 'node:fs';
+import path from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -164,7 +166,23 @@ describe('every feature’s main path on the built server', { timeout: 60_000 },
     }
   });
 
+  /** A person of the built server's default workspace, written into its database (team members are people, API.md §14). */
+  function addPerson(email: string): void {
+    const db = new SqliteDatabase(path.join(dataDir, 'switchboard.db'));
+    try {
+      db.pragma('busy_timeout = 5000');
+      const { id: workspaceId } = db.prepare('SELECT id FROM workspaces ORDER BY created_at LIMIT 1').get() as { id: string };
+      const at = new Date().toISOString();
+      const userId = `usr_shipped${Date.now()}`;
+      db.prepare("INSERT INTO users (id, email, email_key, name, status, password, created_at, last_seen_at) VALUES (?, ?, ?, ?, 'active', NULL, ?, NULL)").run(userId, email, email.toLowerCase(), email, at);
+      db.prepare("INSERT INTO memberships (workspace_id, user_id, role, joined_at) VALUES (?, ?, 'agent', ?)").run(workspaceId, userId, at);
+    } finally {
+      db.close();
+    }
+  }
+
   it('teams and handoffs: /human offers it, a member accepts, replies and hands it back', async () => {
+    addPerson('ada@example.com');
     const team = await createTeam(api, { name: 'Care', members: ['ada@example.com'] });
     const persona = await createPersona(api, { name: 'Care desk', teamId: team.id });
     expect((await ok(get(`/business/teams/${team.id}`))).members.map((m: { email: string }) => m.email)).toEqual(['ada@example.com']);

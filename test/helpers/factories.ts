@@ -22,8 +22,39 @@ export async function addSource(t: Requester, body: Record<string, unknown>, as?
   return res.json();
 }
 
-/** POST /business/teams with defaults for what is not given, expecting 201. */
+/**
+ * Team members are people of the workspace (API.md §14): with a TestApp at hand, each e-mail named
+ * that is nobody yet becomes a user and a member (role `agent`) of the key's workspace, through the
+ * stores, so a test can name members by e-mail as before. Answers their user ids by e-mail (lower case).
+ */
+export async function ensureMembers(t: Requester, emails: string[], as?: string): Promise<Map<string, string>> {
+  const ids = new Map<string, string>();
+  if (!('ctx' in t)) return ids;
+  const app = t as TestApp;
+  const actor = await app.ctx.services.auth.authenticate(as ?? app.adminKey);
+  if (!actor) throw new Error('ensureMembers: the key is unknown');
+  const db = app.ctx.db.kysely;
+  const at = new Date().toISOString();
+  for (const email of emails.filter((e) => e.includes('@'))) {
+    const key = email.trim().toLowerCase();
+    let user = await db.selectFrom('users').select('id').where('email_key', '=', key).executeTakeFirst();
+    if (!user) {
+      user = { id: app.ctx.ids('usr') };
+      await db.insertInto('users').values({ id: user.id, email: email.trim(), email_key: key, name: email.split('@')[0]!, status: 'active', password: null, created_at: at, last_seen_at: null }).execute();
+    }
+    await db
+      .insertInto('memberships')
+      .values({ workspace_id: actor.workspaceId, user_id: user.id, role: 'agent', joined_at: at })
+      .onConflict((oc) => oc.columns(['workspace_id', 'user_id']).doNothing())
+      .execute();
+    ids.set(key, user.id);
+  }
+  return ids;
+}
+
+/** POST /business/teams with defaults for what is not given, expecting 201; e-mails named become people of the workspace first (`ensureMembers`). */
 export async function createTeam(t: Requester, fields: Record<string, unknown> = {}, as?: string): Promise<Team> {
+  await ensureMembers(t, (fields.members as string[] | undefined) ?? ['ada@example.com'], as);
   const res = await t.request({ method: 'POST', url: '/business/teams', body: { name: 'Support', members: ['ada@example.com'], ...fields }, ...(as ? { as } : {}) });
   expect(res.statusCode, res.body).toBe(201);
   return res.json() as Team;

@@ -15,7 +15,7 @@ import { runCopyData } from '../../src/db/copy-data.js';
 import { createCipher, SECRET_KEY_FILE } from '../../src/lib/cipher.js';
 import { startReceiver, type WebhookReceiver } from '../fakes/webhook-receiver.js';
 import { createTestApp, tempDir, type TestApp } from '../helpers/app.js';
-import { addSource, createAbTest, createChannel, createPersona, createTeam, workspaceOf } from '../helpers/factories.js';
+import { addSource, createAbTest, createChannel, createPersona, createTeam, ensureMembers, workspaceOf } from '../helpers/factories.js';
 import { LOOPBACK_ONLY, waitFor } from '../helpers/mcp-tools.js';
 import { createTestDatabase, postgresUrl, type TestDatabase, withClient } from '../helpers/postgres.js';
 import { prng } from '../helpers/prng.js';
@@ -222,7 +222,9 @@ describe.skipIf(!postgresUrl())('switchboard copy-data', { timeout: 120_000 }, (
       await ok(t.request({ method: 'POST', url: '/evaluations/runs', body: { datasetId: dataset.id, personaId: personaA } }), 201);
       await t.ctx.services.evaluations.idle();
 
-      const team = await createTeam(t, { name: 'Harbor staff', members: ['ada@example.com'] });
+      // Team members are people of the workspace (API.md §14); Ada (usr_copy) is inserted below and joins the team on the copy.
+      const team = await createTeam(t, { name: 'Harbor staff', members: ['dee@example.com'] });
+      await ensureMembers(t, ['Bo@example.com']);
       await ok(t.request({ method: 'POST', url: `/business/teams/${team.id}/members`, body: { email: 'Bo@example.com', role: 'lead' } }), 201);
       await ok(t.request({ method: 'PUT', url: `/business/teams/${team.id}/handoff`, body: { notify: { url: receiver.url, secret: 'team-webhook-secret-0123' } } }), 200);
       const desk = await ok(t.request({ method: 'POST', url: '/personas', body: { name: 'Harbor desk', instructions: 'Hand over.', teamId: team.id } }), 201);
@@ -238,7 +240,7 @@ describe.skipIf(!postgresUrl())('switchboard copy-data', { timeout: 120_000 }, (
       const human = JSON.stringify({ conversationId: 'conv-2', userId: 'visitor', message: '/human' });
       const handed = await t.app.inject({ method: 'POST', url: `/business/channels/${deskChannel}/inbound`, headers: { 'content-type': 'application/json', 'x-switchboard-signature': signature(WEBHOOK_SECRET, human) }, payload: human });
       expect(handed.statusCode, handed.body).toBe(200);
-      await ok(t.request({ method: 'POST', url: `/handoffs/${handed.json().handoff.id}/accept`, body: { member: 'ada@example.com' } }), 200);
+      await ok(t.request({ method: 'POST', url: `/handoffs/${handed.json().handoff.id}/accept`, body: { member: 'dee@example.com' } }), 200);
       await t.ctx.services.handoffs.deliver();
 
       serverId = (await ok(t.request({ method: 'POST', url: '/api/mcp/servers', body: { name: 'remote', transport: 'http', url: 'http://127.0.0.1:9/mcp', credentials: { API_TOKEN: MCP_TOKEN } } }), 201)).id;
@@ -351,7 +353,7 @@ describe.skipIf(!postgresUrl())('switchboard copy-data', { timeout: 120_000 }, (
       // New rows of every kind: identity sequences were moved past the copied numbers.
       expect((await p.request({ method: 'POST', url: '/personas', as: adminKey, body: { name: 'Dora', instructions: 'New here.' } })).statusCode).toBe(201);
       const teams = (await p.request({ method: 'GET', url: '/business/teams', as: adminKey })).json().data;
-      expect((await p.request({ method: 'POST', url: `/business/teams/${teams[0].id}/members`, as: adminKey, body: { email: 'cy@example.com' } })).statusCode).toBe(201);
+      expect((await p.request({ method: 'POST', url: `/business/teams/${teams[0].id}/members`, as: adminKey, body: { userId: 'usr_copy' } })).statusCode).toBe(201);
       const added = await p.request({ method: 'POST', url: '/knowledge', as: adminKey, body: { kind: 'markdown', name: 'Late addition', content: '## Xylograph\n\nThe xylograph harbor lantern glows.' } });
       expect(added.statusCode, added.body).toBe(202);
       await waitFor(async () => (await p.request({ method: 'GET', url: `/knowledge/${added.json().id}`, as: adminKey })).json().status === 'ready', 10_000, 'the new source');

@@ -4,7 +4,7 @@ import { manualClock } from '../../src/lib/clock.js';
 import { sequentialIds } from '../../src/lib/ids.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { testBackends } from '../helpers/postgres.js';
-import { createTeam } from '../helpers/factories.js';
+import { createTeam, ensureMembers } from '../helpers/factories.js';
 import { callError, callOk, connectInMemory } from '../helpers/mcp.js';
 import { expectProblem } from '../helpers/problem.js';
 
@@ -30,14 +30,16 @@ describe.each(testBackends())('teams (API.md §8) on $kind', (backend) => {
 
   it('creates with defaults, answers 201 with Location, and reads it back by id and in the list', async () => {
     clock.set(new Date('2026-03-09T12:00:00.000Z'));
-    const res = await t.request({ method: 'POST', url: '/business/teams', body: { name: ' Support ', members: ['Ada@Example.com', 'bob@example.com'] } });
+    // Members are people of the workspace (API.md §14), named in any case and shown by their own e-mail.
+    await ensureMembers(t, ['Ann@Example.com', 'bob@example.com']);
+    const res = await t.request({ method: 'POST', url: '/business/teams', body: { name: ' Support ', members: ['ANN@example.com', 'bob@example.com'] } });
     expect(res.statusCode, res.body).toBe(201);
     const team = res.json() as Team;
     expect(team).toEqual({
       id: team.id,
       name: 'Support',
       members: [
-        { email: 'Ada@Example.com', role: 'member', status: 'available', chatUserId: null },
+        { email: 'Ann@Example.com', role: 'member', status: 'available', chatUserId: null },
         { email: 'bob@example.com', role: 'member', status: 'available', chatUserId: null },
       ],
       availability: { status: 'available', timezone: 'UTC', weekly: [] },
@@ -69,6 +71,7 @@ describe.each(testBackends())('teams (API.md §8) on $kind', (backend) => {
   it('replays a create with the same Idempotency-Key and creates nothing new', async () => {
     const headers = { 'idempotency-key': 'team-create-1' };
     const body = { name: 'Replayed', members: ['x@example.com'] };
+    await ensureMembers(t, body.members);
     const one = await t.request({ method: 'POST', url: '/business/teams', body, headers });
     const two = await t.request({ method: 'POST', url: '/business/teams', body, headers });
     expect(one.statusCode).toBe(201);
@@ -80,6 +83,7 @@ describe.each(testBackends())('teams (API.md §8) on $kind', (backend) => {
   });
 
   it('validates the create body and names the field', async () => {
+    await ensureMembers(t, ['ok@example.com']);
     const cases: [unknown, string][] = [
       [{ members: [] }, 'name'],
       [{ name: '', members: [] }, 'name'],
@@ -97,6 +101,7 @@ describe.each(testBackends())('teams (API.md §8) on $kind', (backend) => {
 
   it('adds a member (201) and refuses one already there, also in another case (409)', async () => {
     const team = await createTeam(t, { members: ['ada@example.com'] });
+    await ensureMembers(t, ['lead@example.com', 'cy@example.com', 'race@example.com']);
     clock.advance(1000);
     const res = await t.request({ method: 'POST', url: `/business/teams/${team.id}/members`, body: { email: 'lead@example.com', role: 'lead' } });
     expect(res.statusCode, res.body).toBe(201);

@@ -14,7 +14,9 @@ import {
 } from './handoffs.schemas.js';
 
 const MEMBER =
-  'The acting member is named by e-mail (`member`), a member of the handoff’s team (case ignored; another e-mail → 400); the API key’s scope authorises the call.';
+  'You act as yourself: the signed-in person, or the person the key belongs to (their e-mail is their identity in the team). Naming another `member` (e-mail or user id) needs `admin` (else 403) and is recorded in the audit log as `onBehalfOf`; a key that belongs to no person names the member it acts as. The member must be of the handoff’s team (else 400). Needs the `agent` role; an `agent` works only their own teams’ handoffs (another team’s → 404).';
+/** Working a handoff is an `agent`'s job (API.md §14): below `editor`, with no write scope. */
+const AGENT = { role: 'agent' } as const;
 
 /** Human handoff (issue 29; docs/handoffs.md): a conversation goes to a person of the persona's team, and back. */
 export function handoffRoutes(ctx: AppContext): FastifyPluginAsyncZod {
@@ -46,18 +48,24 @@ export function handoffRoutes(ctx: AppContext): FastifyPluginAsyncZod {
     app.get(
       '/handoffs',
       {
-        schema: { tags, summary: 'List handoffs, newest first (what waits for the team: ?status=queued,offered)', querystring: listHandoffsQuerySchema, response: withErrors({ 200: pageOf(handoffSchema) }) },
+        schema: {
+          tags,
+          summary: 'List handoffs, newest first (what waits for the team: ?status=queued,offered)',
+          description: 'A person below `editor` (an `agent`) sees only the handoffs of teams they belong to.',
+          querystring: listHandoffsQuerySchema,
+          response: withErrors({ 200: pageOf(handoffSchema) }),
+        },
       },
       async (request) => {
         const { status, teamId, member, ...page } = request.query;
-        return handoffs.list(actorOf(request).workspaceId, page, { status, teamId, member });
+        return handoffs.list(actorOf(request), page, { status, teamId, member });
       },
     );
 
     app.get(
       '/handoffs/:id',
       { schema: { tags, summary: 'Get a handoff with the conversation so far', params: idParams, response: withErrors({ 200: handoffDetailSchema }, [404]) } },
-      async (request) => handoffs.get(actorOf(request).workspaceId, request.params.id),
+      async (request) => handoffs.get(actorOf(request), request.params.id),
     );
 
     app.post(
@@ -71,15 +79,16 @@ export function handoffRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           body: acceptSchema,
           response: withErrors({ 200: handoffSchema }, [404, 409]),
         },
+        config: AGENT,
       },
-      async (request) => handoffs.accept(actorOf(request).workspaceId, request.params.id, request.body.member),
+      async (request) => handoffs.accept(actorOf(request), request.params.id, request.body.member),
     );
 
     app.post(
       '/handoffs/:id/messages',
       {
         // A creating POST: a client's retry with the same key must not repeat the reply to the user.
-        config: { idempotent: true },
+        config: { idempotent: true, ...AGENT },
         schema: {
           tags,
           summary: 'Reply to the user as the member who accepted',
@@ -91,7 +100,7 @@ export function handoffRoutes(ctx: AppContext): FastifyPluginAsyncZod {
       },
       async (request, reply) => {
         const { member, text } = request.body;
-        return reply.code(201).send(await handoffs.reply(actorOf(request).workspaceId, request.params.id, member, text));
+        return reply.code(201).send(await handoffs.reply(actorOf(request), request.params.id, member, text));
       },
     );
 
@@ -105,13 +114,14 @@ export function handoffRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           schema: {
             tags,
             summary,
-            description: `The member who accepted it (or, before anyone has, any member; or the API without \`member\`). The user is told. Ended already → 409. ${MEMBER}`,
+            description: `The member who accepted it (or, before anyone has, any member; or, for a key that belongs to no person, the API without \`member\`). The user is told. Ended already → 409. ${MEMBER}`,
             params: idParams,
             body: endSchema,
             response: withErrors({ 200: handoffSchema }, [404, 409]),
           },
+          config: AGENT,
         },
-        async (request) => handoffs.end(actorOf(request).workspaceId, request.params.id, to, request.body.member),
+        async (request) => handoffs.end(actorOf(request), request.params.id, to, request.body.member),
       );
     }
   };

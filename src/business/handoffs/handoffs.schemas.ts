@@ -38,10 +38,22 @@ export const handoffDetailSchema = handoffSchema.extend({ messages: z.array(hand
 
 export const openHandoffSchema = z.strictObject({ reason: z.string().trim().min(1).max(1000).default('Handed over through the API.') });
 
-const member = z.string().trim().email().max(320).describe('The team member acting (their e-mail).');
+const member = z
+  .string()
+  .trim()
+  .min(1)
+  .max(320)
+  .optional()
+  .describe(
+    'The team member acting, by e-mail or user id. Absent: you (the signed-in person, or the person the key belongs to). Naming someone else needs `admin` (else 403) and is recorded in the audit log (`onBehalfOf`); a key that belongs to no person must name one.',
+  );
 export const acceptSchema = z.strictObject({ member });
 export const replySchema = z.strictObject({ member, text: z.string().trim().min(1).max(32_000) });
-export const endSchema = z.strictObject({ member: member.optional().describe('The member acting; absent: the API (`endedBy: "api"`).') });
+export const endSchema = z.strictObject({
+  member: member.describe(
+    'The team member acting, by e-mail or user id. Absent: you (the signed-in person, or the person the key belongs to); a key that belongs to no person: the API (`endedBy: "api"`). Naming someone else needs `admin` (else 403).',
+  ),
+});
 
 export const HANDOFF_STATUSES = status.options;
 

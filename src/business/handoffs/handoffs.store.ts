@@ -1,6 +1,7 @@
 import { type Insertable, type Kysely, type Selectable, sql } from 'kysely';
 import type { Database, HandoffRow, HandoffStatus } from '../../db/schema.js';
 import { type PageRequest, paginate } from '../../lib/pagination.js';
+import { type AuditRow, insertAudit } from '../../core/audit/audit.js';
 
 export const OPEN: HandoffStatus[] = ['queued', 'offered', 'accepted'];
 /** `endedBy` of a handoff whose conversation was deleted (ended in the deletion's transaction). */
@@ -29,12 +30,8 @@ export interface Writes {
   messages?: { rows: HandoffMessage[]; sessionId: string; at: string; relay?: { workspace_id: string; handoff_id: string; channel_id: string; conversation_id: string } | undefined };
   notifications?: Insertable<Database['handoff_notifications']>[];
   outbox?: Insertable<Database['handoff_outbox']>[];
-}
-
-class MissingMembers extends Error {
-  constructor(readonly keys: string[]) {
-    super('members missing');
-  }
+  /** The change's audit event (API.md §14), written in its transaction. */
+  audit?: AuditRow;
 }
 
 /** Handoffs (issue 29); every query of a caller's filters by workspace. Moves are conditional on the row as read. */
@@ -58,8 +55,17 @@ export function createHandoffStore(db: Kysely<Database>) {
     /** The session's latest handoff, open or ended. */
     latestFor: (sessionId: string) =>
       db.selectFrom('handoffs').selectAll().where('session_id', '=', sessionId).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(1).executeTakeFirst(),
-    list: (workspaceId: string, page: PageRequest, filter: { status?: HandoffStatus[] | undefined; teamId?: string | undefined; member?: string | undefined }) => {
+    /** `teamIds`: only these teams' (an agent sees their own teams' handoffs only). */
+    list: (
+      workspaceId: string,
+      page: PageRequest,
+      filter: { status?: HandoffStatus[] | undefined; teamId?: string | undefined; member?: string | undefined; teamIds?: string[] | undefined },
+    ) => {
       let q = db.selectFrom('handoffs').selectAll().where('workspace_id', '=', workspaceId);
+      if (filter.teamIds !== undefined) {
+        if (filter.teamIds.length === 0) q = q.where(sql<boolean>`1 = 0`);
+        else q = q.where('team_id', 'in', filter.teamIds);
+      }
       if (filter.status !== undefined && filter.status.length > 0) q = q.where('status', 'in', filter.status);
       if (filter.teamId !== undefined) q = q.where('team_id', '=', filter.teamId);
       if (filter.member !== undefined) q = q.where(sql<boolean>`lower(member) = ${filter.member.toLowerCase()}`);
@@ -154,6 +160,7 @@ export function createHandoffStore(db: Kysely<Database>) {
         }
         if (w.notifications && w.notifications.length > 0) await trx.insertInto('handoff_notifications').values(w.notifications).execute();
         if (w.outbox && w.outbox.length > 0) await trx.insertInto('handoff_outbox').values(w.outbox).execute();
+        if (w.audit) await insertAudit(trx, w.audit);
         return true;
       }),
     /** The channel conversation of a session, if it came from a channel. */
@@ -196,34 +203,34 @@ export function createHandoffStore(db: Kysely<Database>) {
         .where('seq', '=', seq)
         .where('claimed_by', '=', owner)
         .execute(),
-    setTeamWebhook: (workspaceId: string, teamId: string, url: string | null, sealedSecret: string | null) =>
-      db.updateTable('teams').set({ notify_url: url, notify_secret: sealedSecret }).where('workspace_id', '=', workspaceId).where('id', '=', teamId).execute(),
     /** The team's webhook: its URL and sealed secret (null when it has none). */
     teamWebhook: (teamId: string) => db.selectFrom('teams').select(['notify_url', 'notify_secret']).where('id', '=', teamId).executeTakeFirst(),
     /** Where the team works handoffs in chat: its desk channel and conversation (nulls when it has none). */
     teamDesk: (teamId: string) => db.selectFrom('teams').select(['desk_channel_id', 'desk_conversation']).where('id', '=', teamId).executeTakeFirst(),
-    setTeamDesk: (workspaceId: string, teamId: string, channelId: string | null, conversation: string | null) =>
-      db.updateTable('teams').set({ desk_channel_id: channelId, desk_conversation: conversation }).where('workspace_id', '=', workspaceId).where('id', '=', teamId).execute(),
-    /** Sets members' user ids on the desk platform (null clears one); answers the e-mail keys that matched no member. */
-    async setChatUserIds(workspaceId: string, teamId: string, ids: Array<{ emailKey: string; chatUserId: string | null }>): Promise<string[]> {
-      const missing: string[] = [];
-      await db.transaction().execute(async (trx) => {
-        for (const { emailKey, chatUserId } of ids) {
-          const r = await trx
+    /**
+     * A team's handoff settings (offer time, webhook, desk) and its members' chat user ids, with the
+     * audit event, in one transaction: one change, one event.
+     */
+    setTeamHandoff: (
+      workspaceId: string,
+      teamId: string,
+      patch: Partial<Pick<Selectable<Database['teams']>, 'offer_seconds' | 'notify_url' | 'notify_secret' | 'desk_channel_id' | 'desk_conversation' | 'updated_at'>>,
+      chatUsers: Array<{ emailKey: string; chatUserId: string | null }>,
+      audit: AuditRow,
+    ) =>
+      db.transaction().execute(async (trx) => {
+        if (Object.keys(patch).length > 0) await trx.updateTable('teams').set(patch).where('workspace_id', '=', workspaceId).where('id', '=', teamId).execute();
+        for (const { emailKey, chatUserId } of chatUsers) {
+          await trx
             .updateTable('team_members')
             .set({ chat_user_id: chatUserId })
             .where('workspace_id', '=', workspaceId)
             .where('team_id', '=', teamId)
             .where('email_key', '=', emailKey)
-            .executeTakeFirst();
-          if (Number(r.numUpdatedRows) === 0) missing.push(emailKey);
+            .execute();
         }
-        if (missing.length > 0) throw new MissingMembers(missing);
-      }).catch((err: unknown) => {
-        if (!(err instanceof MissingMembers)) throw err;
-      });
-      return missing;
-    },
+        await insertAudit(trx, audit);
+      }),
     /** Whether a card of this handoff was queued for its team's channel already. */
     hasTeamCard: async (handoffId: string) =>
       (await db.selectFrom('handoff_outbox').select('seq').where('handoff_id', '=', handoffId).where('kind', '=', 'desk-card').where('member_key', 'is', null).executeTakeFirst()) !== undefined,

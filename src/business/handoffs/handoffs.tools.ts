@@ -5,7 +5,8 @@ import { defineTool, type McpFeature, READ_ONLY } from '../../mcp/tool-definitio
 import { acceptSchema, endSchema, handoffDetailSchema, handoffMessageSchema, handoffSchema, listHandoffsInputSchema, replySchema } from './handoffs.schemas.js';
 
 const id = { id: z.string().min(1).max(64).describe("The handoff's id (hnd_…).") };
-const acting = 'The acting member is named by e-mail (`member`), a member of the handoff’s team.';
+const acting =
+  'You act as yourself (the person behind the key or grant); naming another `member` (e-mail or user id) needs `admin`. A key that belongs to no person names the member it acts as.';
 
 export const handoffFeature: McpFeature = {
   tools: [
@@ -18,7 +19,7 @@ export const handoffFeature: McpFeature = {
       output: pageOutput(handoffSchema),
       annotations: READ_ONLY,
       scope: 'read',
-      run: ({ ctx, caller }, { status, teamId, member, ...page }) => ctx.services.handoffs.list(caller.workspaceId, page, { status, teamId, member }),
+      run: ({ ctx, caller }, { status, teamId, member, ...page }) => ctx.services.handoffs.list(caller, page, { status, teamId, member }),
     }),
     defineTool({
       name: 'get_handoff',
@@ -28,7 +29,7 @@ export const handoffFeature: McpFeature = {
       output: handoffDetailSchema,
       annotations: READ_ONLY,
       scope: 'read',
-      run: ({ ctx, caller }, { id }) => ctx.services.handoffs.get(caller.workspaceId, id),
+      run: ({ ctx, caller }, { id }) => ctx.services.handoffs.get(caller, id),
     }),
     defineTool({
       name: 'accept_handoff',
@@ -38,7 +39,7 @@ export const handoffFeature: McpFeature = {
       output: handoffSchema,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },
       scope: 'write',
-      run: ({ ctx, caller }, { id, member }) => ctx.services.handoffs.accept(caller.workspaceId, id, member),
+      run: ({ ctx, caller }, { id, member }) => ctx.services.handoffs.accept(caller, id, member),
     }),
     defineTool({
       name: 'reply_to_handoff',
@@ -48,7 +49,7 @@ export const handoffFeature: McpFeature = {
       output: handoffMessageSchema,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
       scope: 'write',
-      run: ({ ctx, caller }, { id, member, text }) => ctx.services.handoffs.reply(caller.workspaceId, id, member, text),
+      run: ({ ctx, caller }, { id, member, text }) => ctx.services.handoffs.reply(caller, id, member, text),
     }),
     defineTool({
       name: 'return_handoff',
@@ -58,7 +59,7 @@ export const handoffFeature: McpFeature = {
       output: handoffSchema,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },
       scope: 'write',
-      run: ({ ctx, caller }, { id, member, resolve }) => ctx.services.handoffs.end(caller.workspaceId, id, resolve ? 'resolved' : 'returned', member),
+      run: ({ ctx, caller }, { id, member, resolve }) => ctx.services.handoffs.end(caller, id, resolve ? 'resolved' : 'returned', member),
     }),
   ],
 };

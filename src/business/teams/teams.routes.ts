@@ -25,13 +25,13 @@ export function teamRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           summary: 'Create a team',
           description:
             'Members start with role `member` and status `available`; the team with status `available`, time zone `UTC` and no weekly windows (always). ' +
-            'An e-mail may appear once (case-insensitively); a repeat is refused with 400 naming `members.<i>`.',
+            '`members` are people of the workspace: user ids or e-mails of its members (anyone else → 400 naming `members.<i>`), each once; they are stored and shown by their e-mail.',
           body: createTeamSchema,
           response: withErrors({ 201: teamSchema }),
         },
       },
       async (request, reply) => {
-        const team = await teams.create(actorOf(request).workspaceId, request.body);
+        const team = await teams.create(actorOf(request), request.body);
         return reply.code(201).header('location', location(team.id)).send(team);
       },
     );
@@ -71,7 +71,7 @@ export function teamRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           response: withErrors({ 200: teamSchema }, [404]),
         },
       },
-      async (request) => teams.updateAvailability(actorOf(request).workspaceId, request.params.id, request.body),
+      async (request) => teams.updateAvailability(actorOf(request), request.params.id, request.body),
     );
 
     app.put(
@@ -90,14 +90,10 @@ export function teamRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request) => {
-        const { workspaceId } = actorOf(request);
-        const { offerSeconds, notify, desk, chatUsers } = request.body;
+        const actor = actorOf(request);
         // What can be refused is checked first (the URL, the desk's channel, members): a refusal changes nothing.
-        if (notify !== undefined) await ctx.services.handoffs.setTeamWebhook(workspaceId, request.params.id, notify);
-        if (desk !== undefined) await ctx.services.handoffs.setTeamDesk(workspaceId, request.params.id, desk);
-        if (chatUsers !== undefined) await ctx.services.handoffs.setChatUsers(workspaceId, request.params.id, chatUsers);
-        if (offerSeconds !== undefined) await teams.setOfferSeconds(workspaceId, request.params.id, offerSeconds);
-        return teams.get(workspaceId, request.params.id);
+        await ctx.services.handoffs.setTeamHandoff(actor, request.params.id, request.body);
+        return teams.get(actor.workspaceId, request.params.id);
       },
     );
 
@@ -108,14 +104,15 @@ export function teamRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         schema: {
           tags,
           summary: 'Add a member to a team',
-          description: 'The member starts `available`. An e-mail already in the team (case-insensitively) → 409.',
+          description:
+            'A person of the workspace, by `email` or `userId` (anyone else → 400 naming the field); they start `available`. Someone already in the team → 409.',
           params: idParams,
           body: addMemberSchema,
           response: withErrors({ 201: teamSchema }, [404, 409]),
         },
       },
       async (request, reply) => {
-        const team = await teams.addMember(actorOf(request).workspaceId, request.params.id, request.body);
+        const team = await teams.addMember(actorOf(request), request.params.id, request.body);
         return reply.code(201).header('location', location(team.id)).send(team);
       },
     );

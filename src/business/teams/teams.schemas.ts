@@ -47,13 +47,18 @@ function noDuplicateEmails<T>(items: T[], emailOf: (item: T) => string, ctx: z.R
   });
 }
 
+/** A person of the workspace: their user id (`usr_…`) or their e-mail (API.md §14). */
+const userRef = z.string().trim().min(1).max(254).describe('A user id (`usr_…`) or the e-mail of a member of the workspace.');
+
 export const createTeamSchema = z.strictObject({
   name: z.string().trim().min(1).max(200),
   members: z
-    .array(email)
+    .array(userRef)
     .max(MAX_MEMBERS)
     .superRefine((list, ctx) => noDuplicateEmails(list, (e) => e, ctx))
-    .describe('E-mails of the first members (role `member`, status `available`); no e-mail twice, case-insensitively.'),
+    .describe(
+      'The first members (role `member`, status `available`): user ids or e-mails of members of the workspace (anyone else → 400 naming `members.<i>`); nobody twice. Stored and shown by their e-mail.',
+    ),
 });
 
 export const updateAvailabilitySchema = z.strictObject({
@@ -68,7 +73,13 @@ export const updateAvailabilitySchema = z.strictObject({
     .describe('Status updates of existing members (matched case-insensitively).'),
 });
 
-export const addMemberSchema = z.strictObject({ email, role: role.default('member') });
+export const addMemberSchema = z
+  .strictObject({
+    email: email.optional().describe('The e-mail of a member of the workspace (or give `userId`).'),
+    userId: z.string().trim().min(1).max(64).optional().describe('The user id (`usr_…`) of a member of the workspace (or give `email`).'),
+    role: role.default('member'),
+  })
+  .refine((b) => (b.email === undefined) !== (b.userId === undefined), { message: 'give either email or userId: a member of the workspace', path: ['email'] });
 
 export const listTeamsQuerySchema = pageQuerySchema.strict();
 

@@ -1,4 +1,6 @@
 import type { TeamRow } from '../../db/schema.js';
+import { auditRow } from '../../core/audit/audit.js';
+import type { Actor } from '../../core/auth/actor.js';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors.js';
 import type { Clock } from '../../lib/clock.js';
 import type { IdGenerator } from '../../lib/ids.js';
@@ -53,6 +55,31 @@ export interface TeamServiceDeps {
 }
 
 export function createTeamService({ store, clock, ids }: TeamServiceDeps) {
+  /**
+   * Team members are users of the workspace (API.md §14): each of `refs` is a user id or the e-mail
+   * of an active member, answered as that user's e-mail (how members are stored); anyone else → 400
+   * naming `field(i)`.
+   */
+  async function usersOf(workspaceId: string, refs: string[], field: (i: number) => string): Promise<Array<{ email: string; email_key: string }>> {
+    const found = await store.workspaceUsers(
+      workspaceId,
+      refs.filter((r) => !r.includes('@')),
+      refs.filter((r) => r.includes('@')).map(emailKey),
+    );
+    const seen = new Map<string, number>();
+    return refs.map((ref, i) => {
+      const user = found.find((u) => u.id === ref || u.email_key === emailKey(ref));
+      if (!user) throw ValidationError.field(field(i), 'is not a member of this workspace: name a user id (usr_…) or the e-mail of one');
+      const first = seen.get(user.id);
+      if (first !== undefined) throw ValidationError.field(field(i), `names the same person as members.${first}`);
+      seen.set(user.id, i);
+      return { email: user.email, email_key: user.email_key };
+    });
+  }
+
+  const audit = (actor: Actor, action: string, teamId: string, changes?: string[]) =>
+    auditRow(ids, clock, actor, { action, target: { type: 'team', id: teamId }, ...(changes ? { changes } : {}) });
+
   async function load(workspaceId: string, id: string): Promise<StoredTeam> {
     const found = await store.find(workspaceId, id);
     if (!found) throw new NotFoundError('Team', id);
@@ -64,7 +91,9 @@ export function createTeamService({ store, clock, ids }: TeamServiceDeps) {
   return {
     get,
 
-    async create(workspaceId: string, input: CreateTeamInput): Promise<Team> {
+    async create(actor: Actor, input: CreateTeamInput): Promise<Team> {
+      const { workspaceId } = actor;
+      const users = await usersOf(workspaceId, input.members, (i) => `members.${i}`);
       const now = clock.now().toISOString();
       const team: TeamRow = {
         id: ids('team'),
@@ -81,16 +110,16 @@ export function createTeamService({ store, clock, ids }: TeamServiceDeps) {
         desk_channel_id: null,
         desk_conversation: null,
       };
-      const members = input.members.map((email) => ({
+      const members = users.map((user) => ({
         team_id: team.id,
         workspace_id: workspaceId,
-        email,
-        email_key: emailKey(email),
+        email: user.email,
+        email_key: user.email_key,
         role: 'member' as const,
         status: 'available' as const,
         created_at: now,
       }));
-      await store.insert(team, members);
+      await store.insert(team, members, audit(actor, 'team.create', team.id, ['name', ...(members.length > 0 ? ['members'] : [])]));
       return get(workspaceId, team.id);
     },
 
@@ -99,7 +128,8 @@ export function createTeamService({ store, clock, ids }: TeamServiceDeps) {
       return mapPage(await store.list(workspaceId, page), (t) => toTeam(t, now));
     },
 
-    async updateAvailability(workspaceId: string, id: string, input: UpdateAvailabilityInput): Promise<Team> {
+    async updateAvailability(actor: Actor, id: string, input: UpdateAvailabilityInput): Promise<Team> {
+      const { workspaceId } = actor;
       const { members } = await load(workspaceId, id);
       const known = new Set(members.map((m) => m.email_key));
       const memberStatuses = (input.members ?? []).map((m, i) => {
@@ -111,24 +141,23 @@ export function createTeamService({ store, clock, ids }: TeamServiceDeps) {
       if (input.status !== undefined) patch.status = input.status;
       if (input.timezone !== undefined) patch.timezone = timeZoneOf(input.timezone);
       if (input.weekly !== undefined) patch.weekly = JSON.stringify(input.weekly);
-      await store.updateAvailability(workspaceId, id, patch, memberStatuses);
+      const changes = (['status', 'timezone', 'weekly', 'members'] as const).filter((f) => input[f] !== undefined);
+      await store.updateAvailability(workspaceId, id, patch, memberStatuses, audit(actor, 'team.availability', id, changes));
       return get(workspaceId, id);
     },
 
-    async setOfferSeconds(workspaceId: string, id: string, offerSeconds: number): Promise<void> {
+    async addMember(actor: Actor, id: string, input: AddMemberInput): Promise<Team> {
+      const { workspaceId } = actor;
       await load(workspaceId, id);
-      await store.setOfferSeconds(workspaceId, id, offerSeconds, clock.now().toISOString());
-    },
-
-    async addMember(workspaceId: string, id: string, input: AddMemberInput): Promise<Team> {
-      await load(workspaceId, id);
+      const [user] = await usersOf(workspaceId, [input.userId ?? input.email ?? ''], () => (input.userId !== undefined ? 'userId' : 'email'));
       const now = clock.now().toISOString();
       const outcome = await store.addMember(
-        { team_id: id, workspace_id: workspaceId, email: input.email, email_key: emailKey(input.email), role: input.role, status: 'available', created_at: now },
+        { team_id: id, workspace_id: workspaceId, email: user!.email, email_key: user!.email_key, role: input.role, status: 'available', created_at: now },
         now,
         MAX_MEMBERS,
+        audit(actor, 'team.member_add', id, ['members']),
       );
-      if (outcome === 'duplicate') throw new ConflictError(`${input.email} is already a member of team ${id}.`);
+      if (outcome === 'duplicate') throw new ConflictError(`${user!.email} is already a member of team ${id}.`);
       if (outcome === 'full') throw new ConflictError(`Team ${id} already has ${MAX_MEMBERS} members, the most a team can have.`);
       return get(workspaceId, id);
     },

@@ -70,6 +70,12 @@ function agentOf(agentId: string): Pick<ExchangeRequest, 'personaId' | 'abTestId
   return agentId.startsWith('abt_') ? { abTestId: agentId } : { personaId: agentId };
 }
 
+/**
+ * Asking a persona needs the `agent` role (API.md §14): a person who works handoffs asks too, with
+ * no write scope. Keys keep their meaning: a read-only key (viewer) is refused, a write key allowed.
+ */
+export const ASKS = 'agent' as const;
+
 /** API.md §5 (queries) and §6 (streaming chat). */
 export function chatRoutes(ctx: AppContext): FastifyPluginAsyncZod {
   const chat = ctx.services.chat;
@@ -78,7 +84,7 @@ export function chatRoutes(ctx: AppContext): FastifyPluginAsyncZod {
     app.post(
       '/query',
       {
-        config: { idempotent: true },
+        config: { idempotent: true, role: ASKS },
         schema: { tags, summary: 'Ask a persona; the whole answer as JSON', body: querySchema, response: withErrors({ 200: answerSchema }, [404, 409, 502, 504]) },
       },
       async (request, reply) => {
@@ -89,6 +95,7 @@ export function chatRoutes(ctx: AppContext): FastifyPluginAsyncZod {
     app.post(
       '/query/stream',
       {
+        config: { role: ASKS },
         schema: {
           tags,
           summary: 'Ask a persona; the answer as an event stream',
@@ -107,6 +114,7 @@ export function chatRoutes(ctx: AppContext): FastifyPluginAsyncZod {
     app.post(
       '/api/ai-sdk/agents/:agentId/chat',
       {
+        config: { role: ASKS },
         schema: {
           tags,
           summary: 'Chat with a persona (AI SDK compatible)',
@@ -141,8 +149,8 @@ export function chatRoutes(ctx: AppContext): FastifyPluginAsyncZod {
     app.get(
       '/api/ai-sdk/agents/:agentId/chat',
       {
-        // Asking a question is a write, even from an EventSource that can only GET.
-        config: { scope: 'write' },
+        // Asking a question is an agent's act (as a POST is), even from an EventSource that can only GET.
+        config: { role: ASKS },
         schema: {
           tags,
           summary: 'Chat with a persona from an EventSource',

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { actorOf } from '../../http/auth-hooks.js';
-import { streamExchange } from '../chat/chat.routes.js';
+import { ASKS, streamExchange } from '../chat/chat.routes.js';
 import { disconnectSignal } from '../chat/sse.js';
 import { completionChunkEncoder, switchboardOf, usageOf } from './openai.encoder.js';
 import { openAiErrorHandler, openAiNotFound } from './openai.errors.js';
@@ -58,6 +58,8 @@ export function openAiRoutes(ctx: AppContext): FastifyPluginAsyncZod {
     app.post(
       '/chat/completions',
       {
+        // Asking a persona: an `agent` may (API.md §14).
+        config: { role: ASKS },
         schema: {
           tags,
           summary: 'Chat with a persona or an A/B test (OpenAI Chat Completions)',
