@@ -31,6 +31,10 @@ Commands:
   keys create --name N [--scopes read,write] [--workspace NAME]
                                           create an API key; prints its secret once
   workspaces create NAME                  create a workspace and print its first admin key
+  users create --email E --role R [--workspace NAME]
+                                          invite a person (role viewer, agent, editor, admin or
+                                          owner); prints a one-use link (7 days) where they set
+                                          a password
   ingest PATH|URL... [--persona ID] [--workspace NAME]
                                           add files, folders (walked for pdf, docx, md, txt, html,
                                           csv, json) and URLs as knowledge; again = update
@@ -70,6 +74,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         name: { type: 'string' },
         scopes: { type: 'string' },
         workspace: { type: 'string' },
+        email: { type: 'string' },
+        role: { type: 'string' },
         persona: { type: 'string' },
         client: { type: 'string' },
         http: { type: 'boolean' },
@@ -139,6 +145,25 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         } finally {
           await opened.close();
         }
+        return 0;
+      }
+      case 'users': {
+        const usage = 'Usage: switchboard users create --email E --role viewer|agent|editor|admin|owner [--workspace NAME]';
+        if (sub !== 'create' || rest.length > 0) throw new UsageError(usage);
+        const [{ inviteSchema }, { DEFAULT_WORKSPACE }] = await Promise.all([import('./core/people/members.schemas.js'), import('./core/auth/auth.service.js')]);
+        const checked = inviteSchema.safeParse({ email: values.email, role: values.role });
+        if (!checked.success) {
+          const field = String(checked.error.issues[0]?.path[0] ?? 'email');
+          throw new UsageError(`--${field} ${field === 'role' ? 'takes viewer, agent, editor, admin or owner' : 'takes an e-mail address'}.\n\n${usage}`);
+        }
+        const [{ createUserInvitation }, { publicBase }, { invitationUrl }] = await Promise.all([
+          import('./core/people/open-invitations.js'),
+          import('./core/oauth/oauth.routes.js'),
+          import('./core/people/invitations.service.js'),
+        ]);
+        const { workspace, invitation, token } = await createUserInvitation(config, { workspace: values.workspace ?? DEFAULT_WORKSPACE, ...checked.data });
+        const url = invitationUrl(publicBase(config, undefined), token);
+        print({ workspace, invitation, url }, `Invited ${invitation.email} as ${invitation.role} of workspace ${workspace.name}. They set a password at this link (one use, until ${invitation.expiresAt}):\n\n    ${url}\n\nIt is shown this once.`);
         return 0;
       }
       case 'ingest': {

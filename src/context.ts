@@ -6,6 +6,9 @@ import { createAuthService } from './core/auth/auth.service.js';
 import { createAuthStore } from './core/auth/auth.store.js';
 import { createLoginSessions, type LoginSessions } from './core/people/login-sessions.js';
 import { createPeopleStore } from './core/people/people.store.js';
+import { createMembersService, type MembersService } from './core/people/members.service.js';
+import { createMembersStore } from './core/people/members.store.js';
+import { createInvitationsService, type InvitationsService } from './core/people/invitations.service.js';
 import type { ScryptParams } from './core/people/passwords.js';
 import { createSignInService } from './core/people/sign-in.service.js';
 import { createMySessions } from './core/people/sign-in.sessions.js';
@@ -116,6 +119,9 @@ export interface AppContext {
     loginSessions: LoginSessions;
     /** Signing in with a password, the first owner's setup link, a person's own sessions (API.md §14). */
     signIn: SignInServices;
+    /** Members of a workspace: roles, removal (API.md §14). */
+    members: MembersService;
+    invitations: InvitationsService;
   };
   embedder: Embedder;
   llm: LlmClient;
@@ -220,6 +226,9 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     setup: createSetup({ people: peopleStore, store: signInStore, loginSessions, clock, ids, scrypt: overrides.scrypt }),
     mine: createMySessions({ people: peopleStore, store: signInStore, loginSessions, auth, clock, ids }),
   };
+  const membersStore = createMembersStore(db.kysely, db.kind === 'postgres');
+  const members = createMembersService({ store: membersStore, people: peopleStore, clock, ids, forgetKeys: auth.forgetKeys, writeGate: overrides.writeGate });
+  const invitations = createInvitationsService({ store: membersStore, people: peopleStore, loginSessions, clock, ids, scrypt: overrides.scrypt, writeGate: overrides.writeGate });
   const teamStore = createTeamStore(db.kysely);
   const teams = createTeamService({ store: teamStore, clock, ids });
   const personas = createPersonaService({
@@ -414,7 +423,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     clock,
     ids,
     cipher,
-    services: { auth, personas, teams, abTests, idempotency, knowledge, chat, sessions, analytics, channels, tools: toolsService, oauth, openai, mcpTasks, evaluations, handoffs, loginSessions, signIn },
+    services: { auth, personas, teams, abTests, idempotency, knowledge, chat, sessions, analytics, channels, tools: toolsService, oauth, openai, mcpTasks, evaluations, handoffs, loginSessions, signIn, members, invitations },
     embedder,
     llm,
     tools,

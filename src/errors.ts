@@ -13,6 +13,7 @@ export type ErrorCode =
   | 'conflict'
   | 'payload_too_large'
   | 'uri_too_long'
+  | 'gone'
   | 'unsupported_media_type'
   | 'rate_limited'
   | 'headers_too_large'
@@ -30,6 +31,7 @@ const TITLES: Record<ErrorCode, [number, string]> = {
   conflict: [409, 'Conflict'],
   payload_too_large: [413, 'Payload too large'],
   uri_too_long: [414, 'URI too long'],
+  gone: [410, 'Gone'],
   unsupported_media_type: [415, 'Unsupported media type'],
   rate_limited: [429, 'Too many requests'],
   headers_too_large: [431, 'Request header fields too large'],
@@ -90,6 +92,12 @@ export class NotFoundError extends AppError {
 export class ConflictError extends AppError {
   constructor(detail: string) {
     super('conflict', detail);
+  }
+}
+/** A one-use thing (an invitation link) that was used, expired or revoked. */
+export class GoneError extends AppError {
+  constructor(detail: string) {
+    super('gone', detail);
   }
 }
 export class PayloadTooLargeError extends AppError {

@@ -23,6 +23,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   403: 'The caller\'s role (a key\'s scopes, capped by its owner\'s role) is below the one this operation needs (its `security` names it), or a signed-in request that changes something came without `X-CSRF-Token`.',
   404: 'No such object in this workspace (an id holding the NUL character U+0000 names none).',
   409: 'Conflicts with the current state.',
+  410: 'Gone: a one-use link that was used, expired or revoked (`gone`).',
   413: 'Body larger than the limit.',
   415: 'Body is not JSON.',
   429: 'Rate limit exceeded; see `Retry-After`.',

@@ -5,4 +5,4 @@
  * otherwise run read-then-write one after the other and never meet. Production passes none.
  */
 export type WriteGate = (point: WritePoint, id: string) => Promise<void>;
-export type WritePoint = 'handoff.move' | 'persona.edit';
+export type WritePoint = 'handoff.move' | 'persona.edit' | 'member.owners' | 'invitation.accept';

@@ -103,3 +103,26 @@ export async function createChannel(t: Requester, fields: Record<string, unknown
   expect(res.statusCode, res.body).toBe(201);
   return res.json() as Channel;
 }
+
+/** The password `invitePerson` gives a new person. */
+export const PERSON_PASSWORD = 'correct horse battery';
+
+/**
+ * A person with `role`: POST /members/invitations (the admin key, or `as`), then the invitation
+ * accepted; their id, session cookie header and CSRF token.
+ */
+export async function invitePerson(
+  t: Requester,
+  { email, role, name = email.split('@')[0], password = PERSON_PASSWORD }: { email: string; role: string; name?: string; password?: string },
+  as?: string,
+): Promise<{ userId: string; cookie: string; csrfToken: string }> {
+  const invited = await t.request({ method: 'POST', url: '/members/invitations', body: { email, role }, ...(as ? { as } : {}) });
+  expect(invited.statusCode, invited.body).toBe(201);
+  const token = new URL((invited.json() as { url: string }).url).hash.slice(1);
+  const res = await t.request({ method: 'POST', url: '/auth/invitations/accept', as: null, body: { token, name, password } });
+  expect(res.statusCode, res.body).toBe(201);
+  const cookie = /^(sb_session=[^;]+)/.exec(String(res.headers['set-cookie']))?.[1];
+  if (!cookie) throw new Error('no session cookie');
+  const body = res.json() as { user: { id: string }; csrfToken: string };
+  return { userId: body.user.id, cookie, csrfToken: body.csrfToken };
+}

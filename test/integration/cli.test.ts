@@ -4,7 +4,7 @@ import SqliteDatabase from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli.js';
 import { keyPrefix } from '../../src/core/auth/keys.js';
-import { tempDir } from '../helpers/app.js';
+import { createTestApp, tempDir } from '../helpers/app.js';
 import { createTestDatabase, postgresUrl } from '../helpers/postgres.js';
 
 // What mcp-config names as the command to start; main.ts passes the real ones.
@@ -74,6 +74,51 @@ describe('switchboard CLI', () => {
 
     const badScope = io({ SWITCHBOARD_DATA_DIR: dir });
     expect(await runCli(['keys', 'create', '--name', 'x', '--scopes', 'root'], badScope.io)).toBe(2);
+  });
+
+  it('users create invites a person: its one-use link (at the public URL) sets their password', async () => {
+    const dir = dataDir();
+    await runCli(['workspaces', 'create', 'default'], io({ SWITCHBOARD_DATA_DIR: dir }).io);
+    const env = { SWITCHBOARD_DATA_DIR: dir, SWITCHBOARD_PUBLIC_URL: 'https://switchboard.example.com' };
+    const { out, io: cli } = io(env);
+    expect(await runCli(['users', 'create', '--email', 'ada@example.com', '--role', 'owner', '--json'], cli)).toBe(0);
+    const result = JSON.parse(out.stdout);
+    expect(result).toMatchObject({ workspace: { name: 'default' }, invitation: { id: expect.stringMatching(/^inv_/), email: 'ada@example.com', role: 'owner' } });
+    expect(result.url).toMatch(/^https:\/\/switchboard\.example\.com\/console\/invite#sbi_[0-9A-Za-z]{43}$/);
+    const human = io(env);
+    expect(await runCli(['users', 'create', '--email', 'bob@example.com', '--role', 'viewer'], human.io)).toBe(0);
+    expect(human.out.stdout).toMatch(/https:\/\/switchboard\.example\.com\/console\/invite#sbi_/);
+
+    const t = await createTestApp({ env: { SWITCHBOARD_DATA_DIR: dir, SWITCHBOARD_ADMIN_KEY: `sb_${'a'.repeat(40)}` } });
+    try {
+      const token = new URL(result.url).hash.slice(1);
+      const accepted = await t.request({ method: 'POST', url: '/auth/invitations/accept', as: null, body: { token, name: 'Ada', password: 'correct horse battery' } });
+      expect(accepted.statusCode, accepted.body).toBe(201);
+      expect(accepted.json().memberships).toEqual([{ workspace: { id: result.workspace.id, name: 'default' }, role: 'owner' }]);
+      const events = await t.ctx.db.kysely.selectFrom('audit_events').select(['action', 'actor_type', 'actor_name']).where('action', '=', 'member.invite').execute();
+      expect(events).toEqual([
+        { action: 'member.invite', actor_type: 'system', actor_name: 'cli' },
+        { action: 'member.invite', actor_type: 'system', actor_name: 'cli' },
+      ]);
+    } finally {
+      await t.close();
+    }
+
+    for (const [args, field] of [
+      [['--email', 'not-an-email', '--role', 'viewer'], '--email'],
+      [['--email', 'c@example.com', '--role', 'root'], '--role'],
+      [['--role', 'viewer'], '--email'],
+    ] as const) {
+      const bad = io(env);
+      expect(await runCli(['users', 'create', ...args], bad.io)).toBe(2);
+      expect(bad.out.stderr).toContain(field);
+    }
+    const missing = io(env);
+    expect(await runCli(['users', 'create', '--email', 'd@example.com', '--role', 'viewer', '--workspace', 'nope'], missing.io)).toBe(1);
+    expect(missing.out.stderr).toContain('nope');
+    const member = io(env);
+    expect(await runCli(['users', 'create', '--email', 'ADA@example.com', '--role', 'viewer', '--json'], member.io)).toBe(1);
+    expect(JSON.parse(member.out.stdout).error.code).toBe('conflict');
   });
 
   it('refuses bad configuration naming every bad variable', async () => {

@@ -47,6 +47,13 @@ describe('health, OpenAPI and docs (API.md §11)', () => {
       ['/auth/sessions/current', 'delete'],
       ['/auth/sessions/{id}', 'delete'],
       ['/auth/setup', 'post'],
+      ['/members', 'get'],
+      ['/members/{userId}', 'put'],
+      ['/members/{userId}', 'delete'],
+      ['/members/invitations', 'post'],
+      ['/members/invitations', 'get'],
+      ['/members/invitations/{id}', 'delete'],
+      ['/auth/invitations/accept', 'post'],
       ['/auth/oauth/grants', 'get'],
       ['/auth/oauth/grants/{id}', 'delete'],
       ['/.well-known/oauth-protected-resource/mcp', 'get'],
@@ -113,6 +120,10 @@ describe('health, OpenAPI and docs (API.md §11)', () => {
     expect(doc.paths['/oauth/token'].post.security).toEqual([]);
     expect(doc.paths['/auth/sessions'].post.security).toEqual([]);
     expect(doc.paths['/auth/setup'].post.security).toEqual([]);
+    expect(doc.paths['/auth/invitations/accept'].post.security).toEqual([]);
+    expect(doc.paths['/auth/invitations/accept'].post.responses).toHaveProperty('410');
+    expect(doc.paths['/members/{userId}'].put.responses).toHaveProperty('409');
+    expect(doc.components.schemas.ApiKey.properties).toHaveProperty('userId');
     expect(doc.paths['/personas'].post.requestBody.content['application/json'].schema).toBeDefined();
     expect(doc.paths['/personas/{id}'].delete.responses).toHaveProperty('409');
     expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });

@@ -11,7 +11,11 @@ import {
   rotateKeySchema,
 } from './auth.schemas.js';
 
-/** API.md §2: keys are managed with the `admin` scope (`/auth/me` is in people/sign-in.routes.ts). */
+/**
+ * API.md §2 and §14: any member makes keys of their own (scopes at most their role) and lists,
+ * rotates and revokes those; other people's keys and service keys need `admin`. The service
+ * decides, so the routes ask only for a member (`viewer`). `/auth/me` is in people/sign-in.routes.ts.
+ */
 export function authRoutes(ctx: AppContext): FastifyPluginAsyncZod {
   const auth = ctx.services.auth;
   const tags = ['auth'];
@@ -19,10 +23,13 @@ export function authRoutes(ctx: AppContext): FastifyPluginAsyncZod {
     app.post(
       '/auth/api-keys',
       {
-        config: { scope: 'admin', idempotent: true },
+        config: { role: 'viewer', idempotent: true },
         schema: {
           tags,
           summary: 'Create an API key (the secret is shown once)',
+          description:
+            'Made by a signed-in person, or with a key of theirs, the key belongs to that person (`userId`), with scopes at most their role (and the calling key\'s); ' +
+            'without `scopes`, read and write as far as their role goes. Beyond that → 403. A service key (no `userId`) needs `admin` and makes service keys.',
           body: createKeySchema,
           response: withErrors({ 201: apiKeyWithSecretSchema }),
         },
@@ -36,10 +43,11 @@ export function authRoutes(ctx: AppContext): FastifyPluginAsyncZod {
     app.get(
       '/auth/api-keys',
       {
-        config: { scope: 'admin' },
+        config: { role: 'viewer' },
         schema: {
           tags,
           summary: 'List API keys (never their secrets)',
+          description: "An admin sees every key of the workspace; anyone else only their own. A service key without `admin` → 403.",
           querystring: listKeysQuerySchema,
           response: withErrors({ 200: pageOf(apiKeySchema) }),
         },
@@ -50,10 +58,11 @@ export function authRoutes(ctx: AppContext): FastifyPluginAsyncZod {
     app.put(
       '/auth/api-keys/:id',
       {
-        config: { scope: 'admin' },
+        config: { role: 'viewer' },
         schema: {
           tags,
           summary: 'Rotate an API key: new secret, same id',
+          description: "Your own key, or with `admin` anyone's (else 403).",
           params: idParams,
           body: rotateKeySchema,
           response: withErrors({ 200: apiKeyWithSecretSchema }, [404, 409]),
@@ -65,10 +74,11 @@ export function authRoutes(ctx: AppContext): FastifyPluginAsyncZod {
     app.delete(
       '/auth/api-keys/:id',
       {
-        config: { scope: 'admin' },
+        config: { role: 'viewer' },
         schema: {
           tags,
           summary: 'Revoke an API key at once',
+          description: "Your own key, or with `admin` anyone's (else 403).",
           params: idParams,
           response: withErrors({ 204: z.undefined().describe('Revoked') }, [404, 409]),
         },

@@ -15,6 +15,7 @@ export const apiKeySchema = z
     expiresAt: z.string().nullable(),
     lastUsedAt: z.string().nullable().describe('May lag by up to a minute.'),
     rotatedAt: z.string().nullable(),
+    userId: z.string().nullable().describe('The person the key belongs to; null for a service key (bootstrap, SWITCHBOARD_ADMIN_KEY, CLI).'),
   })
   .meta({ id: 'ApiKey' });
 

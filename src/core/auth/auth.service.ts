@@ -5,10 +5,11 @@ import { AppError, ConflictError, ForbiddenError, NotFoundError, ValidationError
 import type { Clock } from '../../lib/clock.js';
 import type { IdGenerator } from '../../lib/ids.js';
 import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
-import type { Actor } from './actor.js';
+import { createAuditRows } from '../audit/audit.js';
+import { type Actor, systemActor } from './actor.js';
 import type { AuthStore, KeyWithOwner } from './auth.store.js';
 import { generateKeySecret, hashKey, hasScope, KEY_PATTERN, keyPrefix, type Scope, SCOPES } from './keys.js';
-import { capScopes, lowerRole, type Role, roleOfScopes } from './roles.js';
+import { capScopes, lowerRole, permits, type Role, roleOfScopes } from './roles.js';
 
 
 export interface ApiKey {
@@ -67,6 +68,7 @@ export function createAuthService({ store, clock, ids, signals = localChangeSign
   };
 
   const nowIso = () => clock.now().toISOString();
+  const audit = createAuditRows(ids, clock);
 
   function toApiKey(row: ApiKeyRow): ApiKey {
     const now = nowIso();
@@ -104,11 +106,13 @@ export function createAuthService({ store, clock, ids, signals = localChangeSign
     return { kind: 'key', id: row.id, name: row.name, workspaceId: row.workspace_id, role, scopes: effective, userId: row.user_id };
   }
 
-  /** After a key's secret or status changed: out of this cache now, out of every instance's within a poll. */
-  async function forgetKey(keyId: string) {
-    for (const [hash, entry] of cache) if (entry.actor.id === keyId) cache.delete(hash);
+  /** After keys' secrets, status or owners' roles changed: out of this cache now, out of every instance's within a poll. */
+  async function forgetKeys(keyIds: readonly string[]) {
+    const gone = new Set(keyIds);
+    for (const [hash, entry] of cache) if (gone.has(entry.actor.id)) cache.delete(hash);
     await signals.changed('keys');
   }
+  const forgetKey = (keyId: string) => forgetKeys([keyId]);
 
   async function insertKey(
     workspaceId: string,
@@ -117,6 +121,8 @@ export function createAuthService({ store, clock, ids, signals = localChangeSign
     expiresAt: string | null,
     secret = generateKeySecret(),
     userId: string | null = null,
+    /** Who made it, for its `key.create` event (none at start-up). */
+    by?: Actor,
   ) {
     const row: ApiKeyRow = {
       id: ids('key'),
@@ -134,13 +140,23 @@ export function createAuthService({ store, clock, ids, signals = localChangeSign
       previous_valid_until: null,
       user_id: userId,
     };
-    await store.insertKey(row);
+    await store.insertKey(row, by && audit(by, { action: 'key.create', target: { type: 'key', id: row.id } }));
     return { ...toApiKey(row), key: secret };
   }
 
   async function requireKey(workspaceId: string, id: string) {
     const row = await store.findKey(workspaceId, id);
     if (!row) throw new NotFoundError('API key', id);
+    return row;
+  }
+
+  /** A key `caller` may rotate or revoke: their own, or anyone's with `admin` (API.md §14). */
+  async function requireManageableKey(caller: Actor, id: string) {
+    const row = await requireKey(caller.workspaceId, id);
+    const own = caller.userId !== null && row.user_id === caller.userId;
+    if (!own && !permits(caller.role, 'admin')) {
+      throw new ForbiddenError(`Only an admin may manage another person's key${caller.kind === 'user' ? `; your role is "${caller.role}"` : ''}.`);
+    }
     return row;
   }
 
@@ -236,14 +252,29 @@ export function createAuthService({ store, clock, ids, signals = localChangeSign
       await store.recordLastUsed(entries);
     },
 
+    forgetKeys,
+
+    /**
+     * A key of the caller's workspace. A person's (signed in, or with a key of theirs) belongs to
+     * them, with scopes at most their role and the calling key's; a service key makes service keys,
+     * and only with `admin`, as before people existed. Without `scopes`: read and write, as far as
+     * the person's role goes.
+     */
     async createKey(
       caller: Actor,
       input: { name: string; scopes?: Scope[] | undefined; expiresAt?: string | undefined },
     ) {
-      const scopes = [...new Set(input.scopes ?? (['read', 'write'] as Scope[]))];
+      const person = caller.userId !== null;
+      if (!person && !permits(caller.role, 'admin')) throw new ForbiddenError('This operation needs the "admin" scope.');
+      const defaults = (['read', 'write'] as Scope[]).filter((s) => !person || hasScope(caller.scopes, s));
+      const scopes = [...new Set(input.scopes ?? defaults)];
       const missing = scopes.filter((s) => !hasScope(caller.scopes, s));
       if (missing.length > 0) {
-        throw new ForbiddenError(`A key can only grant scopes it has; this key lacks: ${missing.join(', ')}.`);
+        throw new ForbiddenError(
+          caller.kind === 'user'
+            ? `Your role "${caller.role}" cannot give a key: ${missing.join(', ')}.`
+            : `A key can only grant scopes it has${person ? ' (within its owner\'s role)' : ''}; this key lacks: ${missing.join(', ')}.`,
+        );
       }
       let expiresAt: string | null = null;
       if (input.expiresAt !== undefined) {
@@ -251,16 +282,19 @@ export function createAuthService({ store, clock, ids, signals = localChangeSign
         if (t <= clock.now().getTime()) throw ValidationError.field('expiresAt', 'must be in the future');
         expiresAt = new Date(t).toISOString();
       }
-      return insertKey(caller.workspaceId, input.name, sortScopes(scopes), expiresAt);
+      return insertKey(caller.workspaceId, input.name, sortScopes(scopes), expiresAt, undefined, caller.userId, caller);
     },
 
+    /** Every key of the workspace for an admin; a person's own otherwise (a non-admin service key: 403). */
     async listKeys(caller: Actor, page: PageRequest): Promise<Page<ApiKey>> {
-      return mapPage(await store.listKeys(caller.workspaceId, page), toApiKey);
+      if (permits(caller.role, 'admin')) return mapPage(await store.listKeys(caller.workspaceId, page), toApiKey);
+      if (caller.userId === null) throw new ForbiddenError('This operation needs the "admin" scope.');
+      return mapPage(await store.listKeys(caller.workspaceId, page, caller.userId), toApiKey);
     },
 
     /** New secret, same id; the old secret keeps working for `gracePeriodSeconds` only. */
     async rotateKey(caller: Actor, id: string, gracePeriodSeconds: number) {
-      const row = await requireKey(caller.workspaceId, id);
+      const row = await requireManageableKey(caller, id);
       const current = toApiKey(row);
       if (current.status !== 'active') throw new ConflictError(`API key ${id} is ${current.status}; it cannot be rotated.`);
       const secret = generateKeySecret();
@@ -273,14 +307,14 @@ export function createAuthService({ store, clock, ids, signals = localChangeSign
         previous_valid_until:
           gracePeriodSeconds > 0 ? new Date(now.getTime() + gracePeriodSeconds * 1000).toISOString() : null,
       };
-      await store.updateKey(caller.workspaceId, id, patch);
+      await store.updateKey(caller.workspaceId, id, patch, audit(caller, { action: 'key.rotate', target: { type: 'key', id } }));
       await forgetKey(id);
       return { ...toApiKey({ ...row, ...patch }), key: secret };
     },
 
     /** Revokes at once; refuses to revoke the workspace's last active admin key. */
     async revokeKey(caller: Actor, id: string): Promise<void> {
-      const row = await requireKey(caller.workspaceId, id);
+      const row = await requireManageableKey(caller, id);
       const key = toApiKey(row);
       if (key.status === 'revoked') return;
       if (key.status === 'active' && key.scopes.includes('admin')) {
@@ -289,7 +323,7 @@ export function createAuthService({ store, clock, ids, signals = localChangeSign
           throw new ConflictError('This is the last active admin key of the workspace; create another admin key first.');
         }
       }
-      await store.updateKey(caller.workspaceId, id, { revoked_at: nowIso(), previous_hash: null });
+      await store.updateKey(caller.workspaceId, id, { revoked_at: nowIso(), previous_hash: null }, audit(caller, { action: 'key.revoke', target: { type: 'key', id } }));
       await forgetKey(id);
     },
 
@@ -320,7 +354,7 @@ export function createAuthService({ store, clock, ids, signals = localChangeSign
         const hint = workspaceName === DEFAULT_WORKSPACE ? ' (start the server once to create it)' : '';
         throw new AppError('not_found', `Workspace "${workspaceName}" does not exist${hint}; see "switchboard workspaces create".`);
       }
-      const key = await insertKey(ws.id, name, sortScopes([...new Set(scopes)]), null);
+      const key = await insertKey(ws.id, name, sortScopes([...new Set(scopes)]), null, undefined, null, systemActor(ws.id, 'cli'));
       return { workspace: { id: ws.id, name: ws.name, createdAt: ws.created_at }, key };
     },
 

@@ -1,6 +1,7 @@
 import type { Kysely, SelectQueryBuilder } from 'kysely';
 import type { ApiKeyRow, Database, NewApiKeyRow } from '../../db/schema.js';
 import { type PageRequest, paginate } from '../../lib/pagination.js';
+import { type AuditRow, insertAudit } from '../audit/audit.js';
 
 /** A key with its owner's role in the key's workspace and their status (nulls for a service key, or an owner no longer a member). */
 export type KeyWithOwner = ApiKeyRow & { member_role: Database['memberships']['role'] | null; user_status: Database['users']['status'] | null };
@@ -37,8 +38,12 @@ export function createAuthStore(db: Kysely<Database>) {
         .executeTakeFirst(),
     /** By id alone: only for checking the key behind an OAuth grant, whose row already names the workspace. */
     findKeyById: (id: string): Promise<KeyWithOwner | undefined> => keysWithOwner().where('api_keys.id', '=', id).executeTakeFirst(),
-    listKeys: (workspaceId: string, page: PageRequest) =>
-      paginate(db.selectFrom('api_keys').selectAll().where('workspace_id', '=', workspaceId), page),
+    /** The workspace's keys, or with `userId` only that person's. */
+    listKeys: (workspaceId: string, page: PageRequest, userId?: string) => {
+      let q = db.selectFrom('api_keys').selectAll().where('workspace_id', '=', workspaceId);
+      if (userId !== undefined) q = q.where('user_id', '=', userId);
+      return paginate(q, page);
+    },
     /** Active keys of the workspace holding `admin`, other than `exceptId`. */
     countOtherActiveAdminKeys: async (workspaceId: string, exceptId: string, nowIso: string) => {
       const rows = await db
@@ -51,9 +56,17 @@ export function createAuthStore(db: Kysely<Database>) {
         .execute();
       return rows.filter((r) => (JSON.parse(r.scopes) as string[]).includes('admin')).length;
     },
-    insertKey: (row: NewApiKeyRow) => db.insertInto('api_keys').values(row).execute(),
-    updateKey: (workspaceId: string, id: string, patch: Partial<NewApiKeyRow>) =>
-      db.updateTable('api_keys').set(patch).where('workspace_id', '=', workspaceId).where('id', '=', id).execute(),
+    /** A new key, with its audit event in the same transaction when there is one. */
+    insertKey: (row: NewApiKeyRow, audit?: AuditRow) =>
+      db.transaction().execute(async (trx) => {
+        await trx.insertInto('api_keys').values(row).execute();
+        if (audit) await insertAudit(trx, audit);
+      }),
+    updateKey: (workspaceId: string, id: string, patch: Partial<NewApiKeyRow>, audit?: AuditRow) =>
+      db.transaction().execute(async (trx) => {
+        await trx.updateTable('api_keys').set(patch).where('workspace_id', '=', workspaceId).where('id', '=', id).execute();
+        if (audit) await insertAudit(trx, audit);
+      }),
     /** One statement per key: `lastUsedAt` is flushed in batches, never on the request path. */
     recordLastUsed: (entries: [string, string][]) =>
       db.transaction().execute(async (trx) => {

@@ -1,0 +1,141 @@
+/**
+ * Members of a workspace (API.md §14): list, change a role, remove. Admins manage members below
+ * owner; only an owner grants, changes or removes `owner`; a workspace always keeps one owner.
+ * A role that drops revokes at once the person's keys above it; a removal ends all their keys,
+ * sign-in sessions and OAuth grants in the workspace. Each change and its audit events share one
+ * transaction; the key caches of every instance are cleared after it commits.
+ */
+import type { Transaction } from 'kysely';
+import type { Database } from '../../db/schema.js';
+import { ConflictError, ForbiddenError, NotFoundError } from '../../errors.js';
+import type { Clock } from '../../lib/clock.js';
+import type { IdGenerator } from '../../lib/ids.js';
+import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
+import type { WriteGate } from '../../lib/write-gate.js';
+import { type AuditRow, createAuditRows, insertAudit } from '../audit/audit.js';
+import type { Actor } from '../auth/actor.js';
+import type { Scope } from '../auth/keys.js';
+import { atLeast, capScopes, type Role } from '../auth/roles.js';
+import type { MemberRow, MembersStore } from './members.store.js';
+import type { PeopleStore } from './people.store.js';
+
+export interface Member {
+  userId: string;
+  email: string;
+  name: string;
+  role: Role;
+  status: 'active' | 'disabled';
+  joinedAt: string;
+  lastSeenAt: string | null;
+}
+
+export function toMember(row: MemberRow): Member {
+  return { userId: row.user_id, email: row.email, name: row.name, role: row.role, status: row.status, joinedAt: row.joined_at, lastSeenAt: row.last_seen_at };
+}
+
+export interface MembersServiceDeps {
+  store: MembersStore;
+  people: PeopleStore;
+  clock: Clock;
+  ids: IdGenerator;
+  /** Clears every instance's key cache after keys were revoked (auth.service.ts). */
+  forgetKeys: (keyIds: string[]) => Promise<void>;
+  writeGate?: WriteGate | undefined;
+}
+
+/** Only an owner touches `owner`: granting it, or changing or removing someone who has it. */
+export function requireOwnerFor(caller: Actor, what: string): void {
+  if (!atLeast(caller.role, 'owner')) throw new ForbiddenError(`Only an owner may ${what}; your role is "${caller.role}".`);
+}
+
+export function createMembersService({ store, people, clock, ids, forgetKeys, writeGate }: MembersServiceDeps) {
+  const audit = createAuditRows(ids, clock);
+  const nowIso = () => clock.now().toISOString();
+
+  async function requireMember(workspaceId: string, userId: string): Promise<MemberRow> {
+    const row = await store.findMember(workspaceId, userId);
+    if (!row) throw new NotFoundError('Member', userId);
+    return row;
+  }
+
+  /**
+   * In the change's transaction: the owners (locked on PostgreSQL), and a refusal when `userId` is
+   * the last of them. Counted here, not before the transaction, so two changes at once cannot both
+   * see two owners and leave none.
+   */
+  async function keepAnOwner(trx: Transaction<Database>, workspaceId: string, userId: string): Promise<void> {
+    const owners = await store.lockOwners(trx, workspaceId);
+    if (owners.includes(userId) && owners.length <= 1) {
+      throw new ConflictError('This is the last owner of the workspace; make another member owner first.');
+    }
+  }
+
+  /** Revokes `keys` in `trx`, one `key.revoke` event each, caused by `caller`. */
+  async function revokeInTransaction(trx: Transaction<Database>, caller: Actor, keys: { id: string }[], at: string): Promise<string[]> {
+    const keyIds = keys.map((k) => k.id);
+    await store.revokeKeys(trx, caller.workspaceId, keyIds, at);
+    await store.revokeGrantsOfKeys(trx, caller.workspaceId, keyIds, at);
+    const rows: AuditRow[] = keys.map((k) => audit(caller, { action: 'key.revoke', target: { type: 'key', id: k.id } }));
+    await insertAudit(trx, rows);
+    return keyIds;
+  }
+
+  return {
+    async list(caller: Actor, page: PageRequest): Promise<Page<Member>> {
+      return mapPage(await store.listMembers(caller.workspaceId, page), toMember);
+    },
+
+    /** `PUT /members/:userId`: a new role; keys above a lower one are revoked in the same transaction. */
+    async changeRole(caller: Actor, userId: string, role: Role): Promise<Member> {
+      const before = await requireMember(caller.workspaceId, userId);
+      if (role === 'owner' || before.role === 'owner') requireOwnerFor(caller, 'grant or change the "owner" role');
+      await writeGate?.('member.owners', userId);
+      const at = nowIso();
+      const keysOfTheirs = await store.transaction(async (trx) => {
+        const current = await store.findMember(caller.workspaceId, userId, trx);
+        if (!current) throw new NotFoundError('Member', userId);
+        if (current.role === 'owner' && role !== 'owner') {
+          requireOwnerFor(caller, 'change the "owner" role');
+          await keepAnOwner(trx, caller.workspaceId, userId);
+        }
+        if (current.role === role) return [];
+        await store.setRole(trx, caller.workspaceId, userId, role);
+        await insertAudit(trx, audit(caller, { action: 'member.role', target: { type: 'member', id: userId }, changes: ['role'] }));
+        // Keys holding a scope the new role does not: revoked now (401 from the next request).
+        const keys = await store.unrevokedKeysOf(trx, caller.workspaceId, userId);
+        const above = keys.filter((k) => {
+          const scopes = JSON.parse(k.scopes) as Scope[];
+          return capScopes(scopes, role).length < scopes.length;
+        });
+        await revokeInTransaction(trx, caller, above, at);
+        return keys.map((k) => k.id);
+      });
+      // Every key of theirs: those kept are capped by the new role, which a cached actor does not know yet.
+      if (keysOfTheirs.length > 0) await forgetKeys(keysOfTheirs);
+      return toMember(await requireMember(caller.workspaceId, userId));
+    },
+
+    /** `DELETE /members/:userId`: the membership, and with it every key, sign-in session and OAuth grant of theirs here. */
+    async remove(caller: Actor, userId: string): Promise<void> {
+      const before = await requireMember(caller.workspaceId, userId);
+      if (before.role === 'owner') requireOwnerFor(caller, 'remove an owner');
+      await writeGate?.('member.owners', userId);
+      const at = nowIso();
+      const revoked = await store.transaction(async (trx) => {
+        const current = await store.findMember(caller.workspaceId, userId, trx);
+        if (!current) throw new NotFoundError('Member', userId);
+        if (current.role === 'owner') {
+          requireOwnerFor(caller, 'remove an owner');
+          await keepAnOwner(trx, caller.workspaceId, userId);
+        }
+        await store.deleteMembership(trx, caller.workspaceId, userId);
+        await people.endLoginSessionsOf(userId, caller.workspaceId, at, trx);
+        await insertAudit(trx, audit(caller, { action: 'member.remove', target: { type: 'member', id: userId } }));
+        return revokeInTransaction(trx, caller, await store.unrevokedKeysOf(trx, caller.workspaceId, userId), at);
+      });
+      if (revoked.length > 0) await forgetKeys(revoked);
+    },
+  };
+}
+
+export type MembersService = ReturnType<typeof createMembersService>;
