@@ -11,6 +11,8 @@ import { handoffRoutes } from './business/handoffs/handoffs.routes.js';
 import { channelRoutes } from './business/channels/channels.routes.js';
 import { analyticsRoutes } from './business/analytics/analytics.routes.js';
 import { authRoutes } from './core/auth/auth.routes.js';
+import { auditRoutes } from './core/audit/audit.routes.js';
+import { deniedActor, deniedTarget } from './core/audit/denied.js';
 import { chatRoutes } from './core/chat/chat.routes.js';
 import { sessionRoutes } from './core/chat/sessions.routes.js';
 import { knowledgeRoutes } from './core/knowledge/knowledge.routes.js';
@@ -103,7 +105,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   registerAuthHooks(app, services.auth, services.loginSessions, {
     verify: (token) => services.oauth.verifyAccessToken(token, resourceOf(base())),
     challenge: () => `Bearer realm="switchboard", resource_metadata="${resourceMetadataUrlOf(base())}"`,
-  });
+  }, (request) => services.audit.denied(deniedActor(request), deniedTarget(request)));
   registerNulGuard(app);
   registerIdempotencyHooks(app, services.idempotency);
   if (ctx.changeCounters) registerResponseCache(app, ctx.changeCounters);
@@ -168,6 +170,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     await open.register(consoleRoutes());
   });
   await app.register(authRoutes(ctx));
+  await app.register(auditRoutes(ctx));
   await app.register(personaRoutes(ctx));
   await app.register(teamRoutes(ctx));
   await app.register(abTestRoutes(ctx));
