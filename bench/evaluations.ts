@@ -7,6 +7,7 @@
  * ≤ 10 s (wall time from the create to `completed`). A second row grades every case with the model
  * as judge too (a second model call per case; reported, no target). On SQLite and PostgreSQL.
  */
+import { systemActor } from '../src/core/auth/actor.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -87,7 +88,7 @@ async function runOn(db: BackendDatabase, options: BenchOptions): Promise<Metric
     );
     if (ctx.llm.provider !== 'openai') throw new Error(`expected the openai model client, got ${ctx.llm.provider}`);
     const { workspace } = await ctx.services.auth.createWorkspace('bench');
-    const persona = await ctx.services.personas.create(workspace.id, { name: 'Help-centre assistant', instructions: 'Answer from the help-centre articles.', traits: [], tools: [] });
+    const persona = await ctx.services.personas.create(systemActor(workspace.id), { name: 'Help-centre assistant', instructions: 'Answer from the help-centre articles.', traits: [], tools: [] });
     process.stdout.write(`  ${db.backend.label}: ${SOURCES} articles... `);
     for (const source of chatSources(SOURCES)) await ctx.services.knowledge.create(workspace.id, source);
     await ctx.services.knowledge.idle();
