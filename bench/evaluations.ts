@@ -90,7 +90,7 @@ async function runOn(db: BackendDatabase, options: BenchOptions): Promise<Metric
     const { workspace } = await ctx.services.auth.createWorkspace('bench');
     const persona = await ctx.services.personas.create(systemActor(workspace.id), { name: 'Help-centre assistant', instructions: 'Answer from the help-centre articles.', traits: [], tools: [] });
     process.stdout.write(`  ${db.backend.label}: ${SOURCES} articles... `);
-    for (const source of chatSources(SOURCES)) await ctx.services.knowledge.create(workspace.id, source);
+    for (const source of chatSources(SOURCES)) await ctx.services.knowledge.create(systemActor(workspace.id), source);
     await ctx.services.knowledge.idle();
     process.stdout.write('ready; runs... ');
     const rows = [

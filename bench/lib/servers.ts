@@ -187,7 +187,7 @@ async function startSwitchboardChat(): Promise<Running> {
       tools: [],
     });
     for (const source of chatSources(CHAT_SOURCE_COUNT)) {
-      const created = await seeded.ctx.services.knowledge.create(seeded.workspaceId, source);
+      const created = await seeded.ctx.services.knowledge.create(systemActor(seeded.workspaceId), source);
       if (created.status === 'failed') throw new Error(`knowledge source "${source.name}" failed: ${created.error}`);
     }
     await seeded.ctx.services.knowledge.idle();
@@ -220,7 +220,7 @@ async function startSwitchboardChannels(): Promise<Running> {
       tools: [],
     });
     for (const source of chatSources(CHANNELS_SOURCE_COUNT)) {
-      const created = await seeded.ctx.services.knowledge.create(seeded.workspaceId, source);
+      const created = await seeded.ctx.services.knowledge.create(systemActor(seeded.workspaceId), source);
       if (created.status === 'failed') throw new Error(`knowledge source "${source.name}" failed: ${created.error}`);
     }
     await seeded.ctx.services.knowledge.idle();
