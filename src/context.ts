@@ -322,7 +322,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const channelStore = createChannelStore(db, hot.channels);
   // The one answer to "is this a channel of the workspace?" (404 filters of sessions and analytics).
   const channelExists: ChannelExists = async (workspaceId, channelId) => (await channelStore.find(workspaceId, channelId)) !== undefined;
-  const sessions = createSessionService({ store: chatStore, clock, personas, channelExists, handoffs });
+  const sessions = createSessionService({ store: chatStore, clock, ids, personas, channelExists, handoffs });
   const evaluations = createEvaluationService({
     store: createEvaluationStore(db.kysely),
     personas,
