@@ -225,13 +225,13 @@ async function startSwitchboardChannels(): Promise<Running> {
     }
     await seeded.ctx.services.knowledge.idle();
     const channels = seeded.ctx.services.channels;
-    const webhook = await channels.create(seeded.workspaceId, {
+    const webhook = await channels.create(systemActor(seeded.workspaceId), {
       type: 'webhook',
       name: 'Bench webhook',
       personaId: persona.id,
       credentials: { secret: CHANNELS_WEBHOOK_SECRET },
     });
-    const slack = await channels.create(seeded.workspaceId, {
+    const slack = await channels.create(systemActor(seeded.workspaceId), {
       type: 'slack',
       name: 'Bench Slack',
       personaId: persona.id,
