@@ -47,13 +47,13 @@ function cases(judge: boolean) {
 }
 
 async function runOnce(ctx: AppContext, workspaceId: string, personaId: string, judge: boolean, label: string, db: BackendDatabase): Promise<MetricRow> {
-  const dataset = await ctx.services.evaluations.createDataset(workspaceId, { name: `Bench ${judge ? 'judged' : 'checks'}`, cases: [] });
+  const dataset = await ctx.services.evaluations.createDataset(systemActor(workspaceId), { name: `Bench ${judge ? 'judged' : 'checks'}`, cases: [] });
   // Cases are created through the same path an import takes (1,000 per call is above the create body's limit).
   const jsonl = cases(judge).map((c) => JSON.stringify(c)).join('\n');
-  await ctx.services.evaluations.importCases(workspaceId, dataset.id, 'jsonl', jsonl);
+  await ctx.services.evaluations.importCases(systemActor(workspaceId), dataset.id, 'jsonl', jsonl);
   const dbBefore = await db.cpuUs();
   const window = startWindow();
-  const run = await ctx.services.evaluations.createRun(workspaceId, { datasetId: dataset.id, personaId, concurrency: 4, judge }, null);
+  const run = await ctx.services.evaluations.createRun(systemActor(workspaceId), { datasetId: dataset.id, personaId, concurrency: 4, judge });
   await ctx.services.evaluations.idle();
   const measured = window();
   const dbAfter = await db.cpuUs();
