@@ -335,7 +335,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     leases: { owner: instanceOwner, ms: config.leaseSeconds * 1000, shared: config.database !== undefined },
   });
   personas.guardDeletion((workspaceId, personaId) => evaluations.personaInUse(workspaceId, personaId));
-  const analytics = createAnalyticsService({ store: createAnalyticsStore(db, backend.analytics), personas, channelExists, clock, handoffsIn: handoffStore.openedIn });
+  const analytics = createAnalyticsService({ store: createAnalyticsStore(db, backend.analytics), personas, channelExists, clock, handoffsIn: handoffStore.openedIn, audit: audit.record });
   const inbox = createInbox({ store: channelStore, chat, sessions, clock, logger, recoveryWindowMs: overrides.channels?.recoveryWindowMs, owner: instanceOwner });
   const channels = createChannelService({
     store: channelStore,
