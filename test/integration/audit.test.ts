@@ -81,6 +81,14 @@ describe.each(testBackends())('the audit log on $kind', { timeout: 60_000 }, (ba
     expect((await list(`?targetId=${p.id}`)).data).toHaveLength(2);
   });
 
+  it('writes one event for a request replayed with its Idempotency-Key (the service runs once)', async () => {
+    const send = () => t.request({ method: 'POST', url: '/personas', headers: { 'idempotency-key': `audit-${backend.kind}` }, body: { name: 'Once', instructions: 'Hi.' } });
+    const first = await send();
+    const again = await send();
+    expect(again.json().id).toBe(first.json().id);
+    expect((await list(`?targetId=${first.json().id}`)).data.map((e) => e.action)).toEqual(['persona.create']);
+  });
+
   it('pages with a cursor and filters by actor, action, target and time; bad filters are 400s naming the field', async () => {
     const other = await key('filters', ['read', 'write']);
     const made: string[] = [];

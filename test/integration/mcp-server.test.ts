@@ -275,11 +275,15 @@ describe.each(testBackends())('MCP server scopes and workspaces on $kind', (back
     expect((await callOk(reader, 'get_persona', { id: persona.id })).name).toBe('Visible');
 
     await t.ctx.services.auth.flushUsage();
-    const before = await databaseSnapshot(t);
+    // Nothing is written but the refusals' own audit events (API.md §14): one `request.denied` a tool.
+    const { audit_events: eventsBefore, ...before } = await databaseSnapshot(t);
     for (const name of writers) {
       expect(await callError(reader, name, calls[name]), name).toBe(`Forbidden: ${name} needs the "write" scope.`);
     }
-    expect(await databaseSnapshot(t)).toEqual(before);
+    const { audit_events: eventsAfter, ...after } = await databaseSnapshot(t);
+    expect(after).toEqual(before);
+    const refusals = eventsAfter!.filter((e) => !eventsBefore!.includes(e)).map((e) => JSON.parse(e) as { action: string; outcome: string; target_type: string; target_id: string });
+    expect(refusals.map((e) => `${e.action} ${e.outcome} ${e.target_type}:${e.target_id}`).sort()).toEqual(writers.map((name) => `request.denied denied mcp_tool:${name}`).sort());
     expect(receiver.deliveries).toEqual([]);
     await reader.close();
 
