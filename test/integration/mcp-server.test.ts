@@ -289,7 +289,34 @@ describe.each(testBackends())('MCP server scopes and workspaces on $kind', (back
 
     // The same calls with a key that may write go through: only the scope stopped them.
     const writer = await connectInMemory(t);
-    for (const name of writers) await callOk(writer, name, calls[name]);
+    // Each writes its one audit event, as over HTTP (the services write them): asking is conversation,
+    // restoring the version already current changes nothing, handoffs are audited by their own part.
+    const audited: Record<string, string[] | null> = {
+      accept_handoff: null,
+      add_knowledge: ['knowledge.create'],
+      ask_persona: [],
+      create_ab_test: ['ab_test.create'],
+      create_persona: ['persona.create'],
+      delete_knowledge: ['knowledge.delete'],
+      delete_persona: ['persona.delete'],
+      promote_ab_test: ['ab_test.promote'],
+      reply_to_handoff: null,
+      restore_persona_version: [],
+      return_handoff: null,
+      run_evaluation: ['eval_run.create'],
+      send_channel_message: ['channel.send'],
+      start_ab_test: ['ab_test.start'],
+      stop_ab_test: ['ab_test.stop'],
+      update_persona: ['persona.update'],
+    };
+    expect(Object.keys(audited).sort()).toEqual(writers);
+    const eventIds = async () => (await t.ctx.db.kysely.selectFrom('audit_events').select(['id', 'action']).execute());
+    for (const name of writers) {
+      const seen = new Set((await eventIds()).map((e) => e.id));
+      await callOk(writer, name, calls[name]);
+      const added = (await eventIds()).filter((e) => !seen.has(e.id)).map((e) => e.action);
+      if (audited[name] !== null) expect(added, name).toEqual(audited[name]);
+    }
     expect(receiver.deliveries).toHaveLength(1);
     expect((await t.request({ method: 'GET', url: `/personas/${persona.id}` })).json().name).toBe('Renamed');
     await writer.close();

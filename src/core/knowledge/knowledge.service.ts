@@ -253,10 +253,8 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
       if (input.personaId !== undefined) patch.persona_id = input.personaId;
       // Chunks carry the old persona scope until re-processing rewrites them: drop them now, or a
       // queued (large or URL) source stays visible to personas it no longer belongs to meanwhile.
-      if (input.personaId !== undefined && input.personaId !== existing.persona_id) {
-        await store.dropChunks(id);
-        patch.chunk_count = 0;
-      }
+      const rescoped = input.personaId !== undefined && input.personaId !== existing.persona_id;
+      if (rescoped) patch.chunk_count = 0;
       if (input.metadata !== undefined) patch.metadata = JSON.stringify(input.metadata);
       const changes = [
         ...(input.kind !== undefined ? ['content'] : []),
@@ -264,6 +262,8 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
       ];
       const event = auditRow(ids, clock, actor, { action: input.kind === undefined && changes.length === 0 ? 'knowledge.reindex' : 'knowledge.update', target: { type: 'knowledge', id }, changes });
       if (!(await store.update(workspaceId, id, patch, event))) throw new NotFoundError('Knowledge source', id);
+      // After the update (and its event) landed: a failed update leaves the chunks as they were.
+      if (rescoped) await store.dropChunks(id);
       return schedule({ ...existing, ...patch });
     },
 
