@@ -20,6 +20,7 @@
  * PostgreSQL database, target p95 ≤ 300 ms for both), with the CPU of the database's PostgreSQL
  * processes; the exports on SQLite.
  */
+import { systemActor } from '../src/core/auth/actor.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -257,7 +258,7 @@ async function runOn(db: BackendDatabase, rows: number, exchanges: number): Prom
   try {
     const { workspace, key } = await ctx.services.auth.createWorkspace('bench');
     const personas: string[] = [];
-    for (let p = 0; p < 8; p++) personas.push((await ctx.services.personas.create(workspace.id, { name: `P${p}`, instructions: 'x', traits: [], tools: [] })).id);
+    for (let p = 0; p < 8; p++) personas.push((await ctx.services.personas.create(systemActor(workspace.id), { name: `P${p}`, instructions: 'x', traits: [], tools: [] })).id);
     process.stdout.write(`  writing ${fmt(rows)} interactions over ${SPAN_DAYS} days into ${backend.label}... `);
     const gen = startWindow();
     const writer = ctx.db.kind === 'sqlite' ? sqliteHistoryWriter(ctx.db.sqlite) : postgresHistoryWriter(ctx.db.kysely);
@@ -270,7 +271,7 @@ async function runOn(db: BackendDatabase, rows: number, exchanges: number): Prom
       const noise = await ctx.services.auth.createWorkspace('bench-noise');
       const talkPersonas: Record<string, string> = {};
       for (const ws of [talk.workspace.id, noise.workspace.id]) {
-        talkPersonas[ws] = (await ctx.services.personas.create(ws, { name: 'Support', instructions: 'x', traits: [], tools: [] })).id;
+        talkPersonas[ws] = (await ctx.services.personas.create(systemActor(ws), { name: 'Support', instructions: 'x', traits: [], tools: [] })).id;
       }
       process.stdout.write(`  writing ${fmt(exchanges)} exchanges over ${CONVERSATION_DAYS} days in two workspaces... `);
       const talkWindow = startWindow();

@@ -7,6 +7,7 @@
  * ≤ 10 s (wall time from the create to `completed`). A second row grades every case with the model
  * as judge too (a second model call per case; reported, no target). On SQLite and PostgreSQL.
  */
+import { systemActor } from '../src/core/auth/actor.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -46,13 +47,13 @@ function cases(judge: boolean) {
 }
 
 async function runOnce(ctx: AppContext, workspaceId: string, personaId: string, judge: boolean, label: string, db: BackendDatabase): Promise<MetricRow> {
-  const dataset = await ctx.services.evaluations.createDataset(workspaceId, { name: `Bench ${judge ? 'judged' : 'checks'}`, cases: [] });
+  const dataset = await ctx.services.evaluations.createDataset(systemActor(workspaceId), { name: `Bench ${judge ? 'judged' : 'checks'}`, cases: [] });
   // Cases are created through the same path an import takes (1,000 per call is above the create body's limit).
   const jsonl = cases(judge).map((c) => JSON.stringify(c)).join('\n');
-  await ctx.services.evaluations.importCases(workspaceId, dataset.id, 'jsonl', jsonl);
+  await ctx.services.evaluations.importCases(systemActor(workspaceId), dataset.id, 'jsonl', jsonl);
   const dbBefore = await db.cpuUs();
   const window = startWindow();
-  const run = await ctx.services.evaluations.createRun(workspaceId, { datasetId: dataset.id, personaId, concurrency: 4, judge }, null);
+  const run = await ctx.services.evaluations.createRun(systemActor(workspaceId), { datasetId: dataset.id, personaId, concurrency: 4, judge });
   await ctx.services.evaluations.idle();
   const measured = window();
   const dbAfter = await db.cpuUs();
@@ -87,9 +88,9 @@ async function runOn(db: BackendDatabase, options: BenchOptions): Promise<Metric
     );
     if (ctx.llm.provider !== 'openai') throw new Error(`expected the openai model client, got ${ctx.llm.provider}`);
     const { workspace } = await ctx.services.auth.createWorkspace('bench');
-    const persona = await ctx.services.personas.create(workspace.id, { name: 'Help-centre assistant', instructions: 'Answer from the help-centre articles.', traits: [], tools: [] });
+    const persona = await ctx.services.personas.create(systemActor(workspace.id), { name: 'Help-centre assistant', instructions: 'Answer from the help-centre articles.', traits: [], tools: [] });
     process.stdout.write(`  ${db.backend.label}: ${SOURCES} articles... `);
-    for (const source of chatSources(SOURCES)) await ctx.services.knowledge.create(workspace.id, source);
+    for (const source of chatSources(SOURCES)) await ctx.services.knowledge.create(systemActor(workspace.id), source);
     await ctx.services.knowledge.idle();
     process.stdout.write('ready; runs... ');
     const rows = [

@@ -12,6 +12,8 @@ import { channelRoutes } from './business/channels/channels.routes.js';
 import { analyticsRoutes } from './business/analytics/analytics.routes.js';
 import { authRoutes } from './core/auth/auth.routes.js';
 import { signInRoutes } from './core/people/sign-in.routes.js';
+import { auditRoutes } from './core/audit/audit.routes.js';
+import { deniedActor, deniedTarget } from './core/audit/denied.js';
 import { chatRoutes } from './core/chat/chat.routes.js';
 import { sessionRoutes } from './core/chat/sessions.routes.js';
 import { knowledgeRoutes } from './core/knowledge/knowledge.routes.js';
@@ -105,7 +107,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   registerAuthHooks(app, services.auth, services.loginSessions, {
     verify: (token) => services.oauth.verifyAccessToken(token, resourceOf(base())),
     challenge: () => `Bearer realm="switchboard", resource_metadata="${resourceMetadataUrlOf(base())}"`,
-  });
+  }, (request) => services.audit.denied(deniedActor(request), deniedTarget(request)));
   registerNulGuard(app);
   registerIdempotencyHooks(app, services.idempotency);
   if (ctx.changeCounters) registerResponseCache(app, ctx.changeCounters);
@@ -182,6 +184,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(authRoutes(ctx));
   await app.register(signInRoutes(ctx));
   await app.register(membersRoutes(ctx, base));
+  await app.register(auditRoutes(ctx));
   await app.register(personaRoutes(ctx));
   await app.register(teamRoutes(ctx));
   await app.register(abTestRoutes(ctx));

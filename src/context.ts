@@ -4,6 +4,8 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { createAuthService } from './core/auth/auth.service.js';
 import { createAuthStore } from './core/auth/auth.store.js';
+import { type AuditService, createAuditService } from './core/audit/audit.service.js';
+import { createAuditStore } from './core/audit/audit.store.js';
 import { createLoginSessions, type LoginSessions } from './core/people/login-sessions.js';
 import { createPeopleStore } from './core/people/people.store.js';
 import { createMembersService, type MembersService } from './core/people/members.service.js';
@@ -122,6 +124,8 @@ export interface AppContext {
     /** Members of a workspace: roles, removal (API.md §14). */
     members: MembersService;
     invitations: InvitationsService;
+    /** The audit log (API.md §14). */
+    audit: AuditService;
   };
   embedder: Embedder;
   llm: LlmClient;
@@ -218,6 +222,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const heartbeat = leaseStore ? await startHeartbeat(leaseStore, instanceOwner, config.leaseSeconds * 1000, logger, () => clock.now().getTime()) : null;
 
   const auth = createAuthService({ store: createAuthStore(db.kysely), clock, ids, signals: backend.signals });
+  const audit = createAuditService({ store: createAuditStore(db.kysely), clock, ids, logger, retentionDays: config.auditRetentionDays });
   const peopleStore = createPeopleStore(db.kysely);
   const loginSessions = createLoginSessions({ store: peopleStore, clock, ids, idleMs: config.signIn.idleMs, maxMs: config.signIn.maxMs });
   const signInStore = createSignInStore(db.kysely);
@@ -344,7 +349,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const channelStore = createChannelStore(db, hot.channels);
   // The one answer to "is this a channel of the workspace?" (404 filters of sessions and analytics).
   const channelExists: ChannelExists = async (workspaceId, channelId) => (await channelStore.find(workspaceId, channelId)) !== undefined;
-  const sessions = createSessionService({ store: chatStore, clock, personas, channelExists, handoffs });
+  const sessions = createSessionService({ store: chatStore, clock, ids, personas, channelExists, handoffs });
   const evaluations = createEvaluationService({
     store: createEvaluationStore(db.kysely),
     personas,
@@ -357,7 +362,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     leases: { owner: instanceOwner, ms: config.leaseSeconds * 1000, shared: config.database !== undefined },
   });
   personas.guardDeletion((workspaceId, personaId) => evaluations.personaInUse(workspaceId, personaId));
-  const analytics = createAnalyticsService({ store: createAnalyticsStore(db, backend.analytics), personas, channelExists, clock, handoffsIn: handoffStore.openedIn });
+  const analytics = createAnalyticsService({ store: createAnalyticsStore(db, backend.analytics), personas, channelExists, clock, handoffsIn: handoffStore.openedIn, audit: audit.record });
   const inbox = createInbox({ store: channelStore, chat, sessions, clock, logger, recoveryWindowMs: overrides.channels?.recoveryWindowMs, owner: instanceOwner });
   const channels = createChannelService({
     store: channelStore,
@@ -399,6 +404,8 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     setInterval(() => void auth.flushUsage().catch((err) => logger.error({ err }, 'lastUsedAt flush failed')), 60_000),
     setInterval(() => void idempotency.purgeExpired().catch((err) => logger.error({ err }, 'purge failed')), 3_600_000),
     setInterval(() => void oauth.purgeExpired().catch((err) => logger.error({ err }, 'OAuth purge failed')), 3_600_000),
+    // Audit events older than SWITCHBOARD_AUDIT_RETENTION_DAYS go hourly, in batches.
+    setInterval(() => void audit.purgeExpired().catch((err) => logger.error({ err }, 'audit purge failed')), 3_600_000),
     // A/B guardrails are checked every minute (and at every results read); a broken one stops its test.
     setInterval(() => void abTests.enforceGuardrails().catch((err) => logger.error({ err }, 'A/B guardrail check failed')), 60_000),
     // Lapsed handoff offers go to the next member, and queued handoffs to a team that became available.
@@ -423,7 +430,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     clock,
     ids,
     cipher,
-    services: { auth, personas, teams, abTests, idempotency, knowledge, chat, sessions, analytics, channels, tools: toolsService, oauth, openai, mcpTasks, evaluations, handoffs, loginSessions, signIn, members, invitations },
+    services: { auth, personas, teams, abTests, idempotency, knowledge, chat, sessions, analytics, channels, tools: toolsService, oauth, openai, mcpTasks, evaluations, handoffs, loginSessions, signIn, members, invitations, audit },
     embedder,
     llm,
     tools,

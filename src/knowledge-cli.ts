@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from './config.js';
+import { systemActor } from './core/auth/actor.js';
 import { type AppContext, configuredEmbedder, createContext } from './context.js';
 import { DEFAULT_WORKSPACE } from './core/auth/auth.service.js';
 import { detectKind } from './core/knowledge/extract.js';
@@ -117,7 +118,9 @@ export async function runIngest(config: Config, options: IngestOptions, io: Know
                 metadata,
               } as const);
         const previous = existing.get(item.target);
-        let source = previous ? await knowledge.update(wsId, previous, input) : await knowledge.create(wsId, input);
+        // The CLI acts as the system (it has no signed-in person): its changes are audited as such.
+        const cli = systemActor(wsId, 'switchboard knowledge');
+        let source = previous ? await knowledge.update(cli, previous, input) : await knowledge.create(cli, input);
         if (source.status === 'processing') {
           await knowledge.idle();
           source = await knowledge.get(wsId, source.id);

@@ -12,6 +12,7 @@
  * bench/results/retrieval-scifact-postgres.json unless `--json` says otherwise; `--tune` and the
  * budget rows read SQLite's index directly and are SQLite only.
  */
+import { systemActor } from '../../src/core/auth/actor.js';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -76,7 +77,7 @@ async function ingest(ctx: AppContext, workspaceId: string, corpus: { _id: strin
   const docOf = new Map<string, string>();
   const started = Date.now();
   for (const doc of corpus) {
-    const source = await ctx.services.knowledge.create(workspaceId, {
+    const source = await ctx.services.knowledge.create(systemActor(workspaceId), {
       kind: 'text',
       name: doc.title.slice(0, 200) || doc._id,
       content: doc.text || doc.title,

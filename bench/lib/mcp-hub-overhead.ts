@@ -5,6 +5,7 @@
  * SDK `Client`, sequentially, in alternating blocks so drift hits both alike. Over stdio and over
  * Streamable HTTP (the hub's guarded fetch against the SDK's default fetch). Target: ≤ 1 ms p50 added.
  */
+import { systemActor } from '../../src/core/auth/actor.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -57,8 +58,8 @@ export async function measureHubOverhead(options: BenchOptions): Promise<BenchRo
     const ws = boot.workspace.id;
     const credentials = { API_TOKEN: 'bench-token-value' };
     for (const server of [
-      await ctx.services.tools.createServer(ws, { name: 'stdio_echo', transport: 'stdio', command: process.execPath, args: [FAKE_SERVER], credentials }),
-      await ctx.services.tools.createServer(ws, { name: 'http_echo', transport: 'http', url: http.url, credentials }),
+      await ctx.services.tools.createServer(systemActor(ws), { name: 'stdio_echo', transport: 'stdio', command: process.execPath, args: [FAKE_SERVER], credentials }),
+      await ctx.services.tools.createServer(systemActor(ws), { name: 'http_echo', transport: 'http', url: http.url, credentials }),
     ]) {
       if (server.status !== 'connected') throw new Error(`${server.name}: ${server.status} ${server.error}`);
     }

@@ -6,6 +6,7 @@
  * `--expose-gc`); `{ type: 'stop' }` or losing the parent closes everything and exits (which also
  * writes a `--cpu-prof` profile when one was asked for).
  */
+import { systemActor } from '../../src/core/auth/actor.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -101,7 +102,7 @@ async function seed(rateLimit: number, env: Record<string, string> = {}): Promis
     ctx = await createContext(config);
     const boot = await ctx.services.auth.bootstrap(undefined);
     if (!boot) throw new Error('bootstrap created no admin key on an empty database');
-    for (let i = 0; i < PERSONA_COUNT; i++) await ctx.services.personas.create(boot.workspace.id, personaInput(i));
+    for (let i = 0; i < PERSONA_COUNT; i++) await ctx.services.personas.create(systemActor(boot.workspace.id), personaInput(i));
     const opened = ctx;
     return {
       ctx,
@@ -174,7 +175,7 @@ async function startSwitchboardChat(): Promise<Running> {
   try {
     const expected = baseUrl ? 'openai' : 'offline';
     if (seeded.ctx.llm.provider !== expected) throw new Error(`expected the ${expected} model client, got ${seeded.ctx.llm.provider}`);
-    const persona = await seeded.ctx.services.personas.create(seeded.workspaceId, {
+    const persona = await seeded.ctx.services.personas.create(systemActor(seeded.workspaceId), {
       name: 'Help-centre assistant',
       instructions:
         'You answer customers of a project-management product from the help-centre articles you are given. Answer in ' +
@@ -186,7 +187,7 @@ async function startSwitchboardChat(): Promise<Running> {
       tools: [],
     });
     for (const source of chatSources(CHAT_SOURCE_COUNT)) {
-      const created = await seeded.ctx.services.knowledge.create(seeded.workspaceId, source);
+      const created = await seeded.ctx.services.knowledge.create(systemActor(seeded.workspaceId), source);
       if (created.status === 'failed') throw new Error(`knowledge source "${source.name}" failed: ${created.error}`);
     }
     await seeded.ctx.services.knowledge.idle();
@@ -209,7 +210,7 @@ async function startSwitchboardChannels(): Promise<Running> {
   const seeded = await seed(0, { SWITCHBOARD_SLACK_API_URL: slackUrl });
   try {
     if (seeded.ctx.llm.provider !== 'offline') throw new Error(`expected the offline model, got ${seeded.ctx.llm.provider}`);
-    const persona = await seeded.ctx.services.personas.create(seeded.workspaceId, {
+    const persona = await seeded.ctx.services.personas.create(systemActor(seeded.workspaceId), {
       name: 'Help-centre assistant',
       instructions: 'You answer customers of a project-management product from the help-centre articles you are given, briefly, citing the passages you use.',
       traits: ['concise', 'friendly'],
@@ -219,18 +220,18 @@ async function startSwitchboardChannels(): Promise<Running> {
       tools: [],
     });
     for (const source of chatSources(CHANNELS_SOURCE_COUNT)) {
-      const created = await seeded.ctx.services.knowledge.create(seeded.workspaceId, source);
+      const created = await seeded.ctx.services.knowledge.create(systemActor(seeded.workspaceId), source);
       if (created.status === 'failed') throw new Error(`knowledge source "${source.name}" failed: ${created.error}`);
     }
     await seeded.ctx.services.knowledge.idle();
     const channels = seeded.ctx.services.channels;
-    const webhook = await channels.create(seeded.workspaceId, {
+    const webhook = await channels.create(systemActor(seeded.workspaceId), {
       type: 'webhook',
       name: 'Bench webhook',
       personaId: persona.id,
       credentials: { secret: CHANNELS_WEBHOOK_SECRET },
     });
-    const slack = await channels.create(seeded.workspaceId, {
+    const slack = await channels.create(systemActor(seeded.workspaceId), {
       type: 'slack',
       name: 'Bench Slack',
       personaId: persona.id,

@@ -36,7 +36,7 @@ export function requirementOf(method: string, config: FastifyContextConfig | und
 }
 
 /** Called for every refusal by role or CSRF token: the audit log records 403s (API.md §14). */
-export type OnDenied = (request: FastifyRequest, reason: 'role' | 'csrf') => void;
+export type OnDenied = (request: FastifyRequest, reason: 'role' | 'csrf') => Promise<void>;
 
 /**
  * Authentication in two steps, so rate limiting can sit between them and count per caller:
@@ -77,6 +77,12 @@ export function registerAuthHooks(app: FastifyInstance, auth: AuthService, sessi
     (viaOAuth ? oauth.verify(token) : auth.authenticate(token)).then(resolve, done);
   });
 
+  /** A 403, answered once its audit event is written (onDenied never rejects). */
+  const deny = (request: FastifyRequest, reason: 'role' | 'csrf', err: Error, done: (err?: Error) => void) => {
+    if (!onDenied) return done(err);
+    onDenied(request, reason).then(() => done(err), () => done(err));
+  };
+
   app.addHook('preParsing', (request, _reply, _payload, done) => {
     const config = configOf(request);
     if (isPublic(request, config)) return done();
@@ -108,13 +114,11 @@ export function registerAuthHooks(app: FastifyInstance, auth: AuthService, sessi
     }
     // A browser's request that changes something must prove it comes from the console, not another site.
     if (changes && actor.loginSessionId !== undefined && !sessions.csrfMatches(actor, headerOf(request, 'x-csrf-token'))) {
-      onDenied?.(request, 'csrf');
-      return done(new ForbiddenError('A signed-in request that changes something must send the X-CSRF-Token header its sign-in returned.'));
+      return deny(request, 'csrf', new ForbiddenError('A signed-in request that changes something must send the X-CSRF-Token header its sign-in returned.'), done);
     }
     const needed = requirementOf(request.method, config);
     if (!permits(actor.role, needed)) {
-      onDenied?.(request, 'role');
-      return done(new ForbiddenError(`This operation needs ${describeRequirement(needed)}${actor.kind === 'user' ? `; your role is "${actor.role}"` : ''}.`));
+      return deny(request, 'role', new ForbiddenError(`This operation needs ${describeRequirement(needed)}${actor.kind === 'user' ? `; your role is "${actor.role}"` : ''}.`), done);
     }
     done();
   });

@@ -105,11 +105,13 @@ function messagesOf(body: unknown): Message[] {
 }
 
 /** A tools/call the key may not make: 403 with the scope it needs (RFC 6750 `insufficient_scope`, as MCP's scope challenge). */
-function checkToolScopes(actor: Actor, body: unknown, toolScope: (name: string) => Scope | undefined) {
+async function checkToolScopes(actor: Actor, body: unknown, toolScope: (name: string) => Scope | undefined, audit: AppContext['services']['audit']) {
   for (const message of messagesOf(body)) {
     if (message.method !== 'tools/call' || typeof message.params?.name !== 'string') continue;
     const needed = toolScope(message.params.name);
     if (needed && !permits(actor.role, needed)) {
+      // The same event as a refusal inside the MCP server (server.ts callTool).
+      await audit.denied(actor, { type: 'mcp_tool', id: message.params.name });
       throw new AppError('forbidden', `${message.params.name} needs the "${needed}" scope.`, undefined, {
         'www-authenticate': `Bearer realm="switchboard", error="insufficient_scope", scope="${needed}"`,
       });
@@ -358,7 +360,7 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
     const actor = actorOf(request);
     const modules = await loadMcp();
     const { server } = modules;
-    if (request.method === 'POST') checkToolScopes(actor, request.body, server.toolScope);
+    if (request.method === 'POST') await checkToolScopes(actor, request.body, server.toolScope, ctx.services.audit);
     if (await isModern(modules, request)) {
       const handler = modernFor(modules);
       const authInfo = { token: '', clientId: ownerOf(actor), scopes: [...actor.scopes], extra: { actor } };

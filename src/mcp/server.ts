@@ -92,7 +92,10 @@ async function callTool(
   before?: (args: unknown) => Promise<CallToolResult | undefined>,
 ): Promise<CallToolResult> {
   try {
-    if (!permits(caller.role, tool.scope)) throw new ForbiddenError(`${tool.name} needs the "${tool.scope}" scope.`);
+    if (!permits(caller.role, tool.scope)) {
+      await ctx.services.audit.denied(caller, { type: 'mcp_tool', id: tool.name });
+      throw new ForbiddenError(`${tool.name} needs the "${tool.scope}" scope.`);
+    }
     // Over stdio nothing parsed the arguments with a depth limit yet (over /mcp the JSON body parser did).
     const tooDeep = jsonDepthIssue(args);
     if (tooDeep) throw validationErrorOf('arguments', [tooDeep]);

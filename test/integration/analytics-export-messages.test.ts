@@ -2,6 +2,7 @@
 // record per user message and answer, in CSV (read back by a real CSV parser), JSON and NDJSON;
 // formula neutralising that keeps the text readable; the answer's figures and rating; tool rounds,
 // deleted sessions, older messages and other workspaces left out; batches beyond one read.
+import { systemActor } from '../../src/core/auth/actor.js';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MESSAGE_COLUMNS } from '../../src/business/analytics/analytics.service.js';
@@ -193,7 +194,7 @@ describe.each(testBackends())('analytics export: messages on $kind', (backend) =
 
     const batches: number[] = [];
     const records: Message[] = [];
-    const file = await t.ctx.services.analytics.export(workspace.id, { timeframe: { label: '1d', ms: 86_400_000 }, metrics: [], dataset: 'messages', format: 'json' });
+    const file = await t.ctx.services.analytics.export(systemActor(workspace.id), { timeframe: { label: '1d', ms: 86_400_000 }, metrics: [], dataset: 'messages', format: 'json' });
     for await (const batch of file.batches) {
       batches.push(batch.length);
       records.push(...batch);

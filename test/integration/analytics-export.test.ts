@@ -1,6 +1,7 @@
 // POST /business/analytics/export: the answers, conversations and metrics datasets in CSV (read back by a real CSV parser), JSON
 // and NDJSON; formula neutralising, quoting, file names, batches beyond one read, validation.
 // The messages dataset (the text): analytics-export-messages.test.ts.
+import { systemActor } from '../../src/core/auth/actor.js';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ANSWER_COLUMNS, CONVERSATION_COLUMNS } from '../../src/business/analytics/analytics.service.js';
@@ -91,7 +92,7 @@ describe.each(testBackends())('analytics export on $kind', (backend) => {
       // Runs of 7 rows share a started_at, so batch edges fall inside runs.
       await recordInteraction(t, { workspace_id: workspace.id, persona_id: 'per_bulk', started_at: new Date(Date.parse('2026-03-09T00:00:00.000Z') + Math.floor(i / 7)).toISOString(), latency_ms: i });
     }
-    const bulk = await t.ctx.services.analytics.export(workspace.id, { timeframe: { label: '7d', ms: 7 * 86_400_000 }, metrics: [], dataset: 'answers', format: 'json' });
+    const bulk = await t.ctx.services.analytics.export(systemActor(workspace.id), { timeframe: { label: '7d', ms: 7 * 86_400_000 }, metrics: [], dataset: 'answers', format: 'json' });
     const latencies: number[] = [];
     for await (const batch of bulk.batches) latencies.push(...batch.map((r) => r.latencyMs as number));
     expect(latencies).toEqual(Array.from({ length: 2_345 }, (_, i) => i));

@@ -275,17 +275,48 @@ describe.each(testBackends())('MCP server scopes and workspaces on $kind', (back
     expect((await callOk(reader, 'get_persona', { id: persona.id })).name).toBe('Visible');
 
     await t.ctx.services.auth.flushUsage();
-    const before = await databaseSnapshot(t);
+    // Nothing is written but the refusals' own audit events (API.md §14): one `request.denied` a tool.
+    const { audit_events: eventsBefore, ...before } = await databaseSnapshot(t);
     for (const name of writers) {
       expect(await callError(reader, name, calls[name]), name).toBe(`Forbidden: ${name} needs the "write" scope.`);
     }
-    expect(await databaseSnapshot(t)).toEqual(before);
+    const { audit_events: eventsAfter, ...after } = await databaseSnapshot(t);
+    expect(after).toEqual(before);
+    const refusals = eventsAfter!.filter((e) => !eventsBefore!.includes(e)).map((e) => JSON.parse(e) as { action: string; outcome: string; target_type: string; target_id: string });
+    expect(refusals.map((e) => `${e.action} ${e.outcome} ${e.target_type}:${e.target_id}`).sort()).toEqual(writers.map((name) => `request.denied denied mcp_tool:${name}`).sort());
     expect(receiver.deliveries).toEqual([]);
     await reader.close();
 
     // The same calls with a key that may write go through: only the scope stopped them.
     const writer = await connectInMemory(t);
-    for (const name of writers) await callOk(writer, name, calls[name]);
+    // Each writes its one audit event, as over HTTP (the services write them): asking is conversation,
+    // restoring the version already current changes nothing, handoffs are audited by their own part.
+    const audited: Record<string, string[] | null> = {
+      accept_handoff: null,
+      add_knowledge: ['knowledge.create'],
+      ask_persona: [],
+      create_ab_test: ['ab_test.create'],
+      create_persona: ['persona.create'],
+      delete_knowledge: ['knowledge.delete'],
+      delete_persona: ['persona.delete'],
+      promote_ab_test: ['ab_test.promote'],
+      reply_to_handoff: null,
+      restore_persona_version: [],
+      return_handoff: null,
+      run_evaluation: ['eval_run.create'],
+      send_channel_message: ['channel.send'],
+      start_ab_test: ['ab_test.start'],
+      stop_ab_test: ['ab_test.stop'],
+      update_persona: ['persona.update'],
+    };
+    expect(Object.keys(audited).sort()).toEqual(writers);
+    const eventIds = async () => (await t.ctx.db.kysely.selectFrom('audit_events').select(['id', 'action']).execute());
+    for (const name of writers) {
+      const seen = new Set((await eventIds()).map((e) => e.id));
+      await callOk(writer, name, calls[name]);
+      const added = (await eventIds()).filter((e) => !seen.has(e.id)).map((e) => e.action);
+      if (audited[name] !== null) expect(added, name).toEqual(audited[name]);
+    }
     expect(receiver.deliveries).toHaveLength(1);
     expect((await t.request({ method: 'GET', url: `/personas/${persona.id}` })).json().name).toBe('Renamed');
     await writer.close();

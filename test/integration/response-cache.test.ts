@@ -1,3 +1,4 @@
+import { systemActor } from '../../src/core/auth/actor.js';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -37,7 +38,7 @@ describe('response cache of persona reads', () => {
     expect((await t.request({ method: 'GET', url: `/personas/${id}` })).json().name).toBe('Renamed');
 
     const ws = (await t.request({ method: 'GET', url: '/auth/me' })).json().workspace.id;
-    await t.ctx.services.personas.update(ws, id, { name: 'By service' });
+    await t.ctx.services.personas.update(systemActor(ws), id, { name: 'By service' });
     expect(await names()).toEqual(['By service']);
   });
 

@@ -22,7 +22,7 @@ export function abTestRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const test = await abTests.create(actorOf(request).workspaceId, request.body);
+        const test = await abTests.create(actorOf(request), request.body);
         return reply.code(201).header('location', `/business/ab-tests/${test.id}`).send(test);
       },
     );
@@ -52,13 +52,13 @@ export function abTestRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           response: withErrors({ 200: abTestSchema }, [404, 409]),
         },
       },
-      async (request) => abTests.start(actorOf(request).workspaceId, request.params.id),
+      async (request) => abTests.start(actorOf(request), request.params.id),
     );
 
     app.put(
       '/business/ab-tests/:id/stop',
       { schema: { tags, summary: 'Stop a running test (completed)', params: idParams, response: withErrors({ 200: abTestSchema }, [404, 409]) } },
-      async (request) => abTests.stop(actorOf(request).workspaceId, request.params.id),
+      async (request) => abTests.stop(actorOf(request), request.params.id),
     );
 
     app.post(
@@ -75,8 +75,7 @@ export function abTestRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request) => {
-        const { workspaceId, id: actorId } = actorOf(request);
-        return abTests.promote(workspaceId, request.params.id, request.body.variant, actorId);
+        return abTests.promote(actorOf(request), request.params.id, request.body.variant);
       },
     );
 

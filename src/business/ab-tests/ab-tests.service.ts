@@ -5,6 +5,8 @@
  * must keep, checked with sequential evidence; and promotion of the winner.
  */
 import crypto from 'node:crypto';
+import { type Actor, systemActor } from '../../core/auth/actor.js';
+import { auditRow } from '../../core/audit/audit.js';
 import type { AbTestRow } from '../../db/schema.js';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors.js';
 import type { Clock } from '../../lib/clock.js';
@@ -67,6 +69,9 @@ export interface AbTestServiceDeps {
   ids: IdGenerator;
 }
 
+/** A column's API name (`started_at` → `startedAt`), for audit events' `changes`. */
+const camel = (column: string) => column.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+
 export function createAbTestService({ store, personas, clock, ids }: AbTestServiceDeps) {
   const promotionHooks: PromotionHook[] = [];
 
@@ -87,18 +92,21 @@ export function createAbTestService({ store, personas, clock, ids }: AbTestServi
   }
 
   /** Moves a test on, or 409 naming where it stands. */
-  async function transition(workspaceId: string, id: string, from: AbTestRow['status'], to: AbTestRow['status'], verb: string, stopReason = 'manual') {
+  async function transition(actor: Actor, id: string, from: AbTestRow['status'], to: AbTestRow['status'], verb: 'start' | 'stop', stopReason = 'manual') {
+    const workspaceId = actor.workspaceId;
     const row = await find(workspaceId, id);
     const refuse = (status: string) => new ConflictError(`A/B test ${id} is ${status}; only a ${from} test can ${verb}.`);
     if (row.status !== from) throw refuse(row.status);
     const now = clock.now().toISOString();
     const patch = to === 'running' ? { status: to, started_at: now } : { status: to, ended_at: now, stop_reason: stopReason };
-    if (!(await store.transition(workspaceId, id, from, patch))) throw refuse((await find(workspaceId, id)).status);
+    const event = auditRow(ids, clock, actor, { action: `ab_test.${verb}`, target: { type: 'ab_test', id }, changes: Object.keys(patch).map(camel) });
+    if (!(await store.transition(workspaceId, id, from, patch, event))) throw refuse((await find(workspaceId, id)).status);
     return toAbTest({ ...row, ...patch });
   }
 
   return {
-    async create(workspaceId: string, input: CreateAbTestInput): Promise<AbTest> {
+    async create(actor: Actor, input: CreateAbTestInput): Promise<AbTest> {
+      const workspaceId = actor.workspaceId;
       const a = parsePersonaRef(input.personaA);
       const b = parsePersonaRef(input.personaB);
       const [pa, pb] = [await resolve(workspaceId, a, 'personaA'), await resolve(workspaceId, b, 'personaB')];
@@ -124,7 +132,7 @@ export function createAbTestService({ store, personas, clock, ids }: AbTestServi
         started_at: null,
         ended_at: null,
       };
-      await store.insert(row);
+      await store.insert(row, auditRow(ids, clock, actor, { action: 'ab_test.create', target: { type: 'ab_test', id: row.id } }));
       return toAbTest(row);
     },
 
@@ -134,17 +142,18 @@ export function createAbTestService({ store, personas, clock, ids }: AbTestServi
 
     get: async (workspaceId: string, id: string): Promise<AbTest> => toAbTest(await find(workspaceId, id)),
 
-    async start(workspaceId: string, id: string): Promise<AbTest> {
+    async start(actor: Actor, id: string): Promise<AbTest> {
+      const workspaceId = actor.workspaceId;
       const row = await find(workspaceId, id);
       for (const ref of [refOf(row, 'A'), refOf(row, 'B')]) {
         await personas.getAt(workspaceId, ref.personaId, ref.version).catch(() => {
           throw new ConflictError(`A/B test ${id} cannot start: its persona ${formatPersonaRef(ref)} was deleted.`);
         });
       }
-      return transition(workspaceId, id, 'draft', 'running', 'start');
+      return transition(actor, id, 'draft', 'running', 'start');
     },
 
-    stop: (workspaceId: string, id: string): Promise<AbTest> => transition(workspaceId, id, 'running', 'completed', 'stop'),
+    stop: (actor: Actor, id: string): Promise<AbTest> => transition(actor, id, 'running', 'completed', 'stop'),
 
     /**
      * Which persona answers: for a new conversation the variant `key` hashes to, for a session that
@@ -170,7 +179,8 @@ export function createAbTestService({ store, personas, clock, ids }: AbTestServi
      * version, whatever routes to the test moves to the winner's persona, and new conversations
      * through the test go to the winner. `variant` defaults to the sequential test's winner.
      */
-    async promote(workspaceId: string, id: string, variant: Variant | undefined, actor: string | null): Promise<AbTest> {
+    async promote(actor: Actor, id: string, variant: Variant | undefined): Promise<AbTest> {
+      const workspaceId = actor.workspaceId;
       const row = await find(workspaceId, id);
       if (row.status !== 'completed') throw new ConflictError(`A/B test ${id} is ${row.status}; stop it before promoting a variant.`);
       if (row.promoted !== null) throw new ConflictError(`A/B test ${id} already promoted variant ${row.promoted}.`);
@@ -178,8 +188,10 @@ export function createAbTestService({ store, personas, clock, ids }: AbTestServi
       if (chosen === null) throw new ConflictError(`A/B test ${id} has no winner with sequential evidence; name the variant to promote.`);
       const winner = refOf(row, chosen);
       const now = clock.now().toISOString();
-      if (!(await store.promote(workspaceId, id, chosen, now))) throw new ConflictError(`A/B test ${id} was promoted by another request.`);
-      if (winner.version !== undefined) await personas.restore(workspaceId, winner.personaId, winner.version, actor);
+      const event = auditRow(ids, clock, actor, { action: 'ab_test.promote', target: { type: 'ab_test', id }, changes: ['promoted', 'promotedAt'] });
+      if (!(await store.promote(workspaceId, id, chosen, now, event))) throw new ConflictError(`A/B test ${id} was promoted by another request.`);
+      // The promotion's event covers the winner's restored version too: one request, one event.
+      if (winner.version !== undefined) await personas.restore(actor, winner.personaId, winner.version, { audited: false });
       for (const hook of promotionHooks) await hook(workspaceId, id, winner);
       return toAbTest({ ...row, promoted: chosen, promoted_at: now });
     },
@@ -194,7 +206,7 @@ export function createAbTestService({ store, personas, clock, ids }: AbTestServi
       for (const row of await store.runningWithGuardrails()) {
         const broken = (await evidence(row.workspace_id, row)).guardrails.find((g) => g.breached);
         if (!broken) continue;
-        await transition(row.workspace_id, row.id, 'running', 'completed', 'stop', guardrailReason(broken)).then(
+        await transition(systemActor(row.workspace_id), row.id, 'running', 'completed', 'stop', guardrailReason(broken)).then(
           () => stopped++,
           (err: unknown) => {
             if (!(err instanceof ConflictError)) throw err;
@@ -215,7 +227,7 @@ export function createAbTestService({ store, personas, clock, ids }: AbTestServi
       let ev = await evidence(workspaceId, row);
       const broken = row.status === 'running' ? ev.guardrails.find((g) => g.breached) : undefined;
       if (broken) {
-        await transition(workspaceId, id, 'running', 'completed', 'stop', guardrailReason(broken)).catch((err: unknown) => {
+        await transition(systemActor(workspaceId), id, 'running', 'completed', 'stop', guardrailReason(broken)).catch((err: unknown) => {
           if (!(err instanceof ConflictError)) throw err;
         });
         row = await find(workspaceId, id);

@@ -2,11 +2,15 @@ import { type Kysely, sql } from 'kysely';
 import type { AbTestRow, Database } from '../../db/schema.js';
 import type { Variant } from './ab-tests.schemas.js';
 import { type PageRequest, paginate } from '../../lib/pagination.js';
+import { type AuditRow, withAudit } from '../../core/audit/audit.js';
 
 /** A/B tests, and the answers and ratings recorded under them (API.md §8); every query filters by workspace. */
 export function createAbTestStore(db: Kysely<Database>) {
   return {
-    insert: (row: AbTestRow) => db.insertInto('ab_tests').values(row).execute(),
+    insert: (row: AbTestRow, audit?: AuditRow) =>
+      withAudit(db, audit, async (trx) => {
+        await trx.insertInto('ab_tests').values(row).execute();
+      }),
     find: (workspaceId: string, id: string) =>
       db.selectFrom('ab_tests').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
     list: (workspaceId: string, page: PageRequest, status?: AbTestRow['status']) => {
@@ -15,13 +19,15 @@ export function createAbTestStore(db: Kysely<Database>) {
       return paginate(q, page);
     },
     /** Moves a test from `from` to a new status; false when it was not in `from` (someone else moved it). */
-    transition: async (workspaceId: string, id: string, from: AbTestRow['status'], patch: Pick<AbTestRow, 'status'> & Partial<AbTestRow>) => {
-      const r = await db.updateTable('ab_tests').set(patch).where('workspace_id', '=', workspaceId).where('id', '=', id).where('status', '=', from).executeTakeFirst();
+    transition: (workspaceId: string, id: string, from: AbTestRow['status'], patch: Pick<AbTestRow, 'status'> & Partial<AbTestRow>, audit?: AuditRow) =>
+      withAudit(db, audit, async (trx) => {
+      const r = await trx.updateTable('ab_tests').set(patch).where('workspace_id', '=', workspaceId).where('id', '=', id).where('status', '=', from).executeTakeFirst();
       return Number(r.numUpdatedRows) > 0;
-    },
+      }),
     /** Marks the test promoted; false when another request promoted it first. */
-    promote: async (workspaceId: string, id: string, variant: 'A' | 'B', at: string) => {
-      const r = await db
+    promote: (workspaceId: string, id: string, variant: 'A' | 'B', at: string, audit?: AuditRow) =>
+      withAudit(db, audit, async (trx) => {
+      const r = await trx
         .updateTable('ab_tests')
         .set({ promoted: variant, promoted_at: at })
         .where('workspace_id', '=', workspaceId)
@@ -30,7 +36,7 @@ export function createAbTestStore(db: Kysely<Database>) {
         .where('promoted', 'is', null)
         .executeTakeFirst();
       return Number(r.numUpdatedRows) > 0;
-    },
+      }),
     /** Running tests with guardrails, in every workspace (the guardrail sweep). */
     runningWithGuardrails: () => db.selectFrom('ab_tests').selectAll().where('status', '=', 'running').where('guardrails', '<>', '{}').execute(),
     /** A running test that routes to the persona, if any. */

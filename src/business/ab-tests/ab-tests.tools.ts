@@ -18,7 +18,7 @@ export const abTestFeature: McpFeature = {
       output: abTestSchema,
       annotations: transition,
       scope: 'write',
-      run: ({ ctx, caller }, input) => ctx.services.abTests.create(caller.workspaceId, input),
+      run: ({ ctx, caller }, input) => ctx.services.abTests.create(caller, input),
     }),
     defineTool({
       name: 'start_ab_test',
@@ -28,7 +28,7 @@ export const abTestFeature: McpFeature = {
       output: abTestSchema,
       annotations: transition,
       scope: 'write',
-      run: ({ ctx, caller }, { id }) => ctx.services.abTests.start(caller.workspaceId, id),
+      run: ({ ctx, caller }, { id }) => ctx.services.abTests.start(caller, id),
     }),
     defineTool({
       name: 'stop_ab_test',
@@ -38,7 +38,7 @@ export const abTestFeature: McpFeature = {
       output: abTestSchema,
       annotations: transition,
       scope: 'write',
-      run: ({ ctx, caller }, { id }) => ctx.services.abTests.stop(caller.workspaceId, id),
+      run: ({ ctx, caller }, { id }) => ctx.services.abTests.stop(caller, id),
     }),
     defineTool({
       name: 'get_ab_test_results',
@@ -67,7 +67,7 @@ export const abTestFeature: McpFeature = {
         const test = await ctx.services.abTests.get(caller.workspaceId, id);
         return `Promote ${variant ? `variant ${variant}` : 'the winner'} of "${test.name}" (${id}), making it the current persona version?`;
       },
-      run: ({ ctx, caller }, { id, variant }) => ctx.services.abTests.promote(caller.workspaceId, id, variant, caller.id),
+      run: ({ ctx, caller }, { id, variant }) => ctx.services.abTests.promote(caller, id, variant),
     }),
   ],
 

@@ -107,7 +107,7 @@ export function analyticsRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         schema: { tags, summary: 'Export conversations, their messages, answers or the metric series as CSV, JSON or NDJSON', body: exportBodySchema, response: withErrors({ 200: exportFile }) },
       },
       async (request, reply) => {
-        const file = await analytics.export(actorOf(request).workspaceId, request.body);
+        const file = await analytics.export(actorOf(request), request.body);
         await sendDownload(request, reply, { contentType: CONTENT_TYPES[request.body.format], filename: file.filename }, encodeRows(request.body.format, file.columns, file.batches));
       },
     );

@@ -12,6 +12,8 @@
  * Windows and buckets: see analytics.buckets.ts.
  */
 import { NotFoundError } from '../../errors.js';
+import type { Actor } from '../../core/auth/actor.js';
+import type { AuditEntry } from '../../core/audit/audit.js';
 import type { ChannelExists } from '../../lib/channel-exists.js';
 import type { Clock } from '../../lib/clock.js';
 import { toSession } from '../../core/chat/sessions.service.js';
@@ -55,6 +57,8 @@ export interface AnalyticsServiceDeps {
   clock: Clock;
   /** The handoffs opened in a range, oldest first. */
   handoffsIn?: (workspaceId: string, lo: string, hi: string) => Promise<HandoffFigures[]>;
+  /** Writes an audit event (an export changes nothing stored: the event is its only write). */
+  audit?: (actor: Actor, entry: AuditEntry) => Promise<void>;
 }
 
 const since = (from: string, to: string | null) => (to === null ? null : Date.parse(to) - Date.parse(from));
@@ -78,7 +82,8 @@ export interface ExportFile {
 
 export const EXTENSIONS = { csv: 'csv', json: 'json', ndjson: 'ndjson' } as const;
 
-export function createAnalyticsService({ store, personas, channelExists, clock, handoffsIn }: AnalyticsServiceDeps) {
+export function createAnalyticsService(deps: AnalyticsServiceDeps) {
+  const { store, personas, channelExists, clock, handoffsIn } = deps;
   /** The filter of a request, its ids checked: an unknown persona or channel → 404. */
   async function filterOf(workspaceId: string, query: { personaId?: string | undefined; channelId?: string | undefined }): Promise<Filter> {
     if (query.personaId !== undefined) await personas.get(workspaceId, query.personaId);
@@ -229,8 +234,11 @@ export function createAnalyticsService({ store, personas, channelExists, clock, 
     },
 
     /** POST /business/analytics/export: the rows of one dataset over the window, oldest first. */
-    async export(workspaceId: string, body: ExportBody): Promise<ExportFile> {
+    async export(actor: Actor, body: ExportBody): Promise<ExportFile> {
+      const workspaceId = actor.workspaceId;
       const w = windowFor(body.timeframe);
+      // Who exported what (the dataset; the format and window are not changes): before any row is read.
+      await deps.audit?.(actor, { action: 'analytics.export', target: { type: 'analytics', id: body.dataset } });
       const filename = `switchboard-${body.dataset}-${w.to.slice(0, 10)}.${EXTENSIONS[body.format]}`;
       if (body.dataset === 'messages') {
         return { columns: MESSAGE_COLUMNS, batches: store.messageRows(workspaceId, w) as ExportFile['batches'], filename };

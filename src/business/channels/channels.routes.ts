@@ -36,7 +36,7 @@ export function channelRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const channel = await channels.create(actorOf(request).workspaceId, request.body);
+        const channel = await channels.create(actorOf(request), request.body);
         return reply.code(201).header('location', `/business/channels/${channel.id}`).send(channel);
       },
     );
@@ -67,7 +67,7 @@ export function channelRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           response: withErrors({ 200: channelSchema }, [404]),
         },
       },
-      async (request) => channels.updateSettings(actorOf(request).workspaceId, request.params.id, request.body),
+      async (request) => channels.updateSettings(actorOf(request), request.params.id, request.body),
     );
 
     app.post(
@@ -81,7 +81,7 @@ export function channelRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           response: withErrors({ 202: sendResultSchema }, [404, 409, 502]),
         },
       },
-      async (request, reply) => reply.code(202).send(await channels.send(actorOf(request).workspaceId, request.params.id, request.body)),
+      async (request, reply) => reply.code(202).send(await channels.send(actorOf(request).workspaceId, request.params.id, request.body, undefined, undefined, actorOf(request))),
     );
 
     await app.register(async (plugin) => {

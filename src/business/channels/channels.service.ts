@@ -14,6 +14,8 @@
  * one had stored but not answered; when it drains it finishes its answers and lets go at once.
  */
 import crypto from 'node:crypto';
+import { type Actor, systemActor } from '../../core/auth/actor.js';
+import { auditRow } from '../../core/audit/audit.js';
 import type { Logger } from 'pino';
 import { type BridgeFactory, type ChannelBridge, type DiscordCredentials, type InboundAction, type InboundFeedback, type InboundMessage, type OutboundButton, type RawHttpRequest, type RawHttpResponse, REGENERATE_ACTION, type SlackCredentials } from '../../../bridges/bridge.js';
 import { createWebhookBridge, SIGNATURE_HEADER, verifySignature, type WebhookCredentials } from '../../../bridges/webhook/webhook-bridge.js';
@@ -484,7 +486,8 @@ export function createChannelService(deps: ChannelServiceDeps) {
   }
 
   return {
-    async create(workspaceId: string, input: CreateChannelInput): Promise<Channel> {
+    async create(actor: Actor, input: CreateChannelInput): Promise<Channel> {
+      const workspaceId = actor.workspaceId;
       await checkTarget(workspaceId, input);
       const credentials = input.credentials as Record<string, unknown>;
       if (input.type === 'webhook' && typeof credentials.outboundUrl === 'string') await assertPublicUrl(credentials.outboundUrl, deps.guard, 'credentials.outboundUrl');
@@ -502,7 +505,8 @@ export function createChannelService(deps: ChannelServiceDeps) {
         created_at: now,
         updated_at: now,
       };
-      await store.insert(row);
+      // The event names the channel, never its credentials.
+      await store.insert(row, auditRow(ids, clock, actor, { action: 'channel.create', target: { type: 'channel', id } }));
       await activate(row, initialWaitMs);
       await deps.signals.changed('channels');
       return toChannel(row);
@@ -515,7 +519,9 @@ export function createChannelService(deps: ChannelServiceDeps) {
     get: async (workspaceId: string, id: string): Promise<Channel> => toChannel(await find(workspaceId, id)),
 
     /** Settings, persona or A/B test changed live; switching `enabled` stops or starts the bridge. */
-    async updateSettings(workspaceId: string, id: string, input: UpdateSettingsInput): Promise<Channel> {
+    /** `audited: false`: the caller's own event covers it (an A/B promotion moving its channels). */
+    async updateSettings(actor: Actor, id: string, input: UpdateSettingsInput, { audited = true } = {}): Promise<Channel> {
+      const workspaceId = actor.workspaceId;
       const row = await find(workspaceId, id);
       const { personaId, abTestId, ...patch } = input;
       await checkTarget(workspaceId, { personaId, abTestId });
@@ -527,14 +533,26 @@ export function createChannelService(deps: ChannelServiceDeps) {
         ...(abTestId !== undefined ? { ab_test_id: abTestId, persona_id: null } : {}),
         updated_at: clock.now().toISOString(),
       };
-      await store.update(workspaceId, id, { settings: updated.settings, persona_id: updated.persona_id, ab_test_id: updated.ab_test_id, updated_at: updated.updated_at });
+      const event = audited ? auditRow(ids, clock, actor, { action: 'channel.update', target: { type: 'channel', id }, changes: Object.keys(input) }) : undefined;
+      await store.update(workspaceId, id, { settings: updated.settings, persona_id: updated.persona_id, ab_test_id: updated.ab_test_id, updated_at: updated.updated_at }, event);
       const state = live.get(id);
       if (state) await apply(state, updated);
       await deps.signals.changed('channels');
       return toChannel(updated);
     },
 
-    async send(workspaceId: string, id: string, input: SendInput, buttons?: OutboundButton[], startThread?: string): Promise<SendResult & { thread?: string | undefined }> {
+    /**
+     * Posts a message through the channel. `actor`: who sent it through the API or MCP, recorded as
+     * `channel.send` (never the text) once the platform took it; absent for the system's own posts.
+     */
+    async send(
+      workspaceId: string,
+      id: string,
+      input: SendInput,
+      buttons?: OutboundButton[],
+      startThread?: string,
+      actor?: Actor,
+    ): Promise<SendResult & { thread?: string | undefined }> {
       const state = await stateOf(workspaceId, id);
       if (!state.settings.enabled) throw new ConflictError(`Channel ${id} is disabled.`);
       // The connection runs on another instance: the platform's REST API needs only the credentials (a bridge built, not started).
@@ -548,6 +566,7 @@ export function createChannelService(deps: ChannelServiceDeps) {
       }
       const sendId = ids('msg');
       await store.posted([{ channel_id: id, external_id: sent.externalId, session_id: null, message_id: null, created_at: clock.now().toISOString() }]);
+      if (actor) await store.audit(auditRow(ids, clock, actor, { action: 'channel.send', target: { type: 'channel', id } }));
       return { id: sendId, channelId: id, externalId: sent.externalId, status: 'sent', ...(buttons ? { thread: sent.thread } : {}) };
     },
 
@@ -640,7 +659,7 @@ export function createChannelService(deps: ChannelServiceDeps) {
 
     /** A promoted A/B test's channels answer with its winner's persona from now on. */
     async moveToWinner(workspaceId: string, abTestId: string, personaId: string): Promise<void> {
-      for (const { id } of await store.usingAbTest(workspaceId, abTestId)) await this.updateSettings(workspaceId, id, { personaId });
+      for (const { id } of await store.usingAbTest(workspaceId, abTestId)) await this.updateSettings(systemActor(workspaceId), id, { personaId }, { audited: false });
     },
 
     exists: async (workspaceId: string, id: string): Promise<boolean> => (await store.find(workspaceId, id)) !== undefined,

@@ -1,4 +1,5 @@
 import type { SqlBackend } from '../../db/backend.js';
+import { type AuditRow, insertAudit, withAudit } from '../../core/audit/audit.js';
 import type { ChannelInboxRow, ChannelRow } from '../../db/schema.js';
 import { type PageRequest, paginate } from '../../lib/pagination.js';
 
@@ -38,7 +39,10 @@ export function createChannelStore(db: SqlBackend, writes: ChannelWrites) {
   const k = db.kysely;
   const sessionOfConversation = db.prepare<{ session_id: string }>('SELECT session_id FROM channel_conversations WHERE channel_id = ? AND conversation_id = ?');
   return {
-    insert: (row: ChannelRow) => k.insertInto('channels').values(row).execute(),
+    insert: (row: ChannelRow, audit?: AuditRow) =>
+      withAudit(k, audit, async (trx) => {
+        await trx.insertInto('channels').values(row).execute();
+      }),
     find: (workspaceId: string, id: string) =>
       k.selectFrom('channels').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
     list: (workspaceId: string, page: PageRequest, type?: ChannelRow['type']) => {
@@ -48,8 +52,12 @@ export function createChannelStore(db: SqlBackend, writes: ChannelWrites) {
     },
     /** Every channel of every workspace (start-up). */
     all: () => k.selectFrom('channels').selectAll().orderBy('created_at').execute(),
-    update: (workspaceId: string, id: string, patch: Partial<ChannelRow>) =>
-      k.updateTable('channels').set(patch).where('workspace_id', '=', workspaceId).where('id', '=', id).execute(),
+    update: (workspaceId: string, id: string, patch: Partial<ChannelRow>, audit?: AuditRow) =>
+      withAudit(k, audit, async (trx) => {
+        await trx.updateTable('channels').set(patch).where('workspace_id', '=', workspaceId).where('id', '=', id).execute();
+      }),
+    /** An event of what changed nothing stored here (a message sent out through the platform). */
+    audit: (row: AuditRow) => insertAudit(k, row),
     usingPersona: (workspaceId: string, personaId: string) =>
       k.selectFrom('channels').select(['id', 'name']).where('workspace_id', '=', workspaceId).where('persona_id', '=', personaId).executeTakeFirst(),
     /** Channels routed through an A/B test. */

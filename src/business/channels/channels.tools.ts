@@ -56,7 +56,7 @@ export const channelFeature: McpFeature = {
       output: sendResultSchema,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
       scope: 'write',
-      run: ({ ctx, caller }, { channelId, ...message }) => ctx.services.channels.send(caller.workspaceId, channelId, message),
+      run: ({ ctx, caller }, { channelId, ...message }) => ctx.services.channels.send(caller.workspaceId, channelId, message, undefined, undefined, caller),
     }),
   ],
 };

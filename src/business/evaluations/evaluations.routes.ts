@@ -37,7 +37,7 @@ export function evaluationRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         schema: { tags, summary: 'Create a dataset of evaluation cases', body: createDatasetSchema, response: withErrors({ 201: datasetSchema }) },
       },
       async (request, reply) => {
-        const ds = await evaluations.createDataset(actorOf(request).workspaceId, request.body);
+        const ds = await evaluations.createDataset(actorOf(request), request.body);
         return reply.code(201).header('location', `/datasets/${ds.id}`).send(ds);
       },
     );
@@ -60,7 +60,7 @@ export function evaluationRoutes(ctx: AppContext): FastifyPluginAsyncZod {
     app.put(
       '/datasets/:id',
       { schema: { tags, summary: 'Rename or describe a dataset', params: idParams, body: updateDatasetSchema, response: withErrors({ 200: datasetSchema }, [404]) } },
-      async (request) => evaluations.updateDataset(actorOf(request).workspaceId, request.params.id, request.body),
+      async (request) => evaluations.updateDataset(actorOf(request), request.params.id, request.body),
     );
 
     app.delete(
@@ -75,7 +75,7 @@ export function evaluationRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        await evaluations.deleteDataset(actorOf(request).workspaceId, request.params.id);
+        await evaluations.deleteDataset(actorOf(request), request.params.id);
         return reply.code(204).send();
       },
     );
@@ -102,7 +102,7 @@ export function evaluationRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const c = await evaluations.addCase(actorOf(request).workspaceId, request.params.id, request.body);
+        const c = await evaluations.addCase(actorOf(request), request.params.id, request.body);
         return reply.code(201).header('location', `/datasets/${c.datasetId}/cases/${c.id}`).send(c);
       },
     );
@@ -111,7 +111,7 @@ export function evaluationRoutes(ctx: AppContext): FastifyPluginAsyncZod {
       '/datasets/:id/cases/:caseId',
       { schema: { tags, summary: 'Delete a case', params: caseParams, response: withErrors({ 204: z.undefined().describe('Deleted') }, [404]) } },
       async (request, reply) => {
-        await evaluations.deleteCase(actorOf(request).workspaceId, request.params.id, request.params.caseId);
+        await evaluations.deleteCase(actorOf(request), request.params.id, request.params.caseId);
         return reply.code(204).send();
       },
     );
@@ -131,7 +131,7 @@ export function evaluationRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const c = await evaluations.caseFromSession(actorOf(request).workspaceId, request.params.id, request.body);
+        const c = await evaluations.caseFromSession(actorOf(request), request.params.id, request.body);
         return reply.code(201).header('location', `/datasets/${c.datasetId}/cases/${c.id}`).send(c);
       },
     );
@@ -151,7 +151,7 @@ export function evaluationRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           response: withErrors({ 200: z.object({ imported: z.number().int(), dataset: datasetSchema }) }, [404, 409]),
         },
       },
-      async (request) => evaluations.importCases(actorOf(request).workspaceId, request.params.id, request.body.format, request.body.content),
+      async (request) => evaluations.importCases(actorOf(request), request.params.id, request.body.format, request.body.content),
     );
 
     app.get(
@@ -191,8 +191,7 @@ export function evaluationRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const { workspaceId, id: actorId } = actorOf(request);
-        const run = await evaluations.createRun(workspaceId, request.body, actorId);
+        const run = await evaluations.createRun(actorOf(request), request.body);
         return reply.code(201).header('location', `/evaluations/runs/${run.id}`).send(run);
       },
     );
@@ -223,7 +222,7 @@ export function evaluationRoutes(ctx: AppContext): FastifyPluginAsyncZod {
           response: withErrors({ 200: evalRunSchema }, [404, 409]),
         },
       },
-      async (request) => evaluations.cancelRun(actorOf(request).workspaceId, request.params.id),
+      async (request) => evaluations.cancelRun(actorOf(request), request.params.id),
     );
 
     app.get(

@@ -10,6 +10,8 @@
  * stops starting cases. Answers are not sessions: nothing a run does shows in analytics.
  */
 import type { PersonaRef, PersonaService } from '../../core/personas/personas.service.js';
+import type { Actor } from '../../core/auth/actor.js';
+import { type AuditEntry, auditRow } from '../../core/audit/audit.js';
 import { formatPersonaRef, parsePersonaRef } from '../../core/personas/personas.service.js';
 import type { Agent } from '../../core/chat/agent.js';
 import type { SessionService } from '../../core/chat/sessions.service.js';
@@ -149,11 +151,17 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
       created_at: at,
     }));
 
-  async function append(workspaceId: string, datasetId: string, cases: EvalCase[], sessionId: string | null = null): Promise<DatasetCaseRow[]> {
+  /** `event`: the append's audit event, written in its transaction. */
+  async function append(actor: Actor, datasetId: string, cases: EvalCase[], event: AuditEntry, sessionId: string | null = null): Promise<DatasetCaseRow[]> {
+    const workspaceId = actor.workspaceId;
     for (let attempt = 1; ; attempt++) {
       try {
         const at = now();
-        const rows = await store.appendCases(workspaceId, datasetId, (first) => caseRows(workspaceId, datasetId, cases, first, at, sessionId), MAX_DATASET_CASES, at);
+        const make = (first: number) => caseRows(workspaceId, datasetId, cases, first, at, sessionId);
+        // A case added: the event names it (its id is made with the rows).
+        const audit = (rows: DatasetCaseRow[]) =>
+          auditRow(ids, clock, actor, event.target.id === null ? { ...event, target: { type: event.target.type, id: rows[0]?.id ?? null } } : event);
+        const rows = await store.appendCases(workspaceId, datasetId, make, MAX_DATASET_CASES, at, audit);
         if (rows === null) throw new NotFoundError('Dataset', datasetId);
         if (rows === false) throw new ConflictError(`Dataset ${datasetId} would hold more than ${MAX_DATASET_CASES.toLocaleString('en-US')} cases; split it.`);
         return rows;
@@ -375,47 +383,54 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
 
   return {
     // Datasets.
-    async createDataset(workspaceId: string, input: CreateDatasetInput): Promise<Dataset> {
+    async createDataset(actor: Actor, input: CreateDatasetInput): Promise<Dataset> {
+      const workspaceId = actor.workspaceId;
       const at = now();
       const row: DatasetRow = { id: ids('dst'), workspace_id: workspaceId, name: input.name, description: input.description ?? null, case_count: input.cases.length, created_at: at, updated_at: at };
-      await store.insertDataset(row, caseRows(workspaceId, row.id, input.cases, 1, at));
+      await store.insertDataset(row, caseRows(workspaceId, row.id, input.cases, 1, at), auditRow(ids, clock, actor, { action: 'dataset.create', target: { type: 'dataset', id: row.id } }));
       return toDataset(row);
     },
     listDatasets: async (workspaceId: string, page: PageRequest, nameContains?: string): Promise<Page<Dataset>> =>
       mapPage(await store.listDatasets(workspaceId, page, nameContains), toDataset),
     getDataset: async (workspaceId: string, id: string): Promise<Dataset> => toDataset(await findDataset(workspaceId, id)),
-    async updateDataset(workspaceId: string, id: string, input: { name?: string | undefined; description?: string | null | undefined }): Promise<Dataset> {
+    async updateDataset(actor: Actor, id: string, input: { name?: string | undefined; description?: string | null | undefined }): Promise<Dataset> {
+      const workspaceId = actor.workspaceId;
       const row = await findDataset(workspaceId, id);
       const patch: Partial<DatasetRow> = { updated_at: now() };
       if (input.name !== undefined) patch.name = input.name;
       if (input.description !== undefined) patch.description = input.description;
-      await store.updateDataset(workspaceId, id, patch);
+      const changes = (['name', 'description'] as const).filter((f) => input[f] !== undefined);
+      await store.updateDataset(workspaceId, id, patch, auditRow(ids, clock, actor, { action: 'dataset.update', target: { type: 'dataset', id }, changes }));
       return toDataset({ ...row, ...patch });
     },
-    async deleteDataset(workspaceId: string, id: string): Promise<void> {
+    async deleteDataset(actor: Actor, id: string): Promise<void> {
+      const workspaceId = actor.workspaceId;
       await findDataset(workspaceId, id);
       const busy = await store.unfinishedRun(workspaceId, { datasetId: id });
       if (busy) throw new ConflictError(`Dataset ${id} is being evaluated by run ${busy.id}; cancel it first.`);
-      if (!(await store.deleteDataset(workspaceId, id))) throw new NotFoundError('Dataset', id);
+      if (!(await store.deleteDataset(workspaceId, id, auditRow(ids, clock, actor, { action: 'dataset.delete', target: { type: 'dataset', id } })))) throw new NotFoundError('Dataset', id);
     },
 
     // Cases.
-    async addCase(workspaceId: string, datasetId: string, c: EvalCase): Promise<DatasetCase> {
-      return toDatasetCase((await append(workspaceId, datasetId, [c]))[0]!);
+    async addCase(actor: Actor, datasetId: string, c: EvalCase): Promise<DatasetCase> {
+      return toDatasetCase((await append(actor, datasetId, [c], { action: 'dataset_case.create', target: { type: 'dataset_case', id: null } }))[0]!);
     },
     async listCases(workspaceId: string, datasetId: string, page: PageRequest): Promise<Page<DatasetCase>> {
       await findDataset(workspaceId, datasetId);
       return mapPage(await store.listCases(workspaceId, datasetId, page), toDatasetCase);
     },
-    async deleteCase(workspaceId: string, datasetId: string, caseId: string): Promise<void> {
+    async deleteCase(actor: Actor, datasetId: string, caseId: string): Promise<void> {
+      const workspaceId = actor.workspaceId;
       await findDataset(workspaceId, datasetId);
-      if (!(await store.deleteCase(workspaceId, datasetId, caseId, now()))) throw new NotFoundError('Case', caseId);
+      const event = auditRow(ids, clock, actor, { action: 'dataset_case.delete', target: { type: 'dataset_case', id: caseId } });
+      if (!(await store.deleteCase(workspaceId, datasetId, caseId, now(), event))) throw new NotFoundError('Case', caseId);
     },
     /** Appends every case of a JSONL or CSV file, or none when any is invalid (400 naming line and field). */
-    async importCases(workspaceId: string, datasetId: string, format: 'jsonl' | 'csv', content: string): Promise<{ imported: number; dataset: Dataset }> {
+    async importCases(actor: Actor, datasetId: string, format: 'jsonl' | 'csv', content: string): Promise<{ imported: number; dataset: Dataset }> {
+      const workspaceId = actor.workspaceId;
       await findDataset(workspaceId, datasetId);
       const { cases } = format === 'jsonl' ? parseCasesJsonl(content, { maxCases: MAX_DATASET_CASES }) : parseCasesCsv(content, { maxCases: MAX_DATASET_CASES });
-      await append(workspaceId, datasetId, cases);
+      await append(actor, datasetId, cases, { action: 'dataset.import', target: { type: 'dataset', id: datasetId } });
       return { imported: cases.length, dataset: toDataset(await findDataset(workspaceId, datasetId)) };
     },
     async exportCases(workspaceId: string, datasetId: string, format: 'jsonl' | 'csv'): Promise<{ body: string; filename: string }> {
@@ -428,7 +443,8 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
      * input, and the rubric says how the answer was rated (a badly rated answer becomes a case in
      * one click from the console).
      */
-    async caseFromSession(workspaceId: string, datasetId: string, input: CaseFromSessionInput): Promise<DatasetCase> {
+    async caseFromSession(actor: Actor, datasetId: string, input: CaseFromSessionInput): Promise<DatasetCase> {
+      const workspaceId = actor.workspaceId;
       await findDataset(workspaceId, datasetId);
       const session = await deps.sessions.get(workspaceId, input.sessionId);
       const turns = session.messages.filter((m) => (m.role === 'user' || m.role === 'assistant') && m.toolCalls === undefined);
@@ -451,11 +467,13 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
       };
       const parsed = evalCaseSchema.safeParse(c);
       if (!parsed.success) throw ValidationError.field('sessionId', 'holds a conversation that does not fit a case (too long)');
-      return toDatasetCase((await append(workspaceId, datasetId, [parsed.data], input.sessionId))[0]!);
+      return toDatasetCase((await append(actor, datasetId, [parsed.data], { action: 'dataset_case.create', target: { type: 'dataset_case', id: null } }, input.sessionId))[0]!);
     },
 
     // Runs.
-    async createRun(workspaceId: string, input: CreateRunInput, actor: string | null): Promise<EvalRun> {
+    /** `actor`'s id is kept as the run's `createdBy`. */
+    async createRun(actor: Actor, input: CreateRunInput): Promise<EvalRun> {
+      const workspaceId = actor.workspaceId;
       const ds = await findDataset(workspaceId, input.datasetId);
       const ref: PersonaRef = parsePersonaRef(input.personaId);
       const persona = await personas.getAt(workspaceId, ref.personaId, ref.version);
@@ -473,7 +491,7 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
         judge: input.judge ? 1 : 0,
         summary: null,
         error: null,
-        created_by: actor,
+        created_by: actor.id,
         created_at: now(),
         started_at: null,
         finished_at: null,
@@ -481,7 +499,7 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
         lease_until: leaseUntil(),
         attempts: 1,
       };
-      await store.insertRun(row);
+      await store.insertRun(row, auditRow(ids, clock, actor, { action: 'eval_run.create', target: { type: 'eval_run', id: row.id } }));
       enqueue(row.id);
       return toEvalRun(row);
     },
@@ -496,9 +514,11 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
       if (filter.personaId !== undefined) await personas.get(workspaceId, filter.personaId);
       return mapPage(await store.listRuns(workspaceId, page, filter), toEvalRun);
     },
-    async cancelRun(workspaceId: string, id: string): Promise<EvalRun> {
+    async cancelRun(actor: Actor, id: string): Promise<EvalRun> {
+      const workspaceId = actor.workspaceId;
       const row = await findRun(workspaceId, id);
-      if (!(await store.cancelRun(workspaceId, id, now()))) throw new ConflictError(`Evaluation run ${id} is ${row.status}; only a queued or running run can be cancelled.`);
+      const event = auditRow(ids, clock, actor, { action: 'eval_run.cancel', target: { type: 'eval_run', id }, changes: ['status'] });
+      if (!(await store.cancelRun(workspaceId, id, now(), event))) throw new ConflictError(`Evaluation run ${id} is ${row.status}; only a queued or running run can be cancelled.`);
       // A run working here stops first (its case under way is cut short, keeping no result), so the
       // answer carries the summary of everything it answered; one working elsewhere may still add a case.
       const local = active.get(id);

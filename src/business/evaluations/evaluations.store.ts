@@ -1,4 +1,5 @@
 import { type Kysely, sql } from 'kysely';
+import { type AuditRow, insertAudit, withAudit } from '../../core/audit/audit.js';
 import { nameContains } from '../../db/name-filter.js';
 import type { Database, DatasetCaseRow, DatasetRow, EvalResultRow, EvalRunRow, EvalRunStatus } from '../../db/schema.js';
 import { ValidationError } from '../../errors.js';
@@ -27,10 +28,11 @@ const UNFINISHED: EvalRunStatus[] = ['queued', 'running'];
 export function createEvaluationStore(db: Kysely<Database>) {
   return {
     // Datasets and cases.
-    insertDataset: (row: DatasetRow, cases: DatasetCaseRow[]) =>
+    insertDataset: (row: DatasetRow, cases: DatasetCaseRow[], audit?: AuditRow) =>
       db.transaction().execute(async (trx) => {
         await trx.insertInto('datasets').values(row).execute();
         if (cases.length > 0) await trx.insertInto('dataset_cases').values(cases).execute();
+        if (audit) await insertAudit(trx, audit);
       }),
     findDataset: (workspaceId: string, id: string) =>
       db.selectFrom('datasets').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
@@ -39,18 +41,21 @@ export function createEvaluationStore(db: Kysely<Database>) {
       if (text) q = q.where(nameContains(text));
       return paginate(q, page);
     },
-    updateDataset: (workspaceId: string, id: string, patch: Partial<DatasetRow>) =>
-      db.updateTable('datasets').set(patch).where('workspace_id', '=', workspaceId).where('id', '=', id).execute(),
-    deleteDataset: async (workspaceId: string, id: string) => {
-      const r = await db.deleteFrom('datasets').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
-      return Number(r.numDeletedRows) > 0;
-    },
+    updateDataset: (workspaceId: string, id: string, patch: Partial<DatasetRow>, audit?: AuditRow) =>
+      withAudit(db, audit, async (trx) => {
+        await trx.updateTable('datasets').set(patch).where('workspace_id', '=', workspaceId).where('id', '=', id).execute();
+      }),
+    deleteDataset: (workspaceId: string, id: string, audit?: AuditRow) =>
+      withAudit(db, audit, async (trx) => {
+        const r = await trx.deleteFrom('datasets').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+        return Number(r.numDeletedRows) > 0;
+      }),
     /**
      * Appends cases after the last one, numbering them on from it and counting them into the
      * dataset, in one transaction; false (nothing added) when they would take it past `max`.
      * Two appends at once: the unique (dataset, position) index refuses the second, which retries.
      */
-    appendCases: (workspaceId: string, datasetId: string, make: (firstPosition: number) => DatasetCaseRow[], max: number, now: string) =>
+    appendCases: (workspaceId: string, datasetId: string, make: (firstPosition: number) => DatasetCaseRow[], max: number, now: string, audit?: (rows: DatasetCaseRow[]) => AuditRow) =>
       db.transaction().execute(async (trx) => {
         const ds = await trx.selectFrom('datasets').select(['case_count']).where('workspace_id', '=', workspaceId).where('id', '=', datasetId).executeTakeFirst();
         if (!ds) return null;
@@ -63,6 +68,7 @@ export function createEvaluationStore(db: Kysely<Database>) {
           .set({ case_count: sql`case_count + ${rows.length}`, updated_at: now })
           .where('id', '=', datasetId)
           .execute();
+        if (audit) await insertAudit(trx, audit(rows));
         return rows;
       }),
     listCases: (workspaceId: string, datasetId: string, page: PageRequest) =>
@@ -88,16 +94,20 @@ export function createEvaluationStore(db: Kysely<Database>) {
     /** Every case of a dataset in order (export, and a run's work list). */
     allCases: (workspaceId: string, datasetId: string): Promise<DatasetCaseRow[]> =>
       db.selectFrom('dataset_cases').selectAll().where('workspace_id', '=', workspaceId).where('dataset_id', '=', datasetId).orderBy('position').execute(),
-    deleteCase: (workspaceId: string, datasetId: string, caseId: string, now: string) =>
+    deleteCase: (workspaceId: string, datasetId: string, caseId: string, now: string, audit?: AuditRow) =>
       db.transaction().execute(async (trx) => {
         const r = await trx.deleteFrom('dataset_cases').where('workspace_id', '=', workspaceId).where('dataset_id', '=', datasetId).where('id', '=', caseId).executeTakeFirst();
         if (Number(r.numDeletedRows) === 0) return false;
         await trx.updateTable('datasets').set({ case_count: sql`case_count - 1`, updated_at: now }).where('id', '=', datasetId).execute();
+        if (audit) await insertAudit(trx, audit);
         return true;
       }),
 
     // Runs.
-    insertRun: (row: EvalRunRow) => db.insertInto('eval_runs').values(row).execute(),
+    insertRun: (row: EvalRunRow, audit?: AuditRow) =>
+      withAudit(db, audit, async (trx) => {
+        await trx.insertInto('eval_runs').values(row).execute();
+      }),
     findRun: (workspaceId: string, id: string) =>
       db.selectFrom('eval_runs').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
     runById: (id: string) => db.selectFrom('eval_runs').selectAll().where('id', '=', id).executeTakeFirst(),
@@ -129,8 +139,9 @@ export function createEvaluationStore(db: Kysely<Database>) {
     answerRating: async (workspaceId: string, messageId: string): Promise<number | null> =>
       (await db.selectFrom('interactions').select('rating').where('workspace_id', '=', workspaceId).where('message_id', '=', messageId).executeTakeFirst())?.rating ?? null,
     /** Cancels an unfinished run of the workspace; false when it had finished. */
-    cancelRun: async (workspaceId: string, id: string, now: string) => {
-      const r = await db
+    cancelRun: (workspaceId: string, id: string, now: string, audit?: AuditRow) =>
+      withAudit(db, audit, async (trx) => {
+      const r = await trx
         .updateTable('eval_runs')
         .set({ status: 'cancelled', finished_at: now, lease_owner: null, lease_until: null })
         .where('workspace_id', '=', workspaceId)
@@ -138,7 +149,7 @@ export function createEvaluationStore(db: Kysely<Database>) {
         .where('status', 'in', UNFINISHED)
         .executeTakeFirst();
       return Number(r.numUpdatedRows) > 0;
-    },
+      }),
     /**
      * Takes up to `limit` unfinished runs whose lease has lapsed (or that never had one; with
      * `all`, every unfinished run whoever held it), counting the attempt.

@@ -33,7 +33,7 @@ export const evaluationFeature: McpFeature = {
       scope: 'write',
       task: true,
       run: async ({ ctx, caller, signal, asTask }, input) => {
-        let run = await ctx.services.evaluations.createRun(caller.workspaceId, input, caller.id);
+        let run = await ctx.services.evaluations.createRun(caller, input);
         while (asTask && !FINISHED.has(run.status)) {
           await new Promise((resolve) => setTimeout(resolve, RUN_POLL_MS));
           signal.throwIfAborted();

@@ -57,3 +57,21 @@ export function createAuditRows(ids: IdGenerator, clock: Clock) {
 }
 
 export type AuditRows = ReturnType<typeof createAuditRows>;
+
+/**
+ * Runs a store's change and writes its event in one transaction: both land or neither does. A
+ * change answering `false` (nothing matched: gone, or changed by another request first) writes no
+ * event. Without an event (`row` undefined) the change runs as it did, on `db`.
+ */
+export async function withAudit<T>(
+  db: Kysely<Database>,
+  row: AuditRow | undefined,
+  change: (trx: Kysely<Database> | Transaction<Database>) => Promise<T>,
+): Promise<T> {
+  if (row === undefined) return change(db);
+  return db.transaction().execute(async (trx) => {
+    const result = await change(trx);
+    if (result !== false) await insertAudit(trx, row);
+    return result;
+  });
+}

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { type AuditRow, insertAudit } from '../audit/audit.js';
 import type { SqlBackend } from '../../db/backend.js';
 import type { InteractionsTable, MessageRow, MessagesTable, SessionRow } from '../../db/schema.js';
 import { type PageRequest, paginate } from '../../lib/pagination.js';
@@ -41,9 +42,9 @@ export interface ChatWrites {
   /**
    * Deletes the session and its messages; interactions and feedback keep their numbers only. Its
    * open handoff ends in the same transaction (`resolved` at `at`, by "session deleted"), so nobody
-   * can take a conversation that is gone.
+   * can take a conversation that is gone; `audit`, the deletion's event, too.
    */
-  deleteSession(workspaceId: string, id: string, at: string): Promise<boolean>;
+  deleteSession(workspaceId: string, id: string, at: string, audit?: AuditRow): Promise<boolean>;
 }
 
 export function createChatStore(db: SqlBackend, writes: ChatWrites) {
@@ -153,16 +154,17 @@ export function createChatStore(db: SqlBackend, writes: ChatWrites) {
     saveExchange: (write: ExchangeWrite) => writes.saveExchange(write),
     recordInteraction: (interaction: NewInteraction) => writes.recordInteraction(interaction),
 
-    async addFeedback(row: { workspace_id: string; session_id: string; message_id: string | null; persona_id: string; ab_test_id: string | null; variant: 'A' | 'B' | null; channel_id: string | null; rating: number; comment: string | null; created_at: string }) {
+    async addFeedback(row: { workspace_id: string; session_id: string; message_id: string | null; persona_id: string; ab_test_id: string | null; variant: 'A' | 'B' | null; channel_id: string | null; rating: number; comment: string | null; created_at: string }, audit?: AuditRow) {
       await k.transaction().execute(async (trx) => {
         await trx.insertInto('feedback').values(row).execute();
+        if (audit) await insertAudit(trx, audit);
         if (row.message_id !== null) {
           await trx.updateTable('interactions').set({ rating: row.rating }).where('workspace_id', '=', row.workspace_id).where('message_id', '=', row.message_id).execute();
         }
       });
     },
 
-    deleteSession: (workspaceId: string, id: string, at: string) => writes.deleteSession(workspaceId, id, at),
+    deleteSession: (workspaceId: string, id: string, at: string, audit?: AuditRow) => writes.deleteSession(workspaceId, id, at, audit),
   };
 }
 

@@ -99,7 +99,7 @@ export function sessionRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const result = await sessions.feedback(actorOf(request).workspaceId, request.params.id, request.body);
+        const result = await sessions.feedback(actorOf(request).workspaceId, request.params.id, request.body, actorOf(request));
         return reply.code(201).header('location', `/sessions/${result.sessionId}`).send(result);
       },
     );
@@ -116,7 +116,7 @@ export function sessionRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        await sessions.delete(actorOf(request).workspaceId, request.params.id);
+        await sessions.delete(actorOf(request), request.params.id);
         return reply.code(204).send();
       },
     );

@@ -2,6 +2,9 @@ import type { MessageRow, SessionRow } from '../../db/schema.js';
 import { NotFoundError } from '../../errors.js';
 import type { ChannelExists } from '../../lib/channel-exists.js';
 import type { Clock } from '../../lib/clock.js';
+import type { IdGenerator } from '../../lib/ids.js';
+import type { Actor } from '../auth/actor.js';
+import { auditRow } from '../audit/audit.js';
 import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
 import type { HandoffPort } from './chat.service.js';
 import type { PersonaService } from '../personas/personas.service.js';
@@ -45,9 +48,11 @@ export interface SessionServiceDeps {
   channelExists: ChannelExists;
   /** A rating of 1–2 hands the conversation to the persona's team when its rules say so. */
   handoffs?: Pick<HandoffPort, 'open'>;
+  /** For audit events' ids. */
+  ids: IdGenerator;
 }
 
-export function createSessionService({ store, clock, personas, channelExists, handoffs }: SessionServiceDeps) {
+export function createSessionService({ store, clock, personas, channelExists, handoffs, ids }: SessionServiceDeps) {
   async function find(workspaceId: string, id: string): Promise<SessionRow> {
     const row = await store.findSession(workspaceId, id);
     if (!row) throw new NotFoundError('Session', id);
@@ -89,7 +94,11 @@ export function createSessionService({ store, clock, personas, channelExists, ha
       }));
     },
 
-    async feedback(workspaceId: string, id: string, input: FeedbackInput): Promise<FeedbackResult> {
+    /**
+     * A rating. `actor`: who gave it through the API or MCP, recorded as `session.feedback`; absent
+     * for a channel user's reaction, which is conversation (like their messages), not audited.
+     */
+    async feedback(workspaceId: string, id: string, input: FeedbackInput, actor?: Actor): Promise<FeedbackResult> {
       const session = await find(workspaceId, id);
       const answer = await store.findAnswer(session.id, input.messageId);
       if (input.messageId !== undefined && !answer) throw new NotFoundError('Answer', input.messageId);
@@ -106,7 +115,8 @@ export function createSessionService({ store, clock, personas, channelExists, ha
         comment: input.comment ?? null,
         created_at: createdAt,
       };
-      await store.addFeedback(row);
+      const fields = ['rating', ...(input.comment !== undefined ? ['comment'] : [])];
+      await store.addFeedback(row, actor && auditRow(ids, clock, actor, { action: 'session.feedback', target: { type: 'session', id: session.id }, changes: fields }));
       if (handoffs && input.rating <= 2) {
         const persona = await personas.get(workspaceId, session.persona_id).catch(() => null);
         if (persona?.teamId && persona.handoff.lowRating) await handoffs.open(workspaceId, session, 'rule', `An answer was rated ${input.rating}/5.`);
@@ -114,8 +124,9 @@ export function createSessionService({ store, clock, personas, channelExists, ha
       return { sessionId: session.id, messageId: row.message_id, rating: row.rating, comment: row.comment, createdAt };
     },
 
-    async delete(workspaceId: string, id: string): Promise<void> {
-      if (!(await store.deleteSession(workspaceId, id, clock.now().toISOString()))) throw new NotFoundError('Session', id);
+    async delete(actor: Actor, id: string): Promise<void> {
+      const event = auditRow(ids, clock, actor, { action: 'session.delete', target: { type: 'session', id } });
+      if (!(await store.deleteSession(actor.workspaceId, id, clock.now().toISOString(), event))) throw new NotFoundError('Session', id);
     },
   };
 }

@@ -68,7 +68,7 @@ export function knowledgeRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const source = await knowledge.create(actorOf(request).workspaceId, request.body as CreateSourceInput);
+        const source = await knowledge.create(actorOf(request), request.body as CreateSourceInput);
         return reply.code(202).header('location', `/knowledge/${source.id}`).send(source);
       },
     );
@@ -126,7 +126,7 @@ export function knowledgeRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const source = await knowledge.update(actorOf(request).workspaceId, request.params.id, request.body as UpdateSourceInput);
+        const source = await knowledge.update(actorOf(request), request.params.id, request.body as UpdateSourceInput);
         return reply.code(202).send(source);
       },
     );
@@ -156,7 +156,7 @@ export function knowledgeRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        await knowledge.delete(actorOf(request).workspaceId, request.params.id);
+        await knowledge.delete(actorOf(request), request.params.id);
         return reply.code(204).send();
       },
     );

@@ -1,4 +1,6 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import type { Actor } from '../auth/actor.js';
+import { auditRow } from '../audit/audit.js';
 import type { Logger } from 'pino';
 import type { KnowledgeSourceRow, SourceKind, SourceStatus } from '../../db/schema.js';
 import { NotFoundError, UnsupportedMediaTypeError, ValidationError } from '../../errors.js';
@@ -191,7 +193,8 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
   }
 
   return {
-    async create(workspaceId: string, input: CreateSourceInput): Promise<KnowledgeSource> {
+    async create(actor: Actor, input: CreateSourceInput): Promise<KnowledgeSource> {
+      const workspaceId = actor.workspaceId;
       await checkPersona(workspaceId, input.personaId);
       const content = await contentColumns(input);
       const now = clock.now().toISOString();
@@ -211,7 +214,7 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
         updated_at: now,
         ...content,
       };
-      await store.insert(row);
+      await store.insert(row, auditRow(ids, clock, actor, { action: 'knowledge.create', target: { type: 'knowledge', id: row.id } }));
       return schedule(row);
     },
 
@@ -224,7 +227,9 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
       return toKnowledgeSource(await summaryOf(workspaceId, id));
     },
 
-    async update(workspaceId: string, id: string, input: UpdateSourceInput): Promise<KnowledgeSource> {
+    /** New content, name, persona or metadata; without new content, the stored content is processed again (a re-index). */
+    async update(actor: Actor, id: string, input: UpdateSourceInput): Promise<KnowledgeSource> {
+      const workspaceId = actor.workspaceId;
       const existing = await find(workspaceId, id);
       await checkPersona(workspaceId, input.personaId);
       const patch: Partial<KnowledgeSourceRow> = {
@@ -248,18 +253,23 @@ export function createKnowledgeService(deps: KnowledgeServiceDeps) {
       if (input.personaId !== undefined) patch.persona_id = input.personaId;
       // Chunks carry the old persona scope until re-processing rewrites them: drop them now, or a
       // queued (large or URL) source stays visible to personas it no longer belongs to meanwhile.
-      if (input.personaId !== undefined && input.personaId !== existing.persona_id) {
-        await store.dropChunks(id);
-        patch.chunk_count = 0;
-      }
+      const rescoped = input.personaId !== undefined && input.personaId !== existing.persona_id;
+      if (rescoped) patch.chunk_count = 0;
       if (input.metadata !== undefined) patch.metadata = JSON.stringify(input.metadata);
-      await store.update(workspaceId, id, patch);
+      const changes = [
+        ...(input.kind !== undefined ? ['content'] : []),
+        ...(['name', 'personaId', 'metadata'] as const).filter((f) => input[f] !== undefined),
+      ];
+      const event = auditRow(ids, clock, actor, { action: input.kind === undefined && changes.length === 0 ? 'knowledge.reindex' : 'knowledge.update', target: { type: 'knowledge', id }, changes });
+      if (!(await store.update(workspaceId, id, patch, event))) throw new NotFoundError('Knowledge source', id);
+      // After the update (and its event) landed: a failed update leaves the chunks as they were.
+      if (rescoped) await store.dropChunks(id);
       return schedule({ ...existing, ...patch });
     },
 
-    async delete(workspaceId: string, id: string): Promise<void> {
+    async delete(actor: Actor, id: string): Promise<void> {
       // Chunks, and through triggers their keyword and vector rows, go with the source (ON DELETE CASCADE).
-      if (!(await store.delete(workspaceId, id))) throw new NotFoundError('Knowledge source', id);
+      if (!(await store.delete(actor.workspaceId, id, auditRow(ids, clock, actor, { action: 'knowledge.delete', target: { type: 'knowledge', id } })))) throw new NotFoundError('Knowledge source', id);
     },
 
     async chunks(workspaceId: string, id: string, page: PageRequest): Promise<Page<KnowledgeChunk>> {

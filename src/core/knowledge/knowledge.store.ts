@@ -1,4 +1,5 @@
 import type { SqlBackend } from '../../db/backend.js';
+import { type AuditRow, withAudit } from '../audit/audit.js';
 import type { KnowledgeSourceRow, SourceStatus } from '../../db/schema.js';
 import { ValidationError } from '../../errors.js';
 import { type PageRequest, paginate, type Page } from '../../lib/pagination.js';
@@ -65,7 +66,13 @@ export function createKnowledgeStore(db: SqlBackend, dialect: KnowledgeDialect) 
   );
 
   return {
-    insert: (row: KnowledgeSourceRow): Promise<void> => dialect.insertSource(row),
+    /** With an audit event: both in one transaction (through Kysely, the executor the event shares). */
+    insert: (row: KnowledgeSourceRow, audit?: AuditRow): Promise<void> =>
+      audit === undefined
+        ? dialect.insertSource(row)
+        : withAudit(k, audit, async (trx) => {
+            await trx.insertInto('knowledge_sources').values(row).execute();
+          }),
 
     find: (workspaceId: string, id: string) =>
       k.selectFrom('knowledge_sources').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
@@ -86,16 +93,20 @@ export function createKnowledgeStore(db: SqlBackend, dialect: KnowledgeDialect) 
       return paginate(q, page);
     },
 
-    update: (workspaceId: string, id: string, patch: Partial<KnowledgeSourceRow>) =>
-      k.updateTable('knowledge_sources').set(patch).where('workspace_id', '=', workspaceId).where('id', '=', id).execute(),
+    update: (workspaceId: string, id: string, patch: Partial<KnowledgeSourceRow>, audit?: AuditRow) =>
+      withAudit(k, audit, async (trx) => {
+        const r = await trx.updateTable('knowledge_sources').set(patch).where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+        return Number(r.numUpdatedRows) > 0;
+      }),
 
     /** Drops a source's chunks (and through triggers their index rows) without touching the source. */
     dropChunks: (sourceId: string): Promise<void> => dialect.dropChunks(sourceId),
 
-    async delete(workspaceId: string, id: string): Promise<boolean> {
-      const r = await k.deleteFrom('knowledge_sources').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
-      return Number(r.numDeletedRows) > 0;
-    },
+    delete: (workspaceId: string, id: string, audit?: AuditRow): Promise<boolean> =>
+      withAudit(k, audit, async (trx) => {
+        const r = await trx.deleteFrom('knowledge_sources').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+        return Number(r.numDeletedRows) > 0;
+      }),
 
     /** Sources still `processing`, oldest first: the jobs a restart must resume (one process on the database). */
     unfinished: () =>

@@ -39,7 +39,7 @@ export const knowledgeFeature: McpFeature = {
         const body = Object.fromEntries(Object.entries(args).filter(([, v]) => v !== undefined));
         const parsed = createSourceJsonSchema.safeParse(body);
         if (!parsed.success) throw validationErrorOf('arguments', zodFieldErrors(parsed.error.issues));
-        let source = await ctx.services.knowledge.create(caller.workspaceId, parsed.data);
+        let source = await ctx.services.knowledge.create(caller, parsed.data);
         // As a task, the result is the processed source (ready or failed), not the promise of one.
         while (asTask && source.status === 'processing') {
           await new Promise((resolve) => setTimeout(resolve, PROCESSING_POLL_MS));
@@ -92,7 +92,7 @@ export const knowledgeFeature: McpFeature = {
       confirm: async ({ ctx, caller }, { id }) =>
         `Delete the knowledge source "${(await ctx.services.knowledge.get(caller.workspaceId, id)).name}" (${id})? Its passages will never be retrieved again.`,
       run: async ({ ctx, caller }, { id }) => {
-        await ctx.services.knowledge.delete(caller.workspaceId, id);
+        await ctx.services.knowledge.delete(caller, id);
         return { id, deleted: true as const };
       },
     }),

@@ -32,8 +32,7 @@ export function personaRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         schema: { tags, summary: 'Create a persona', body: createPersonaSchema, response: withErrors({ 201: personaSchema }) },
       },
       async (request, reply) => {
-        const { workspaceId, id: actorId } = actorOf(request);
-        const persona = await personas.create(workspaceId, request.body, actorId);
+        const persona = await personas.create(actorOf(request), request.body);
         return reply.code(201).header('location', `/personas/${persona.id}`).send(persona);
       },
     );
@@ -74,8 +73,7 @@ export function personaRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request) => {
-        const { workspaceId, id: actorId } = actorOf(request);
-        return personas.update(workspaceId, request.params.id, request.body, actorId);
+        return personas.update(actorOf(request), request.params.id, request.body);
       },
     );
 
@@ -120,8 +118,7 @@ export function personaRoutes(ctx: AppContext): FastifyPluginAsyncZod {
       },
       async (request) => {
         const { id, n } = request.params;
-        const { workspaceId, id: actorId } = actorOf(request);
-        return personas.restore(workspaceId, id, versionNumber(id, n), actorId);
+        return personas.restore(actorOf(request), id, versionNumber(id, n));
       },
     );
 
@@ -137,7 +134,7 @@ export function personaRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        await personas.delete(actorOf(request).workspaceId, request.params.id);
+        await personas.delete(actorOf(request), request.params.id);
         return reply.code(204).send();
       },
     );

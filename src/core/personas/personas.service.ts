@@ -6,7 +6,9 @@ import type { IdGenerator } from '../../lib/ids.js';
 import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
 import type { WriteGate } from '../../lib/write-gate.js';
 import type { CreatePersonaInput, HandoffPolicy, Persona, PersonaVersion, UpdatePersonaInput } from './personas.schemas.js';
-import type { PersonaStore } from './personas.store.js';
+import type { PersonaStore, RoutingPatch } from './personas.store.js';
+import type { Actor } from '../auth/actor.js';
+import { auditRow } from '../audit/audit.js';
 
 /** The fields a persona and each of its versions hold, as the API shows them. */
 function fieldsOf(row: PersonaRow | PersonaVersionRow) {
@@ -45,6 +47,9 @@ export function toPersonaVersion(row: PersonaVersionRow): PersonaVersion {
 
 /** The fields a version keeps: a change to any of them makes a new version. */
 const VERSIONED = ['name', 'instructions', 'traits', 'model', 'temperature', 'max_tokens', 'tools'] as const;
+
+/** Columns by the API's field names, for audit events' `changes`. */
+const FIELD_NAMES: Partial<Record<keyof PersonaRow, string>> = { max_tokens: 'maxTokens', team_id: 'teamId' };
 
 /** `per_…` or `per_…@n` (an A/B variant naming one version of a persona; API.md §3). */
 export interface PersonaRef {
@@ -133,18 +138,38 @@ export function createPersonaService({ store, clock, ids, signals, teamExists, w
   }
 
   /**
-   * Writes `fields` as the persona's next version, unless they change nothing. A concurrent edit
-   * that took the next number first makes this one start again from what that edit left.
+   * Writes `fields` (and `routing`, which makes no version) as the persona's next version, with its
+   * `action` audit event in the same transaction, unless they change nothing (no event then). A
+   * concurrent edit that took the next number first makes this one start again from what that edit left.
+   * `audited: false`: the caller's own event covers the change (an A/B promotion).
    */
-  async function change(workspaceId: string, id: string, fields: (row: PersonaRow) => Partial<PersonaRow>, actor: string | null): Promise<Persona> {
+  async function change(
+    actor: Actor,
+    id: string,
+    fields: (row: PersonaRow) => Partial<PersonaRow>,
+    routing: RoutingPatch | undefined,
+    action: string,
+    audited = true,
+  ): Promise<Persona> {
+    const workspaceId = actor.workspaceId;
     for (let attempt = 1; ; attempt++) {
       const row = await store.find(workspaceId, id);
       if (!row) throw new NotFoundError('Persona', id);
       const patch = fields(row);
-      if (VERSIONED.every((f) => patch[f] === undefined || patch[f] === row[f])) return toPersona(row);
-      const next: PersonaRow = { ...row, ...patch, version: row.version + 1, updated_at: clock.now().toISOString() };
+      const versioned = VERSIONED.filter((f) => patch[f] !== undefined && patch[f] !== row[f]);
+      const routed = routing ? (Object.keys(routing) as Array<keyof RoutingPatch>).filter((f) => routing[f] !== row[f]) : [];
+      if (versioned.length === 0 && routed.length === 0) return toPersona(row);
+      const event = audited
+        ? auditRow(ids, clock, actor, { action, target: { type: 'persona', id }, changes: [...versioned, ...routed].map((f) => FIELD_NAMES[f] ?? f) })
+        : undefined;
+      if (versioned.length === 0) {
+        if (!(await store.setRouting(workspaceId, id, routing!, event))) throw new NotFoundError('Persona', id);
+        await changed();
+        return toPersona({ ...row, ...routing });
+      }
+      const next: PersonaRow = { ...row, ...patch, ...routing, version: row.version + 1, updated_at: clock.now().toISOString() };
       await writeGate?.('persona.edit', id);
-      if (await store.replace(next, actor)) {
+      if (await store.replace(next, actor.id, routing, event)) {
         await changed();
         return toPersona(next);
       }
@@ -178,8 +203,9 @@ export function createPersonaService({ store, clock, ids, signals, teamExists, w
     get,
     getAt,
 
-    /** `actor`: the API key (`key_…`) making the change, kept as the version's `createdBy`. */
-    async create(workspaceId: string, input: CreatePersonaInput, actor: string | null = null): Promise<Persona> {
+    /** `actor`: who makes the change; its id (the key, or the person) is kept as the version's `createdBy`. */
+    async create(actor: Actor, input: CreatePersonaInput): Promise<Persona> {
+      const workspaceId = actor.workspaceId;
       if (input.teamId != null) await checkTeam(workspaceId, input.teamId);
       const now = clock.now().toISOString();
       const row: PersonaRow = {
@@ -198,7 +224,7 @@ export function createPersonaService({ store, clock, ids, signals, teamExists, w
         team_id: input.teamId ?? null,
         handoff: JSON.stringify(input.handoff ?? {}),
       };
-      await store.insert(row, actor);
+      await store.insert(row, actor.id, auditRow(ids, clock, actor, { action: 'persona.create', target: { type: 'persona', id: row.id } }));
       return toPersona(row);
     },
 
@@ -210,17 +236,16 @@ export function createPersonaService({ store, clock, ids, signals, teamExists, w
      * A PUT: a new version when a field changes, none when nothing does (API.md §3). The team and
      * handoff rules are routing, not the persona's answers: they change without a version.
      */
-    async update(workspaceId: string, id: string, input: UpdatePersonaInput, actor: string | null = null): Promise<Persona> {
+    async update(actor: Actor, id: string, input: UpdatePersonaInput): Promise<Persona> {
+      let routing: RoutingPatch | undefined;
       if (input.teamId !== undefined || input.handoff !== undefined) {
-        if (input.teamId != null) await checkTeam(workspaceId, input.teamId);
-        const routing: { team_id?: string | null; handoff?: string } = {};
+        if (input.teamId != null) await checkTeam(actor.workspaceId, input.teamId);
+        routing = {};
         if (input.teamId !== undefined) routing.team_id = input.teamId;
         if (input.handoff !== undefined) routing.handoff = JSON.stringify(input.handoff);
-        if (!(await store.setRouting(workspaceId, id, routing))) throw new NotFoundError('Persona', id);
-        await changed();
       }
       return change(
-        workspaceId,
+        actor,
         id,
         () => {
           const patch: Partial<PersonaRow> = {};
@@ -233,7 +258,8 @@ export function createPersonaService({ store, clock, ids, signals, teamExists, w
           if (input.tools !== undefined) patch.tools = JSON.stringify([...new Set(input.tools)]);
           return patch;
         },
-        actor,
+        routing,
+        'persona.update',
       );
     },
 
@@ -250,11 +276,12 @@ export function createPersonaService({ store, clock, ids, signals, teamExists, w
     },
 
     /** Makes version `n`'s fields current as a new version (none when they already are). */
-    async restore(workspaceId: string, id: string, version: number, actor: string | null): Promise<Persona> {
+    async restore(actor: Actor, id: string, version: number, options: { audited?: boolean } = {}): Promise<Persona> {
+      const workspaceId = actor.workspaceId;
       await get(workspaceId, id);
       const old = await store.findVersion(workspaceId, id, version);
       if (!old) throw new NotFoundError('Persona version', `${id}@${version}`);
-      return change(workspaceId, id, () => Object.fromEntries(VERSIONED.map((f) => [f, old[f]])) as Partial<PersonaRow>, actor);
+      return change(actor, id, () => Object.fromEntries(VERSIONED.map((f) => [f, old[f]])) as Partial<PersonaRow>, undefined, 'persona.restore', options.audited ?? true);
     },
 
     /** Lets a feature refuse (409) the deletion of a persona it routes to. */
@@ -262,13 +289,16 @@ export function createPersonaService({ store, clock, ids, signals, teamExists, w
       deletionGuards.push(guard);
     },
 
-    async delete(workspaceId: string, id: string): Promise<void> {
+    async delete(actor: Actor, id: string): Promise<void> {
+      const workspaceId = actor.workspaceId;
       await get(workspaceId, id);
       for (const guard of deletionGuards) {
         const why = await guard(workspaceId, id);
         if (why) throw new ConflictError(why);
       }
-      if (!(await store.delete(workspaceId, id))) throw new NotFoundError('Persona', id);
+      if (!(await store.delete(workspaceId, id, auditRow(ids, clock, actor, { action: 'persona.delete', target: { type: 'persona', id } })))) {
+        throw new NotFoundError('Persona', id);
+      }
       await changed();
     },
   };

@@ -3,6 +3,7 @@ import { nameContains } from '../../db/name-filter.js';
 import type { PersonaRow, PersonaVersionRow } from '../../db/schema.js';
 import { ValidationError } from '../../errors.js';
 import { type Page, type PageRequest, paginate } from '../../lib/pagination.js';
+import { type AuditRow, insertAudit, withAudit } from '../audit/audit.js';
 
 
 /** A page of versions ends at a version number: the cursor holds the last one shown. */
@@ -31,16 +32,20 @@ export function versionOf(row: PersonaRow, createdBy: string | null): PersonaVer
   };
 }
 
+/** A persona's team and handoff rules: routing, changed without a version. */
+export type RoutingPatch = { team_id?: string | null; handoff?: string };
+
 export function createPersonaStore({ kysely: db, prepare }: SqlBackend) {
   // Every answer reads its persona: one prepared statement instead of building and compiling the query each time.
   const findRow = prepare<PersonaRow>('SELECT * FROM personas WHERE workspace_id = ? AND id = ?');
   const findVersionRow = prepare<PersonaVersionRow>('SELECT * FROM persona_versions WHERE workspace_id = ? AND persona_id = ? AND version = ?');
   return {
     /** The persona and its version 1, together. */
-    insert: (row: PersonaRow, createdBy: string | null) =>
+    insert: (row: PersonaRow, createdBy: string | null, audit?: AuditRow) =>
       db.transaction().execute(async (trx) => {
         await trx.insertInto('personas').values(row).execute();
         await trx.insertInto('persona_versions').values(versionOf(row, createdBy)).execute();
+        if (audit) await insertAudit(trx, audit);
       }),
     find: (workspaceId: string, id: string): Promise<PersonaRow | undefined> => findRow.first(workspaceId, id),
     list: (workspaceId: string, page: PageRequest, text?: string) => {
@@ -53,7 +58,7 @@ export function createPersonaStore({ kysely: db, prepare }: SqlBackend) {
      * the change was made from (`next.version − 1`): false when another change came first, or the
      * persona is gone, so two edits at once never share a number or overwrite each other unseen.
      */
-    replace: (next: PersonaRow, createdBy: string | null): Promise<boolean> =>
+    replace: (next: PersonaRow, createdBy: string | null, routing?: RoutingPatch, audit?: AuditRow): Promise<boolean> =>
       db.transaction().execute(async (trx) => {
         // The team and handoff rules are left as they are: they change apart from versions (setRouting).
         const { version: _, id, workspace_id, created_at, team_id: _team, handoff: _handoff, ...fields } = next;
@@ -66,13 +71,16 @@ export function createPersonaStore({ kysely: db, prepare }: SqlBackend) {
           .executeTakeFirst();
         if (Number(r.numUpdatedRows) === 0) return false;
         await trx.insertInto('persona_versions').values(versionOf(next, createdBy)).execute();
+        if (routing) await trx.updateTable('personas').set(routing).where('workspace_id', '=', workspace_id).where('id', '=', id).execute();
+        if (audit) await insertAudit(trx, audit);
         return true;
       }),
     /** The team and handoff rules: routing, changed without a version. False when the persona is gone. */
-    setRouting: async (workspaceId: string, id: string, patch: { team_id?: string | null; handoff?: string }) => {
-      const r = await db.updateTable('personas').set(patch).where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
-      return Number(r.numUpdatedRows) > 0;
-    },
+    setRouting: (workspaceId: string, id: string, patch: RoutingPatch, audit?: AuditRow) =>
+      withAudit(db, audit, async (trx) => {
+        const r = await trx.updateTable('personas').set(patch).where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+        return Number(r.numUpdatedRows) > 0;
+      }),
     findVersion: (workspaceId: string, personaId: string, version: number): Promise<PersonaVersionRow | undefined> =>
       findVersionRow.first(workspaceId, personaId, version),
     async listVersions(workspaceId: string, personaId: string, page: PageRequest): Promise<Page<PersonaVersionRow>> {
@@ -83,10 +91,11 @@ export function createPersonaStore({ kysely: db, prepare }: SqlBackend) {
       const last = data[data.length - 1];
       return { data, nextCursor: rows.length > page.limit && last ? versionCursor(last.version) : null };
     },
-    delete: async (workspaceId: string, id: string) => {
-      const r = await db.deleteFrom('personas').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
-      return Number(r.numDeletedRows) > 0;
-    },
+    delete: (workspaceId: string, id: string, audit?: AuditRow) =>
+      withAudit(db, audit, async (trx) => {
+        const r = await trx.deleteFrom('personas').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+        return Number(r.numDeletedRows) > 0;
+      }),
   };
 }
 

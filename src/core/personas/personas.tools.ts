@@ -38,7 +38,7 @@ export const personaFeature: McpFeature = {
       output: personaSchema,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },
       scope: 'write',
-      run: ({ ctx, caller }, input) => ctx.services.personas.create(caller.workspaceId, input, caller.id),
+      run: ({ ctx, caller }, input) => ctx.services.personas.create(caller, input),
     }),
     defineTool({
       name: 'update_persona',
@@ -48,7 +48,7 @@ export const personaFeature: McpFeature = {
       output: personaSchema,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
       scope: 'write',
-      run: ({ ctx, caller }, { id, ...patch }) => ctx.services.personas.update(caller.workspaceId, id, patch, caller.id),
+      run: ({ ctx, caller }, { id, ...patch }) => ctx.services.personas.update(caller, id, patch),
     }),
     defineTool({
       name: 'delete_persona',
@@ -61,7 +61,7 @@ export const personaFeature: McpFeature = {
       confirm: async ({ ctx, caller }, { id }) =>
         `Delete the persona "${(await ctx.services.personas.get(caller.workspaceId, id)).name}" (${id}) for good, with its private knowledge sources?`,
       run: async ({ ctx, caller }, { id }) => {
-        await ctx.services.personas.delete(caller.workspaceId, id);
+        await ctx.services.personas.delete(caller, id);
         return { id, deleted: true as const };
       },
     }),
@@ -87,7 +87,7 @@ export const personaFeature: McpFeature = {
       scope: 'write',
       confirm: async ({ ctx, caller }, { id, version }) =>
         `Make version ${version} of the persona "${(await ctx.services.personas.get(caller.workspaceId, id)).name}" (${id}) current again? Every answer from now on uses it.`,
-      run: ({ ctx, caller }, { id, version }) => ctx.services.personas.restore(caller.workspaceId, id, version, caller.id),
+      run: ({ ctx, caller }, { id, version }) => ctx.services.personas.restore(caller, id, version),
     }),
   ],
 

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { type AuditRow, withAudit } from '../audit/audit.js';
 import type { Database, McpServerOAuthRow } from '../../db/schema.js';
 
 /** How tool servers are signed in to with OAuth (migration 022); every query names the server or the workspace. */
@@ -42,12 +43,14 @@ export function createToolOAuthStore(db: Kysely<Database>) {
     },
 
     /** Changes some columns of an existing row; the next `version`. */
-    async update(serverId: string, patch: Partial<Omit<McpServerOAuthRow, 'server_id' | 'workspace_id' | 'version'>>): Promise<void> {
-      await db
-        .updateTable('mcp_server_oauth')
-        .set((eb) => ({ ...patch, version: eb('version', '+', 1) }))
-        .where('server_id', '=', serverId)
-        .execute();
+    async update(serverId: string, patch: Partial<Omit<McpServerOAuthRow, 'server_id' | 'workspace_id' | 'version'>>, audit?: AuditRow): Promise<void> {
+      await withAudit(db, audit, async (trx) => {
+        await trx
+          .updateTable('mcp_server_oauth')
+          .set((eb) => ({ ...patch, version: eb('version', '+', 1) }))
+          .where('server_id', '=', serverId)
+          .execute();
+      });
     },
 
     /** As `update`, only over the row of `version`; false when it changed meanwhile. */
@@ -111,8 +114,10 @@ export function createToolOAuthStore(db: Kysely<Database>) {
       await db.updateTable('mcp_server_oauth').set({ registering_until_ms: null }).where('server_id', '=', serverId).execute();
     },
 
-    insertPending: (row: { state_hash: string; workspace_id: string; server_id: string; request: string; expires_ms: number }) =>
-      db.insertInto('mcp_server_oauth_pending').values(row).execute(),
+    insertPending: (row: { state_hash: string; workspace_id: string; server_id: string; request: string; expires_ms: number }, audit?: AuditRow) =>
+      withAudit(db, audit, async (trx) => {
+        await trx.insertInto('mcp_server_oauth_pending').values(row).execute();
+      }),
 
     /** Takes a pending request out (it answers once), whatever its age; the caller checks expiry. */
     takePending: (stateHash: string) => db.deleteFrom('mcp_server_oauth_pending').where('state_hash', '=', stateHash).returningAll().executeTakeFirst(),

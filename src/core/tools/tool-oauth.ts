@@ -12,6 +12,7 @@
  * The SDK's client-side OAuth functions do the protocol's steps; this module keeps the state.
  */
 import crypto from 'node:crypto';
+import type { AuditRow } from '../audit/audit.js';
 import type { Logger } from 'pino';
 import type { McpServerOAuthRow, McpServerRow } from '../../db/schema.js';
 import { ConflictError, UpstreamError, ValidationError } from '../../errors.js';
@@ -416,7 +417,8 @@ export function createToolOAuth({ store, cipher, clock, logger }: ToolOAuthDeps)
      * Starts a sign-in: discovery, the client (metadata document, else dynamic registration, or the
      * pre-registered one), PKCE and `state`. Returns the URL to send the admin to.
      */
-    async begin(server: McpServerRow, base: string, guard: AddressGuardOptions): Promise<{ authorizationUrl: string; expiresAt: string }> {
+    /** `audit`: the sign-in's event, written with its pending request. */
+    async begin(server: McpServerRow, base: string, guard: AddressGuardOptions, audit?: AuditRow): Promise<{ authorizationUrl: string; expiresAt: string }> {
       if (server.transport !== 'http' || !server.url) throw new ConflictError('Only http tool servers sign in with OAuth.');
       const sdk = await loadAuthSdk();
       const fetchFn = guardedFetch(guard);
@@ -505,7 +507,7 @@ export function createToolOAuth({ store, cipher, clock, logger }: ToolOAuthDeps)
         server_id: server.id,
         request: cipher.encrypt(JSON.stringify(request), `mcp-oauth-pending:${stateHash}`),
         expires_ms: expires,
-      });
+      }, audit);
       return { authorizationUrl: authorizationUrl.href, expiresAt: new Date(expires).toISOString() };
     },
 
@@ -569,7 +571,7 @@ export function createToolOAuth({ store, cipher, clock, logger }: ToolOAuthDeps)
      * Signs out: the tokens are revoked at the authorization server when it has a revocation
      * endpoint (RFC 7009) and dropped here either way. Returns why revocation failed, or null.
      */
-    async revoke(server: McpServerRow, guard: AddressGuardOptions): Promise<string | null> {
+    async revoke(server: McpServerRow, guard: AddressGuardOptions, audit?: AuditRow): Promise<string | null> {
       const row = await store.find(server.id);
       // Never signed in, or signed out already: nothing to revoke or drop.
       if (!row?.tokens) throw new ConflictError(`${server.name} is not signed in with OAuth.`);
@@ -608,7 +610,7 @@ export function createToolOAuth({ store, cipher, clock, logger }: ToolOAuthDeps)
         expires_ms: null,
         refresh_at_ms: null,
         updated_at: clock.now().toISOString(),
-      });
+      }, audit);
       return failure;
     },
   };

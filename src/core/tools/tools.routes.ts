@@ -51,7 +51,7 @@ export function toolRoutes(ctx: AppContext, base: () => string): FastifyPluginAs
         },
       },
       async (request, reply) => {
-        const server = await tools.createServer(actorOf(request).workspaceId, request.body);
+        const server = await tools.createServer(actorOf(request), request.body);
         return reply.code(201).header('location', `/api/mcp/servers/${server.id}`).send(server);
       },
     );
@@ -80,7 +80,7 @@ export function toolRoutes(ctx: AppContext, base: () => string): FastifyPluginAs
           response: withErrors({ 200: mcpServerSchema }, [404]),
         },
       },
-      async (request) => tools.replaceCredentials(actorOf(request).workspaceId, request.params.id, request.body.credentials),
+      async (request) => tools.replaceCredentials(actorOf(request), request.params.id, request.body.credentials),
     );
 
     app.delete(
@@ -90,7 +90,7 @@ export function toolRoutes(ctx: AppContext, base: () => string): FastifyPluginAs
         schema: { tags, summary: 'Remove an MCP tool server (its client and process are closed)', params: idParams, response: withErrors({ 204: z.undefined().describe('Deleted') }, [404]) },
       },
       async (request, reply) => {
-        await tools.deleteServer(actorOf(request).workspaceId, request.params.id);
+        await tools.deleteServer(actorOf(request), request.params.id);
         return reply.code(204).send();
       },
     );
@@ -110,7 +110,7 @@ export function toolRoutes(ctx: AppContext, base: () => string): FastifyPluginAs
           response: withErrors({ 200: authorizationSchema }, [404, 409, 502]),
         },
       },
-      async (request) => tools.authorize(actorOf(request).workspaceId, request.params.id, base()),
+      async (request) => tools.authorize(actorOf(request), request.params.id, base()),
     );
 
     app.delete(
@@ -126,7 +126,7 @@ export function toolRoutes(ctx: AppContext, base: () => string): FastifyPluginAs
           response: withErrors({ 200: mcpServerSchema }, [404, 409]),
         },
       },
-      async (request) => tools.revokeAuthorization(actorOf(request).workspaceId, request.params.id),
+      async (request) => tools.revokeAuthorization(actorOf(request), request.params.id),
     );
 
     app.get(
@@ -193,7 +193,7 @@ export function toolRoutes(ctx: AppContext, base: () => string): FastifyPluginAs
           response: withErrors({ 200: executionSchema }, [404, 502, 503, 504]),
         },
       },
-      async (request) => tools.execute(actorOf(request).workspaceId, request.body),
+      async (request) => tools.execute(actorOf(request).workspaceId, request.body, undefined, actorOf(request)),
     );
 
     app.get(

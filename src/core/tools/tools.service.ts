@@ -1,4 +1,6 @@
 import { ConfigError } from '../../config.js';
+import type { Actor } from '../auth/actor.js';
+import { auditRow } from '../audit/audit.js';
 import type { McpServerRow, ToolExecutionRow } from '../../db/schema.js';
 import { AppError, ConflictError, ForbiddenError, NotFoundError, ValidationError, UpstreamError, UpstreamTimeoutError } from '../../errors.js';
 import { type AddressGuardOptions, assertPublicUrl } from '../../lib/address-guard.js';
@@ -121,14 +123,15 @@ export function createToolsService({ store, hub, vault, clock, ids, guard, allow
     };
   }
 
-  async function record(row: ToolExecutionRow): Promise<Execution> {
-    await store.insertExecution(row);
+  async function record(row: ToolExecutionRow, actor: Actor | undefined): Promise<Execution> {
+    await store.insertExecution(row, actor && auditRow(ids, clock, actor, { action: 'tool.execute', target: { type: 'tool', id: row.tool_name } }));
     return toExecution(row);
   }
 
   return {
     /** Registers a server; answers with whatever status it reached within the short initial wait. */
-    async createServer(workspaceId: string, input: CreateServerInput): Promise<McpServer> {
+    async createServer(actor: Actor, input: CreateServerInput): Promise<McpServer> {
+      const workspaceId = actor.workspaceId;
       if (input.transport === 'stdio' && !allowStdio) {
         throw new ForbiddenError('Registering a stdio server runs a command on this host: the operator must set SWITCHBOARD_MCP_STDIO=1 (or declare it in SWITCHBOARD_MCP_CONFIG).');
       }
@@ -138,7 +141,8 @@ export function createToolsService({ store, hub, vault, clock, ids, guard, allow
       const now = clock.now().toISOString();
       const row: McpServerRow = { id, workspace_id: workspaceId, ...columns(id, input), origin: 'api', created_at: now, updated_at: now };
       try {
-        await store.insertServer(row);
+        // The event names the server, never its credentials.
+        await store.insertServer(row, auditRow(ids, clock, actor, { action: 'tool_server.create', target: { type: 'tool_server', id } }));
       } catch (err) {
         if (/UNIQUE/.test(String(err))) throw new ConflictError(`An MCP server named "${input.name}" already exists.`);
         throw err;
@@ -161,9 +165,9 @@ export function createToolsService({ store, hub, vault, clock, ids, guard, allow
     },
 
     /** Starts an OAuth sign-in of an http server: the URL to send the admin to (tool-oauth.ts). */
-    async authorize(workspaceId: string, id: string, base: string): Promise<{ authorizationUrl: string; expiresAt: string }> {
-      const row = await findServer(workspaceId, id);
-      return oauth.begin(row, base, guardOf(row));
+    async authorize(actor: Actor, id: string, base: string): Promise<{ authorizationUrl: string; expiresAt: string }> {
+      const row = await findServer(actor.workspaceId, id);
+      return oauth.begin(row, base, guardOf(row), auditRow(ids, clock, actor, { action: 'tool_server.signin', target: { type: 'tool_server', id } }));
     },
 
     /** The authorization server's answer at the callback: the tokens are stored and the server reconnects. */
@@ -173,14 +177,15 @@ export function createToolsService({ store, hub, vault, clock, ids, guard, allow
     },
 
     /** Signs a server out (revoking its tokens where the authorization server allows); it then waits for consent. */
-    async revokeAuthorization(workspaceId: string, id: string): Promise<McpServer> {
-      const row = await findServer(workspaceId, id);
-      await oauth.revoke(row, guardOf(row));
+    async revokeAuthorization(actor: Actor, id: string): Promise<McpServer> {
+      const row = await findServer(actor.workspaceId, id);
+      await oauth.revoke(row, guardOf(row), auditRow(ids, clock, actor, { action: 'tool_server.signout', target: { type: 'tool_server', id } }));
       return signInChanged(row);
     },
 
     /** Replaces every credential (headers stay) and reconnects with them. */
-    async replaceCredentials(workspaceId: string, id: string, credentials: Record<string, string>): Promise<McpServer> {
+    async replaceCredentials(actor: Actor, id: string, credentials: Record<string, string>): Promise<McpServer> {
+      const workspaceId = actor.workspaceId;
       const row = await findServer(workspaceId, id);
       const secrets = vault.open(row.id, row.secrets);
       const missing = missingReferences(secrets.headers, credentials, (h) => [h]);
@@ -191,14 +196,16 @@ export function createToolsService({ store, hub, vault, clock, ids, guard, allow
         credential_names: JSON.stringify(names(credentials)),
         updated_at: clock.now().toISOString(),
       };
-      await store.updateServer(workspaceId, id, { secrets: updated.secrets, credential_names: updated.credential_names, updated_at: updated.updated_at });
+      // `changes` says the credentials were set, never their names' values.
+      const event = auditRow(ids, clock, actor, { action: 'tool_server.credentials', target: { type: 'tool_server', id }, changes: ['credentials'] });
+      await store.updateServer(workspaceId, id, { secrets: updated.secrets, credential_names: updated.credential_names, updated_at: updated.updated_at }, event);
       const state = await hub.restart(updated);
       await changed();
       return toServer(updated, await viewOf(updated), state);
     },
 
-    async deleteServer(workspaceId: string, id: string): Promise<void> {
-      if (!(await store.deleteServer(workspaceId, id))) throw new NotFoundError('MCP server', id);
+    async deleteServer(actor: Actor, id: string): Promise<void> {
+      if (!(await store.deleteServer(actor.workspaceId, id, auditRow(ids, clock, actor, { action: 'tool_server.delete', target: { type: 'tool_server', id } })))) throw new NotFoundError('MCP server', id);
       await hub.drop(id);
       await changed();
     },
@@ -245,7 +252,8 @@ export function createToolsService({ store, hub, vault, clock, ids, guard, allow
      * (502) or timed out (504), which are recorded and then thrown. Unknown tools and invalid
      * parameters throw before anything runs (404, 400) and leave no record.
      */
-    async execute(workspaceId: string, input: ExecuteToolInput, signal?: AbortSignal): Promise<Execution> {
+    /** `actor`: who ran it through the API, recorded as `tool.execute` with its execution record (never its parameters). */
+    async execute(workspaceId: string, input: ExecuteToolInput, signal?: AbortSignal, actor?: Actor): Promise<Execution> {
       const { toolName, action, parameters, monitorExecution } = input;
       const secrets = await hub.secretsFor(workspaceId, toolName);
       const events: ToolEvent[] = [];
@@ -274,10 +282,10 @@ export function createToolsService({ store, hub, vault, clock, ids, guard, allow
         });
         const result = JSON.stringify(scrub(output.result ?? null, secrets));
         const error = output.isError ? scrubText(errorText(output.result), secrets) : null;
-        return await record({ ...base(), status: output.isError ? 'failed' : 'succeeded', result, error });
+        return await record({ ...base(), status: output.isError ? 'failed' : 'succeeded', result, error }, actor);
       } catch (err) {
         if (!(err instanceof UpstreamError || err instanceof UpstreamTimeoutError)) throw err;
-        const execution = await record({ ...base(), status: 'failed', result: null, error: scrubText(err.message, secrets) });
+        const execution = await record({ ...base(), status: 'failed', result: null, error: scrubText(err.message, secrets) }, actor);
         throw withExecution(err, execution.id);
       }
     },

@@ -1,11 +1,15 @@
 import type { Kysely } from 'kysely';
+import { type AuditRow, withAudit } from '../audit/audit.js';
 import type { Database, McpServerRow, ToolExecutionRow } from '../../db/schema.js';
 import { type PageRequest, paginate } from '../../lib/pagination.js';
 
 /** MCP servers and tool executions (API.md §7); every query filters by workspace. */
 export function createToolsStore(db: Kysely<Database>) {
   return {
-    insertServer: (row: McpServerRow) => db.insertInto('mcp_servers').values(row).execute(),
+    insertServer: (row: McpServerRow, audit?: AuditRow) =>
+      withAudit(db, audit, async (trx) => {
+        await trx.insertInto('mcp_servers').values(row).execute();
+      }),
     findServer: (workspaceId: string, id: string) =>
       db.selectFrom('mcp_servers').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
     findServerByName: (workspaceId: string, name: string) =>
@@ -15,16 +19,22 @@ export function createToolsStore(db: Kysely<Database>) {
       db.selectFrom('mcp_servers').selectAll().where('workspace_id', '=', workspaceId).orderBy('created_at').orderBy('id').execute(),
     listServers: (workspaceId: string, page: PageRequest) =>
       paginate(db.selectFrom('mcp_servers').selectAll().where('workspace_id', '=', workspaceId), page),
-    updateServer: (workspaceId: string, id: string, patch: Partial<McpServerRow>) =>
-      db.updateTable('mcp_servers').set(patch).where('workspace_id', '=', workspaceId).where('id', '=', id).execute(),
-    deleteServer: async (workspaceId: string, id: string) => {
-      const r = await db.deleteFrom('mcp_servers').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
-      return Number(r.numDeletedRows) > 0;
-    },
+    updateServer: (workspaceId: string, id: string, patch: Partial<McpServerRow>, audit?: AuditRow) =>
+      withAudit(db, audit, async (trx) => {
+        await trx.updateTable('mcp_servers').set(patch).where('workspace_id', '=', workspaceId).where('id', '=', id).execute();
+      }),
+    deleteServer: (workspaceId: string, id: string, audit?: AuditRow) =>
+      withAudit(db, audit, async (trx) => {
+        const r = await trx.deleteFrom('mcp_servers').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+        return Number(r.numDeletedRows) > 0;
+      }),
     workspaceIdByName: async (name: string) =>
       (await db.selectFrom('workspaces').select('id').where('name', '=', name).executeTakeFirst())?.id,
 
-    insertExecution: (row: ToolExecutionRow) => db.insertInto('tool_executions').values(row).execute(),
+    insertExecution: (row: ToolExecutionRow, audit?: AuditRow) =>
+      withAudit(db, audit, async (trx) => {
+        await trx.insertInto('tool_executions').values(row).execute();
+      }),
     findExecution: (workspaceId: string, id: string) =>
       db.selectFrom('tool_executions').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
     listExecutions: (workspaceId: string, page: PageRequest, toolName?: string) => {

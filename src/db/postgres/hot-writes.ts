@@ -7,6 +7,7 @@ import { sql } from 'kysely';
 import type { ChannelWrites } from '../../business/channels/channels.store.js';
 import { OPEN, SESSION_DELETED } from '../../business/handoffs/handoffs.store.js';
 import type { ChatWrites, ExchangeWrite, NewInteraction } from '../../core/chat/chat.store.js';
+import { insertAudit } from '../../core/audit/audit.js';
 import type { ThreadWrites } from '../../core/openai-compat/openai.store.js';
 import type { HotWrites } from '../backend.js';
 import type { PostgresDb } from './connection.js';
@@ -82,7 +83,7 @@ function chatWrites({ kysely }: PostgresDb, writes: PgWriteGroup): ChatWrites {
   return {
     saveExchange: (write) => writes.batch(exchanges, write),
     recordInteraction: (interaction) => writes.batch(interactions, interaction),
-    deleteSession: (workspaceId, id, at) =>
+    deleteSession: (workspaceId, id, at, audit) =>
       kysely.transaction().execute(async (trx) => {
         // Locks the row: a concurrent exchange's touch waits, then finds it gone.
         const row = await trx.selectFrom('sessions').select('id').where('id', '=', id).where('workspace_id', '=', workspaceId).forUpdate().executeTakeFirst();
@@ -97,6 +98,7 @@ function chatWrites({ kysely }: PostgresDb, writes: PgWriteGroup): ChatWrites {
         await trx.updateTable('interactions').set({ session_id: null, message_id: null, metadata: null }).where('workspace_id', '=', workspaceId).where('session_id', '=', id).execute();
         await trx.updateTable('feedback').set({ session_id: null, message_id: null, comment: null }).where('workspace_id', '=', workspaceId).where('session_id', '=', id).execute();
         await trx.deleteFrom('sessions').where('id', '=', id).where('workspace_id', '=', workspaceId).execute();
+        if (audit) await insertAudit(trx, audit);
         return true;
       }),
   };

@@ -10,8 +10,12 @@ import { SESSION_DELETED } from '../../business/handoffs/handoffs.store.js';
 import type { ChatWrites, ExchangeWrite, NewInteraction } from '../../core/chat/chat.store.js';
 import type { ThreadWrites } from '../../core/openai-compat/openai.store.js';
 import type { HotWrites } from '../backend.js';
+import type { AuditRow } from '../../core/audit/audit.js';
 import type { Db } from '../database.js';
 import type { WriteGroup } from '../write-group.js';
+
+const AUDIT_COLUMNS =
+  'id, workspace_id, at, actor_type, actor_id, actor_name, on_behalf_of, action, target_type, target_id, outcome, request_id, ip, user_agent, changes';
 
 const INTERACTION_COLUMNS =
   'workspace_id, session_id, message_id, persona_id, ab_test_id, variant, channel_id, user_id, model, started_at, latency_ms, ttft_ms, prompt_tokens, completion_tokens, tool_calls, error, metadata, new_session, persona_version, sources';
@@ -50,6 +54,7 @@ function chatWrites({ sqlite }: Db, writes: Group): ChatWrites {
   );
   const deleteSessionStmt = sqlite.prepare('DELETE FROM sessions WHERE id = ? AND workspace_id = ?');
   const sessionExists = sqlite.prepare('SELECT 1 FROM sessions WHERE id = ? AND workspace_id = ?');
+  const insertAuditStmt = sqlite.prepare(`INSERT INTO audit_events (${AUDIT_COLUMNS}) VALUES (${AUDIT_COLUMNS.split(', ').map((c) => `@${c}`).join(', ')})`);
 
   /** The rows of one exchange; false (nothing written) when its existing session is gone. Run inside a transaction. */
   const exchangeRows = (write: ExchangeWrite): boolean => {
@@ -65,19 +70,20 @@ function chatWrites({ sqlite }: Db, writes: Group): ChatWrites {
   };
   const interactionRow = (interaction: NewInteraction): void => void insertInteraction.run({ ...interaction, sources: interaction.sources ?? null });
 
-  const removeSession = sqlite.transaction((workspaceId: string, id: string, at: string): boolean => {
+  const removeSession = sqlite.transaction((workspaceId: string, id: string, at: string, audit: AuditRow | undefined): boolean => {
     if (!sessionExists.get(id, workspaceId)) return false;
     endHandoff.run({ workspace_id: workspaceId, id, at });
     forgetInteractions.run(workspaceId, id);
     forgetFeedback.run(workspaceId, id);
     deleteSessionStmt.run(id, workspaceId);
+    if (audit) insertAuditStmt.run(audit);
     return true;
   });
 
   return {
     saveExchange: (write) => writes.run(() => exchangeRows(write)),
     recordInteraction: (interaction) => writes.run(() => interactionRow(interaction)),
-    deleteSession: async (workspaceId, id, at) => removeSession(workspaceId, id, at),
+    deleteSession: async (workspaceId, id, at, audit) => removeSession(workspaceId, id, at, audit),
   };
 }
 
