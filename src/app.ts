@@ -16,6 +16,7 @@ import { sessionRoutes } from './core/chat/sessions.routes.js';
 import { knowledgeRoutes } from './core/knowledge/knowledge.routes.js';
 import { openAiRoutes } from './core/openai-compat/openai.routes.js';
 import { oauthRoutes, publicBase, resourceMetadataUrlOf, resourceOf } from './core/oauth/oauth.routes.js';
+import { oidcRoutes } from './core/people/oidc.routes.js';
 import { personaRoutes } from './core/personas/personas.routes.js';
 import { teamRoutes } from './business/teams/teams.routes.js';
 import { toolRoutes } from './core/tools/tools.routes.js';
@@ -178,6 +179,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     await open.register(consoleRoutes());
   });
   await app.register(authRoutes(ctx));
+  await app.register(oidcRoutes(ctx, base));
   await app.register(personaRoutes(ctx));
   await app.register(teamRoutes(ctx));
   await app.register(abTestRoutes(ctx));
