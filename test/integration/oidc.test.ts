@@ -166,11 +166,17 @@ describe.each(testBackends())('OIDC sign-in on $kind', (backend) => {
     expect(await roleOf(t, user.id)).toBe('admin');
     const changes = (await events(t, user.id)).filter((e) => e.action === 'member.role');
     expect(changes.map((e) => e.changes)).toEqual(['["role"]']);
+    // A write key of hers, used (and so cached) while she may write.
+    const { key } = await t.ctx.services.auth.createKeyInWorkspace('default', 'ada laptop', ['read', 'write']);
+    await t.ctx.db.kysely.updateTable('api_keys').set({ user_id: user.id }).where('id', '=', key.id).execute();
+    const write = () => t.request({ method: 'POST', url: '/personas', body: { name: 'Ada', instructions: 'Answer briefly.' }, as: key.key });
+    expect((await write()).statusCode).toBe(201);
 
-    // No value maps any more: the default role.
+    // No value maps any more: the default role, and her key is capped by it at once.
     ada.groups = ['unrelated'];
     expect((await signIn(t, 'ada')).statusCode).toBe(302);
     expect(await roleOf(t, user.id)).toBe('viewer');
+    expect((await write()).statusCode).toBe(403);
 
     // The provider changed the e-mail: the subject still finds the same person; nobody new is made.
     const users = await countUsers(t);
