@@ -5,8 +5,10 @@
 // configured issuer, a return address on another origin, an address outside the allowed domains.
 // The role claim decides the default workspace's role at every sign-in; invitations let people in.
 import crypto from 'node:crypto';
+import { Writable } from 'node:stream';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/lib/logger.js';
 import { startOidcProvider, type TestOidcProvider } from '../fakes/oidc-provider.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { testBackends } from '../helpers/postgres.js';
@@ -295,8 +297,15 @@ describe.each(testBackends())('OIDC sign-in on $kind', (backend) => {
 
 describe('OIDC sign-in not configured', () => {
   let t: TestApp;
+  const lines: string[] = [];
   beforeAll(async () => {
-    t = await createTestApp();
+    const logs = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    t = await createTestApp({ overrides: { logger: createLogger('info', logs) } });
   });
   afterAll(async () => t?.close());
 
@@ -305,5 +314,14 @@ describe('OIDC sign-in not configured', () => {
       const body = expectProblem(await t.request({ method: 'GET', url, as: null }), 404, 'not_found');
       expect(body.detail).toMatch(/OIDC sign-in is not configured.*SWITCHBOARD_OIDC_ISSUER/);
     }
+  });
+
+  it('never writes the invitation token, code or state of its URLs into the request log', async () => {
+    await t.request({ method: 'GET', url: '/auth/oidc/start?invitation=invitation-token-in-url', as: null });
+    await t.request({ method: 'GET', url: '/auth/oidc/callback?code=code-in-url&state=state-in-url', as: null });
+    await t.request({ method: 'GET', url: '/personas?limit=1', as: null });
+    // The log is written (another route's request line is there), and holds none of them.
+    expect(lines.some((l) => l.includes('/personas?limit=1'))).toBe(true);
+    expect(lines.filter((l) => /invitation-token-in-url|code-in-url|state-in-url/.test(l))).toEqual([]);
   });
 });

@@ -93,6 +93,8 @@ export function oidcRoutes(ctx: AppContext, base: () => string): FastifyPluginAs
       open.get(
         '/auth/oidc/start',
         {
+          // Fastify's request lines print the URL: here it carries an invitation's token (at the callback, the code and state).
+          logLevel: 'warn',
           schema: {
             tags,
             security: [],
@@ -121,6 +123,7 @@ export function oidcRoutes(ctx: AppContext, base: () => string): FastifyPluginAs
       open.get(
         '/auth/oidc/callback',
         {
+          logLevel: 'warn',
           schema: {
             tags,
             security: [],
