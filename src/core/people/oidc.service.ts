@@ -47,8 +47,6 @@ export function createOidcService({ config, client, store, people, loginSessions
   const { signIn, auditDenied } = createOidcSignIn({ config, store, people, loginSessions, clock, ids });
 
   return {
-    enabled: true as const,
-
     /** A sign-in to send the browser to the provider with; the state goes into the browser's `sb_oidc` cookie. */
     async start(redirectUri: string, returnTo: string, invitation: string | undefined): Promise<{ url: string; state: string }> {
       let request;
@@ -72,9 +70,9 @@ export function createOidcService({ config, client, store, people, loginSessions
     },
 
     /**
-     * The callback (`callbackUrl`: the redirect URI with the provider's query): the browser's cookie state must be the response's, and its sign-in still
-     * waiting (it is taken once); then the provider's answer is checked and the person signed in.
-     * Throws OidcRefusal.
+     * The callback (`callbackUrl`: the redirect URI with the provider's query): the browser's
+     * cookie state must be the response's, and its sign-in still waiting (it is taken once); then
+     * the provider's answer is checked and the person signed in. Throws OidcRefusal.
      */
     async finish(callbackUrl: URL, cookieState: string | undefined, origin: ActorOrigin | undefined): Promise<{ started: StartedSession; returnTo: string }> {
       const state = callbackUrl.searchParams.get('state');
