@@ -20,6 +20,7 @@ import { knowledgeRoutes } from './core/knowledge/knowledge.routes.js';
 import { openAiRoutes } from './core/openai-compat/openai.routes.js';
 import { oauthRoutes, publicBase, resourceMetadataUrlOf, resourceOf } from './core/oauth/oauth.routes.js';
 import { membersRoutes } from './core/people/members.routes.js';
+import { oidcRoutes } from './core/people/oidc.routes.js';
 import { personaRoutes } from './core/personas/personas.routes.js';
 import { teamRoutes } from './business/teams/teams.routes.js';
 import { toolRoutes } from './core/tools/tools.routes.js';
@@ -185,6 +186,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(signInRoutes(ctx));
   await app.register(membersRoutes(ctx, base));
   await app.register(auditRoutes(ctx));
+  await app.register(oidcRoutes(ctx, base));
   await app.register(personaRoutes(ctx));
   await app.register(teamRoutes(ctx));
   await app.register(abTestRoutes(ctx));

@@ -67,6 +67,29 @@ const commaList = z
       .filter(Boolean),
   );
 
+/** Roles OIDC may give: an owner is made by setup or by an owner, never by a provider's claim. */
+const OIDC_ROLES = ['viewer', 'agent', 'editor', 'admin'] as const;
+export type OidcRole = (typeof OIDC_ROLES)[number];
+
+/** `value=role,value=role` (SWITCHBOARD_OIDC_ROLE_MAP): a claim value → the role it gives. */
+const roleMap = z
+  .string()
+  .trim()
+  .transform((v, ctx) => {
+    const map: Record<string, OidcRole> = {};
+    for (const pair of v.split(',').map((s) => s.trim()).filter(Boolean)) {
+      const eq = pair.lastIndexOf('=');
+      const value = eq > 0 ? pair.slice(0, eq).trim() : '';
+      const role = eq > 0 ? pair.slice(eq + 1).trim() : '';
+      if (value === '' || !(OIDC_ROLES as readonly string[]).includes(role)) {
+        ctx.addIssue({ code: 'custom', message: `must be value=role pairs separated by commas, each role one of ${OIDC_ROLES.join(', ')} (e.g. switchboard-admins=admin,staff=editor)` });
+        return z.NEVER;
+      }
+      map[value] = role as OidcRole;
+    }
+    return map;
+  });
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 const envSchema = z.object({
@@ -127,8 +150,19 @@ const envSchema = z.object({
   SWITCHBOARD_SESSION_IDLE_MINUTES: int(5, 525_600).default(720),
   SWITCHBOARD_SESSION_MAX_HOURS: int(1, 8_760).default(168),
   SWITCHBOARD_AUDIT_RETENTION_DAYS: int(1, 36_500).default(365),
+  SWITCHBOARD_OIDC_ISSUER: httpUrl.optional(),
+  SWITCHBOARD_OIDC_CLIENT_ID: optionalString,
+  SWITCHBOARD_OIDC_CLIENT_SECRET: optionalString,
+  SWITCHBOARD_OIDC_DEFAULT_ROLE: z.enum(OIDC_ROLES).optional(),
+  SWITCHBOARD_OIDC_ALLOWED_DOMAINS: commaList
+    .transform((list) => list.map((d) => d.toLowerCase().replace(/^@/, '')))
+    .refine((list) => list.every((d) => /^[a-z0-9.-]+\.[a-z0-9-]+$/.test(d)), 'must be comma-separated e-mail domains, e.g. example.com,example.org'),
+  SWITCHBOARD_OIDC_ROLE_CLAIM: z.string().trim().regex(/^[A-Za-z0-9_:./-]{1,200}$/, 'must be a claim name such as groups or roles').optional(),
+  SWITCHBOARD_OIDC_ROLE_MAP: roleMap.optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
 });
+
+const OIDC_CLIENT = ['SWITCHBOARD_OIDC_ISSUER', 'SWITCHBOARD_OIDC_CLIENT_ID', 'SWITCHBOARD_OIDC_CLIENT_SECRET'] as const;
 
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
@@ -180,7 +214,24 @@ export interface Config {
   signIn: { idleMs: number; maxMs: number };
   /** SWITCHBOARD_AUDIT_RETENTION_DAYS: audit events older than this are deleted. */
   auditRetentionDays: number;
+  /** Sign-in with an OpenID Connect provider (SWITCHBOARD_OIDC_*, docs/people.md#oidc); undefined = off. */
+  oidc: OidcConfig | undefined;
   logLevel: LogLevel;
+}
+
+export interface OidcConfig {
+  /** The provider's issuer identifier (its discovery document is `<issuer>/.well-known/openid-configuration`). */
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  /** The role of a first sign-in without an invitation, in the default workspace; undefined = invitations only. */
+  defaultRole: OidcRole | undefined;
+  /** With `defaultRole`: the e-mail domains (lower-cased) that may join so; empty = any. */
+  allowedDomains: string[];
+  /** The claim whose values give the role in the default workspace at every sign-in; undefined = roles are not synced. */
+  roleClaim: string | undefined;
+  /** Claim value → role; undefined: a value that is a role's name gives that role. */
+  roleMap: Record<string, OidcRole> | undefined;
 }
 
 /**
@@ -208,6 +259,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       message: 'is required with SWITCHBOARD_DATABASE_URL (every instance must use the same key): 32 bytes, base64 or hex, e.g. from `openssl rand -base64 32`',
       when: (payload) => payload.value !== null && typeof payload.value === 'object',
     })
+    // The client is its issuer, id and secret together: two of three is a mistake, not "off".
+    .superRefine((e, ctx) => {
+      const set = OIDC_CLIENT.filter((name) => e[name] !== undefined);
+      if (set.length === 0 || set.length === OIDC_CLIENT.length) return;
+      for (const name of OIDC_CLIENT.filter((n) => e[n] === undefined)) {
+        ctx.addIssue({ code: 'custom', path: [name], message: `is required with ${set.join(' and ')} (OIDC sign-in needs the issuer, client id and client secret)` });
+      }
+    }, { when: (payload) => payload.value !== null && typeof payload.value === 'object' })
     .safeParse(present);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => ({
@@ -253,6 +312,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     discordApiUrl: e.SWITCHBOARD_DISCORD_API_URL,
     signIn: { idleMs: e.SWITCHBOARD_SESSION_IDLE_MINUTES * 60_000, maxMs: e.SWITCHBOARD_SESSION_MAX_HOURS * 3_600_000 },
     auditRetentionDays: e.SWITCHBOARD_AUDIT_RETENTION_DAYS,
+    oidc:
+      e.SWITCHBOARD_OIDC_ISSUER !== undefined && e.SWITCHBOARD_OIDC_CLIENT_ID !== undefined && e.SWITCHBOARD_OIDC_CLIENT_SECRET !== undefined
+        ? {
+            issuer: e.SWITCHBOARD_OIDC_ISSUER,
+            clientId: e.SWITCHBOARD_OIDC_CLIENT_ID,
+            clientSecret: e.SWITCHBOARD_OIDC_CLIENT_SECRET,
+            defaultRole: e.SWITCHBOARD_OIDC_DEFAULT_ROLE,
+            allowedDomains: e.SWITCHBOARD_OIDC_ALLOWED_DOMAINS,
+            roleClaim: e.SWITCHBOARD_OIDC_ROLE_CLAIM,
+            roleMap: e.SWITCHBOARD_OIDC_ROLE_MAP,
+          }
+        : undefined,
     logLevel: e.LOG_LEVEL,
   };
 }
@@ -272,10 +343,12 @@ const NOT_FOR_STDIO = new Set([
   'SWITCHBOARD_MCP_ALLOWED_HOSTS',
   'SWITCHBOARD_PUBLIC_URL',
   'LOG_LEVEL',
+  // Sign-in is the listener's: `switchboard mcp` signs nobody in, and its client entry must not hold the secret.
+  ...Object.keys(envSchema.shape).filter((name) => name.startsWith('SWITCHBOARD_OIDC_')),
 ]);
 
 /** Variables whose values are secrets: a client config that holds them must be kept private. */
-export const SECRET_VARIABLES = ['SWITCHBOARD_SECRET', 'OPENAI_API_KEY', 'SWITCHBOARD_DATABASE_URL'] as const;
+export const SECRET_VARIABLES = ['SWITCHBOARD_SECRET', 'OPENAI_API_KEY', 'SWITCHBOARD_DATABASE_URL', 'SWITCHBOARD_OIDC_CLIENT_SECRET'] as const;
 
 /**
  * The environment an MCP client must give `switchboard mcp` so it acts on the same data, the same

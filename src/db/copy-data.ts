@@ -56,6 +56,7 @@ const TABLES = [
   { name: 'workspaces', key: ['id'], scope: { column: 'id' } },
   { name: 'settings', key: ['key'], scope: 'global' },
   { name: 'users', key: ['id'], scope: 'global' },
+  { name: 'oidc_identities', key: ['issuer', 'subject'], scope: 'global' },
   { name: 'memberships', key: ['workspace_id', 'user_id'], scope: WS },
   { name: 'login_sessions', key: ['id'], scope: WS },
   { name: 'invitations', key: ['id'], scope: WS },
@@ -98,9 +99,9 @@ const TABLES = [
 
 /**
  * Tables that hold no data, only coordination between running instances, or what a client redoes in
- * a minute (an MCP session it reopens, a consent page it asks for again, a tool server's sign-in it starts again, an MCP task it calls again, the failed sign-ins counted for a quarter of an hour): a new database starts without them.
+ * a minute (an MCP session it reopens, a consent page it asks for again, a tool server's sign-in it starts again, an MCP task it calls again, the failed sign-ins counted for a quarter of an hour, an OIDC sign-in under way): a new database starts without them.
  */
-type NotData = 'change_signals' | 'rate_windows' | 'leases' | 'mcp_sessions' | 'oauth_pending' | 'mcp_server_oauth_pending' | 'mcp_tasks' | 'mcp_events' | 'mcp_replies' | 'signin_failures';
+type NotData = 'change_signals' | 'rate_windows' | 'leases' | 'mcp_sessions' | 'oauth_pending' | 'mcp_server_oauth_pending' | 'mcp_tasks' | 'mcp_events' | 'mcp_replies' | 'signin_failures' | 'oidc_pending';
 
 // A table added to schema.ts without a line above (or in NotData) fails to compile here, rather than being left behind.
 type Uncopied = Exclude<keyof Database, (typeof TABLES)[number]['name'] | NotData>;

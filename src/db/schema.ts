@@ -53,6 +53,8 @@ export interface Database {
   invitations: InvitationsTable;
   signin_failures: SigninFailuresTable;
   audit_events: AuditEventsTable;
+  oidc_pending: OidcPendingTable;
+  oidc_identities: OidcIdentitiesTable;
 }
 
 /** Migration 035 (API.md §14): a person, one per e-mail across the installation. */
@@ -906,4 +908,25 @@ export interface HandoffNotificationsTable {
   error: string | null;
   created_at: string;
   sent_at: string | null;
+}
+
+/** Migration 040: an OIDC sign-in sent to the provider, waiting for its callback (ten minutes). */
+export interface OidcPendingTable {
+  /** SHA-256 (hex) of the request's `state` (the `sb_oidc` cookie holds the state itself). */
+  state_hash: string;
+  /** Sealed JSON: the nonce and the PKCE verifier. */
+  request: string;
+  /** Where the browser goes once signed in: a path, or a URL on the public URL's origin. */
+  return_to: string;
+  /** SHA-256 (hex) of the invitation token the sign-in was started with, if any. */
+  invitation_hash: string | null;
+  expires_ms: number;
+}
+
+/** Migration 040: a provider's subject and the user it is. */
+export interface OidcIdentitiesTable {
+  issuer: string;
+  subject: string;
+  user_id: string;
+  created_at: string;
 }

@@ -29,6 +29,8 @@ export const REDACT_PATHS = [
   '*.access_token',
   '*.refresh_token',
   '*.client_secret',
+  // The OIDC client's secret (config.oidc.clientSecret), should a config object ever be logged.
+  '*.clientSecret',
   // MCP tool servers: credentials, the environment and headers they are injected through.
   'credentials',
   'env',

@@ -54,6 +54,9 @@ const LAZY = {
   dom: '/node_modules/linkedom/',
   readability: '/node_modules/@mozilla/readability/',
   csv: '/node_modules/csv-parse/',
+  // OIDC sign-in, at its first use (src/core/people/oidc.client.ts), even when configured.
+  openidClient: '/node_modules/openid-client/',
+  oauth4webapi: '/node_modules/oauth4webapi/',
 };
 
 /** Modules of ours a restart does without: a migration's (only when one is pending, src/db/migrations/index.ts), a document extractor's (at the first file of its kind). */
@@ -98,7 +101,8 @@ describe('modules a server start loads (built server)', () => {
     // The first start migrates the new database; a restart finds it up to date and loads no migration.
     const first = await modulesOf(dataDir, key);
     expect(loads(first, OWN_LAZY.migration)).toBe(true);
-    const modules = await modulesOf(dataDir, key);
+    // OIDC configured (a provider nothing answers at): the client loads at the first sign-in, not at start.
+    const modules = await modulesOf(dataDir, key, async () => {}, { SWITCHBOARD_OIDC_ISSUER: 'http://127.0.0.1:9', SWITCHBOARD_OIDC_CLIENT_ID: 'switchboard', SWITCHBOARD_OIDC_CLIENT_SECRET: 'not-used' });
     // The hook sees the server's own modules (the test would pass vacuously otherwise).
     expect(loads(modules, '/dist/vendor/fastify.js')).toBe(true);
     expect(loads(modules, '/dist/src/app.js')).toBe(true);

@@ -26,7 +26,7 @@ const TABLES = [
   'interactions', 'feedback', 'interaction_tools', 'ab_tests', 'channels', 'channel_inbox', 'channel_conversations', 'channel_messages',
   'mcp_servers', 'mcp_server_oauth', 'tool_executions', 'teams', 'team_members', 'oauth_clients', 'oauth_grants', 'oauth_codes', 'oauth_tokens', 'openai_threads',
   'datasets', 'dataset_cases', 'eval_runs', 'eval_results', 'handoffs', 'handoff_outbox', 'handoff_notifications', 'handoff_desk_threads',
-  'users', 'memberships', 'login_sessions', 'invitations', 'audit_events',
+  'users', 'memberships', 'login_sessions', 'invitations', 'audit_events', 'oidc_identities',
 ];
 
 const WEBHOOK_SECRET = 'webhook-secret-0123456789abcdef';
@@ -264,6 +264,7 @@ describe.skipIf(!postgresUrl())('switchboard copy-data', { timeout: 120_000 }, (
       await k.insertInto('memberships').values({ workspace_id: ws, user_id: 'usr_copy', role: 'editor', joined_at: at }).execute();
       await k.insertInto('login_sessions').values({ id: 'lgn_copy', token_hash: 'session-hash', csrf_hash: 'csrf-hash', user_id: 'usr_copy', workspace_id: ws, method: 'password', ip: null, user_agent: null, created_at: at, last_seen_at: at, expires_at: at, ended_at: null }).execute();
       await k.insertInto('invitations').values({ id: 'inv_copy', workspace_id: ws, purpose: 'invite', email: 'bo@example.com', role: 'agent', token_hash: 'invite-hash', created_by: null, created_at: at, expires_at: at, used_at: null, revoked_at: null }).execute();
+      await k.insertInto('oidc_identities').values({ issuer: 'https://login.example.com', subject: 'ada-subject', user_id: 'usr_copy', created_at: at }).execute();
       await k.insertInto('audit_events').values({ id: 'aud_copy', workspace_id: ws, at, actor_type: 'system', actor_id: 'system', actor_name: 'switchboard', on_behalf_of: null, action: 'member.invite', target_type: 'invitation', target_id: 'inv_copy', outcome: 'success', request_id: null, ip: null, user_agent: null, changes: null }).execute();
 
       // A second workspace with knowledge of its own: search stays per workspace after the move.

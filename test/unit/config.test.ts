@@ -1,6 +1,6 @@
 import os from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, loadConfig, SECRET_VARIABLES, stdioServerEnv } from '../../src/config.js';
 
 describe('loadConfig (API.md §12)', () => {
   it('has the documented defaults with an empty environment', () => {
@@ -137,5 +137,59 @@ describe('loadConfig (API.md §12)', () => {
 
   it('reads empty variables as unset', () => {
     expect(loadConfig({ PORT: '', OPENAI_API_KEY: '' }).model.provider).toBe('offline');
+  });
+
+  it('reads OIDC sign-in: issuer, client id and secret together or none, roles, domains, the role claim and its map', () => {
+    const problems = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+        return [];
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        return (err as ConfigError).problems;
+      }
+    };
+    const client = { SWITCHBOARD_OIDC_ISSUER: 'https://login.example.com/realms/team', SWITCHBOARD_OIDC_CLIENT_ID: 'switchboard', SWITCHBOARD_OIDC_CLIENT_SECRET: 'oidc-secret-value' };
+    expect(loadConfig({}).oidc).toBeUndefined();
+    expect(loadConfig(client).oidc).toEqual({
+      issuer: 'https://login.example.com/realms/team',
+      clientId: 'switchboard',
+      clientSecret: 'oidc-secret-value',
+      defaultRole: undefined,
+      allowedDomains: [],
+      roleClaim: undefined,
+      roleMap: undefined,
+    });
+    expect(
+      loadConfig({
+        ...client,
+        SWITCHBOARD_OIDC_DEFAULT_ROLE: 'agent',
+        SWITCHBOARD_OIDC_ALLOWED_DOMAINS: 'Example.com, @example.org',
+        SWITCHBOARD_OIDC_ROLE_CLAIM: 'groups',
+        SWITCHBOARD_OIDC_ROLE_MAP: 'sb-admins=admin, cn=staff=editor',
+      }).oidc,
+    ).toMatchObject({ defaultRole: 'agent', allowedDomains: ['example.com', 'example.org'], roleClaim: 'groups', roleMap: { 'sb-admins': 'admin', 'cn=staff': 'editor' } });
+    // Two of the three name the missing one; the secret's value is never in the message.
+    const partial = problems({ SWITCHBOARD_OIDC_ISSUER: client.SWITCHBOARD_OIDC_ISSUER, SWITCHBOARD_OIDC_CLIENT_SECRET: 'oidc-secret-value' });
+    expect(partial.map((p) => p.variable)).toEqual(['SWITCHBOARD_OIDC_CLIENT_ID']);
+    expect(JSON.stringify(partial)).not.toContain('oidc-secret-value');
+    expect(problems({ SWITCHBOARD_OIDC_CLIENT_ID: 'x' }).map((p) => p.variable).sort()).toEqual(['SWITCHBOARD_OIDC_CLIENT_SECRET', 'SWITCHBOARD_OIDC_ISSUER']);
+    expect(
+      problems({
+        ...client,
+        SWITCHBOARD_OIDC_ISSUER: 'ldap://x',
+        SWITCHBOARD_OIDC_DEFAULT_ROLE: 'owner',
+        SWITCHBOARD_OIDC_ALLOWED_DOMAINS: 'not a domain',
+        SWITCHBOARD_OIDC_ROLE_CLAIM: 'two words',
+        SWITCHBOARD_OIDC_ROLE_MAP: 'admins=owner',
+        PORT: 'eighty',
+      })
+        .map((p) => p.variable)
+        .sort(),
+    ).toEqual(['PORT', 'SWITCHBOARD_OIDC_ALLOWED_DOMAINS', 'SWITCHBOARD_OIDC_DEFAULT_ROLE', 'SWITCHBOARD_OIDC_ISSUER', 'SWITCHBOARD_OIDC_ROLE_CLAIM', 'SWITCHBOARD_OIDC_ROLE_MAP']);
+    // The client secret is a secret, and `switchboard mcp` (which signs nobody in) is never given it.
+    expect(SECRET_VARIABLES).toContain('SWITCHBOARD_OIDC_CLIENT_SECRET');
+    const env = { ...client, SWITCHBOARD_OIDC_DEFAULT_ROLE: 'viewer', SWITCHBOARD_MODEL: 'm' };
+    expect(Object.keys(stdioServerEnv(env, loadConfig(env))).filter((k) => k.includes('OIDC'))).toEqual([]);
   });
 });
