@@ -910,7 +910,7 @@ export interface HandoffNotificationsTable {
   sent_at: string | null;
 }
 
-/** Migration 040: an OIDC sign-in sent to the provider, waiting for its callback (ten minutes). */
+/** Migration 036: an OIDC sign-in sent to the provider, waiting for its callback (ten minutes). */
 export interface OidcPendingTable {
   /** SHA-256 (hex) of the request's `state` (the `sb_oidc` cookie holds the state itself). */
   state_hash: string;
@@ -923,7 +923,7 @@ export interface OidcPendingTable {
   expires_ms: number;
 }
 
-/** Migration 040: a provider's subject and the user it is. */
+/** Migration 036: a provider's subject and the user it is. */
 export interface OidcIdentitiesTable {
   issuer: string;
   subject: string;

@@ -48,7 +48,7 @@ const MIGRATIONS: Record<string, () => Promise<DialectMigration>> = {
   '033-interaction-sources': () => import('./033-interaction-sources.js'),
   '034-tool-server-registration': () => import('./034-tool-server-registration.js'),
   '035-people': () => import('./035-people.js'),
-  '040-oidc': () => import('./040-oidc.js'),
+  '036-oidc': () => import('./036-oidc.js'),
 };
 
 /**
