@@ -213,7 +213,8 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     index: { keywordBudget: config.search.keywordBudget, cacheBytes: config.search.vectorCacheBytes, ...overrides.index },
   });
   const { db } = backend;
-  const cipher = createCipher(loadSecretKey(config.secret, config.dataDir));
+  const secret = loadSecretKey(config.secret, config.dataDir);
+  const cipher = createCipher(secret);
   // This instance among those on the database: its host and data directory (each instance has its
   // own), the same across its restarts, so a restart takes back at once what a crash left leased.
   const instanceOwner = `${os.hostname()}:${path.resolve(config.dataDir)}`;
@@ -224,7 +225,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
   const auth = createAuthService({ store: createAuthStore(db.kysely), clock, ids, signals: backend.signals });
   const audit = createAuditService({ store: createAuditStore(db.kysely), clock, ids, logger, retentionDays: config.auditRetentionDays });
   const peopleStore = createPeopleStore(db.kysely);
-  const loginSessions = createLoginSessions({ store: peopleStore, clock, ids, idleMs: config.signIn.idleMs, maxMs: config.signIn.maxMs });
+  const loginSessions = createLoginSessions({ secret, store: peopleStore, clock, ids, idleMs: config.signIn.idleMs, maxMs: config.signIn.maxMs });
   const signInStore = createSignInStore(db.kysely);
   const signIn: SignInServices = {
     password: createSignInService({ people: peopleStore, store: signInStore, loginSessions, clock, ids, scrypt: overrides.scrypt }),

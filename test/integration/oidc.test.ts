@@ -135,9 +135,11 @@ describe.each(testBackends())('OIDC sign-in on $kind', (backend) => {
     expect(session.line).toMatch(/; Path=\/; HttpOnly; SameSite=Lax/);
     expect(setCookie(res, 'sb_oidc')!.line).toMatch(/^sb_oidc=; Path=\/auth\/oidc;.*Max-Age=0/);
 
-    // The cookie works over HTTP (a read a viewer may make; /auth/me for people is helper A's), and is this person's session.
-    const read = await t.request({ method: 'GET', url: '/personas', as: null, headers: { cookie: `sb_session=${session.value}` } });
-    expect(read.statusCode, read.body).toBe(200);
+    // The cookie works over HTTP, and the page the redirect lands on gets the session's CSRF token
+    // from GET /auth/me (a redirect carries no body): with it, the person changes things.
+    const me = await t.request({ method: 'GET', url: '/auth/me', as: null, headers: { cookie: `sb_session=${session.value}` } });
+    expect(me.statusCode, me.body).toBe(200);
+    expect(me.json()).toMatchObject({ user: { email: 'ada@example.com' }, role: 'editor', csrfToken: expect.any(String) });
     expect((await t.request({ method: 'GET', url: '/personas', as: null })).statusCode).toBe(401);
     const actor = await t.ctx.services.loginSessions.authenticate(session.value);
     const user = (await userByEmail(t, 'ada@example.com'))!;
@@ -154,6 +156,11 @@ describe.each(testBackends())('OIDC sign-in on $kind', (backend) => {
       ['session.signin', 'success', 'user', 'session', actor!.workspaceId],
     ]);
     expect(audit.find((e) => e.action === 'session.signin')!.target_id).toBe(actor!.loginSessionId);
+    // With the token GET /auth/me gave, the person changes things; without it, not.
+    const write = (csrf?: string) =>
+      t.request({ method: 'POST', url: '/personas', as: null, body: { name: 'From OIDC', instructions: 'Hi.' }, headers: { cookie: `sb_session=${session.value}`, ...(csrf ? { 'x-csrf-token': csrf } : {}) } });
+    expect((await write()).statusCode).toBe(403);
+    expect((await write(me.json().csrfToken)).statusCode).toBe(201);
     expect(await t.ctx.db.kysely.selectFrom('oidc_pending').selectAll().where('state_hash', '=', sha256(cookie.value)).execute()).toEqual([]);
 
     // The same callback again (same URL, same cookie): its sign-in was taken; nobody is signed in.
@@ -287,7 +294,7 @@ describe.each(testBackends())('OIDC sign-in on $kind', (backend) => {
     await t.ctx.db.kysely.updateTable('users').set({ status: 'disabled' }).where('id', '=', user.id).execute();
     try {
       expectPage(await signIn(t, 'ada'), 403, /This account is disabled/);
-      const denied = (await events(t, user.id)).filter((e) => e.outcome === 'denied');
+      const denied = (await events(t, user.id)).filter((e) => e.outcome === 'denied' && e.action !== 'request.denied'); // the first test's write without its CSRF token was a refusal too
       expect(denied.map((e) => [e.action, e.workspace_id])).toEqual([['session.signin', await defaultWorkspace(t)]]);
     } finally {
       await t.ctx.db.kysely.updateTable('users').set({ status: 'active' }).where('id', '=', user.id).execute();

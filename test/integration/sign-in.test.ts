@@ -42,14 +42,14 @@ describe.each(testBackends())('sign-in on $kind', (backend) => {
     expect(signed.body).toEqual({
       user: { id: ann.id, email: 'Ann@Example.com', name: 'Ann', status: 'active', createdAt: expect.any(String), lastSeenAt: clock.now().toISOString() },
       memberships: [{ workspace: { id: ann.workspaceId, name: 'default' }, role: 'editor' }],
-      csrfToken: expect.stringMatching(/^[0-9A-Za-z]{43}$/),
+      csrfToken: expect.stringMatching(/^[0-9A-Za-z_-]{43}$/),
     });
     // HttpOnly, SameSite=Lax, the whole site, until the absolute end; not Secure on an http public URL.
     expect(signed.setCookie).toMatch(/^sb_session=sbs_[0-9A-Za-z]{43}; Path=\/; HttpOnly; SameSite=Lax; Max-Age=7200$/);
 
     const who = await me(signed.headers());
     expect(who.statusCode, who.body).toBe(200);
-    expect(who.json()).toEqual({ user: expect.objectContaining({ id: ann.id }), workspace: { id: ann.workspaceId, name: 'default' }, role: 'editor' });
+    expect(who.json()).toEqual({ user: expect.objectContaining({ id: ann.id }), workspace: { id: ann.workspaceId, name: 'default' }, role: 'editor', csrfToken: signed.csrfToken });
 
     const out = await t.request({ method: 'DELETE', url: '/auth/sessions/current', as: null, headers: signed.headers(true) });
     expect(out.statusCode, out.body).toBe(204);
@@ -249,6 +249,9 @@ describe('sign-in at the HTTP edge', () => {
     const both = await t.request({ method: 'GET', url: '/auth/me', headers: signed.headers() });
     expect(both.json()).toMatchObject({ key: { name: 'bootstrap' }, role: 'owner' });
     expect(both.json().user).toBeUndefined();
+    // The CSRF token is the cookie's alone: a key's answer has none; the cookie's has the sign-in's.
+    expect(both.json().csrfToken).toBeUndefined();
+    expect((await me({ cookie: signed.cookie })).json().csrfToken).toBe(signed.csrfToken);
     // A bad key beside a good cookie is a bad key.
     expectProblem(await t.request({ method: 'GET', url: '/auth/me', as: generateKeySecret(), headers: signed.headers() }), 401, 'unauthorized');
   });

@@ -20,6 +20,12 @@ const TOUCH_MS = 60_000;
 const sha256 = (value: string) => crypto.hash('sha256', value, 'hex');
 
 export interface LoginSessionOptions {
+  /**
+   * The installation's secret (SWITCHBOARD_SECRET or the key file): a session's CSRF token is an
+   * HMAC of its id under a key derived from it, so every instance can give it again (`GET /auth/me`)
+   * to a page that lost it, as after the OIDC redirect, which has no body to carry it.
+   */
+  secret: Buffer;
   store: PeopleStore;
   clock: Clock;
   ids: IdGenerator;
@@ -34,17 +40,20 @@ export interface StartedSession {
   csrfToken: string;
 }
 
-export function createLoginSessions({ store, clock, ids, idleMs, maxMs }: LoginSessionOptions) {
+export function createLoginSessions({ secret, store, clock, ids, idleMs, maxMs }: LoginSessionOptions) {
+  const csrfKey = crypto.createHmac('sha256', secret).update('switchboard sign-in csrf v1').digest();
+  const csrfOf = (sessionId: string) => crypto.createHmac('sha256', csrfKey).update(sessionId).digest('base64url');
   return {
     idleMs,
     maxMs,
     /** A new session for a member of `workspaceId` (the caller has checked the membership). */
     async start(userId: string, workspaceId: string, method: LoginSessionRow['method'], origin: ActorOrigin | undefined, trx?: Parameters<PeopleStore['insertLoginSession']>[1]): Promise<StartedSession> {
       const token = `sbs_${randomBase62(43)}`;
-      const csrfToken = randomBase62(43);
+      const id = ids('lgn');
+      const csrfToken = csrfOf(id);
       const now = clock.now();
       const session: LoginSessionRow = {
-        id: ids('lgn'),
+        id,
         token_hash: sha256(token),
         csrf_hash: sha256(csrfToken),
         user_id: userId,
@@ -82,6 +91,11 @@ export function createLoginSessions({ store, clock, ids, idleMs, maxMs }: LoginS
         loginSessionId: row.id,
         csrfHash: row.csrf_hash,
       };
+    },
+
+    /** The CSRF token of the caller's sign-in session; undefined for a key or grant. */
+    csrfTokenOf(actor: Actor): string | undefined {
+      return actor.loginSessionId === undefined ? undefined : csrfOf(actor.loginSessionId);
     },
 
     /** Whether a request's `X-CSRF-Token` is the session's (compared by hash, in constant time). */

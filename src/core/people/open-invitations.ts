@@ -2,6 +2,7 @@ import type { Config } from '../../config.js';
 import { openBackend } from '../../db/open.js';
 import { systemClock } from '../../lib/clock.js';
 import { randomIds } from '../../lib/ids.js';
+import { loadSecretKey } from '../../lib/cipher.js';
 import { createLogger } from '../../lib/logger.js';
 import { systemActor } from '../auth/actor.js';
 import type { Role } from '../auth/roles.js';
@@ -22,7 +23,7 @@ export async function createUserInvitation(config: Config, input: { workspace: s
     const db = backend.db;
     const store = createMembersStore(db.kysely, db.kind === 'postgres');
     const people = createPeopleStore(db.kysely);
-    const loginSessions = createLoginSessions({ store: people, clock: systemClock, ids: randomIds, idleMs: config.signIn.idleMs, maxMs: config.signIn.maxMs });
+    const loginSessions = createLoginSessions({ secret: loadSecretKey(config.secret, config.dataDir), store: people, clock: systemClock, ids: randomIds, idleMs: config.signIn.idleMs, maxMs: config.signIn.maxMs });
     const invitations = createInvitationsService({ store, people, loginSessions, clock: systemClock, ids: randomIds });
     const ws = await store.workspaceByName(input.workspace);
     if (!ws) throw new AppError('not_found', `Workspace "${input.workspace}" does not exist; see "switchboard workspaces create" (the default one is made at the first start).`);

@@ -47,5 +47,9 @@ export const meSchema = z
     user: userSchema.optional().describe('The person: signed in, or owning the calling key. Absent for a service key.'),
     workspace: z.object({ id: z.string(), name: z.string() }),
     role: roleSchema.describe("The effective role: the person's, capped by the key's scopes; a service key's follows its scopes."),
+    csrfToken: z
+      .string()
+      .optional()
+      .describe('Signed in with the cookie: the session\'s CSRF token, for a page that lost it (after the OIDC redirect, or a reload). Send it as X-CSRF-Token.'),
   })
   .meta({ id: 'Me' });

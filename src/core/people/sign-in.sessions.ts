@@ -104,11 +104,13 @@ export function createMySessions({ people, store, loginSessions, auth, clock, id
       const workspace = await store.workspaceById(caller.workspaceId);
       if (!workspace) throw new NotFoundError('Workspace', caller.workspaceId);
       const key = caller.kind === 'key' ? (await auth.me(caller)).key : undefined;
+      const csrfToken = loginSessions.csrfTokenOf(caller);
       return {
         ...(key ? { key } : {}),
         ...(user ? { user: toUser(user) } : {}),
         workspace: { id: workspace.id, name: workspace.name },
         role: caller.role,
+        ...(csrfToken !== undefined ? { csrfToken } : {}),
       };
     },
   };
