@@ -64,6 +64,9 @@ const ZOD_COMPILERS = { buildValidator: () => validatorCompiler, buildSerializer
   NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']
 >;
 
+/** The query of a route that declares none: no parameter at all. */
+const NO_QUERY = z.strictObject({});
+
 /** Builds the HTTP app on a context. Does not listen: `main.ts` does, tests use inject or a port. */
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const { config, services } = ctx;
@@ -136,10 +139,11 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     });
   }
 
-  // Unknown query parameters are refused everywhere (API.md §1), also on routes that take none.
+  // Unknown query parameters are refused everywhere (API.md §1), also on routes that take none. One
+  // schema for them all: a zod object is immutable, and building one per route cost ~20 ms of a start.
   app.addHook('onRoute', (route) => {
     if (route.schema && !route.schema.hide && route.schema.querystring === undefined) {
-      route.schema = { ...route.schema, querystring: z.strictObject({}) };
+      route.schema = { ...route.schema, querystring: NO_QUERY };
     }
   });
 

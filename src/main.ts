@@ -7,7 +7,6 @@ import { fileURLToPath } from 'node:url';
 // Hence the imports after it.
 module.enableCompileCache();
 const { runCli } = await import('./cli.js');
-const { releaseStartupMemory } = await import('./lib/startup-memory.js');
 
 /** The `switchboard` command. Only this file touches the process: argv, signals, exit codes. */
 const code = await runCli(process.argv.slice(2), {
@@ -45,10 +44,11 @@ const code = await runCli(process.argv.slice(2), {
     // Start-up is over: what only it needed goes back to the OS (~30 MB of young generation). Not at
     // once: the health checks and requests that came with the start are answered first, not after
     // the collection's pause (measured: at once, the first /health waited ~0.1 s for it).
+    // It brings node:v8 and node:vm, which nothing before needs: loaded then, not before /health.
     setTimeout(() => {
       // Written now rather than at exit, so a server that is killed still leaves it for the next start.
       module.flushCompileCache();
-      releaseStartupMemory();
+      void import('./lib/startup-memory.js').then(({ releaseStartupMemory }) => releaseStartupMemory());
     }, 250).unref();
   },
 });

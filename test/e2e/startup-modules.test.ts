@@ -71,6 +71,28 @@ const BUNDLED = ['/node_modules/kysely/', '/node_modules/zod/', '/node_modules/f
 
 const loads = (modules: string[], part: string) => modules.some((url) => url.includes(part));
 
+/**
+ * The built command runs its own code bundled (scripts/bundle-server.mjs): dist/server/'s files, each
+ * holding modules of dist (dist/src/…, dist/vendor/…) as dist/server/modules.json lists them. A file
+ * of it loads, and every module it holds runs (its top level is theirs): the log gains their paths,
+ * so the checks below read as they would for the unbundled modules. A lazily imported module sits in
+ * a file of its own, or in one shared only with other lazy ones.
+ */
+const BUNDLE = path.join(ROOT, 'dist/server');
+function withBundled(log: string[]): string[] {
+  const held = JSON.parse(fs.readFileSync(path.join(BUNDLE, 'modules.json'), 'utf8')) as Record<string, string[]>;
+  const prefix = pathToFileURL(BUNDLE).href + '/';
+  const expanded = log.flatMap((url) => (url.startsWith(prefix) ? (held[url.slice(prefix.length)] ?? []).map((m) => pathToFileURL(path.join(ROOT, 'dist', m)).href) : []));
+  return [...log, ...expanded];
+}
+
+/** The bundle ran, not tsc's modules: of dist/src, only main.js (it turns the compile cache on first) loads by its own path. */
+function expectBundled(log: string[]) {
+  expect(loads(log, '/dist/server/cli.js')).toBe(true);
+  const own = pathToFileURL(path.join(ROOT, 'dist/src')).href + '/';
+  expect(log.filter((url) => url.startsWith(own))).toEqual([pathToFileURL(MAIN).href]);
+}
+
 describe('modules a server start loads (built server)', () => {
   const dirs: string[] = [];
   const stops: Array<() => void> = [];
@@ -91,7 +113,9 @@ describe('modules a server start loads (built server)', () => {
     server.child.kill('SIGTERM');
     await server.exited;
     expect(server.child.exitCode).toBe(0);
-    return fs.readFileSync(logFile, 'utf8').split('\n');
+    const log = fs.readFileSync(logFile, 'utf8').split('\n');
+    expectBundled(log);
+    return withBundled(log);
   }
 
   it('with no channel and the offline model, restarted: no platform SDK, no openai, no MCP server or client, no OpenAPI plugins, no file server, no migration or document extractor', async () => {
@@ -171,7 +195,7 @@ describe('modules a server start loads (built server)', () => {
     expect(loads(modules, LAZY.swagger)).toBe(true);
     expect(loads(modules, LAZY.swaggerUi)).toBe(true);
     // The console's own copy (swagger-ui has another, below its folder).
-    expect(modules).toContain(pathToFileURL(path.join(ROOT, 'node_modules/@fastify/static/index.js')).href);
+    expect(modules).toContain(pathToFileURL(fs.realpathSync(path.join(ROOT, 'node_modules/@fastify/static/index.js'))).href);
   });
   /** Runs the built CLI with the module hook on `dataDir` and answers its exit code, output and the modules it loaded. */
   function cliModules(dataDir: string, args: string[]): { code: number | null; stdout: string; stderr: string; modules: string[] } {
@@ -183,7 +207,9 @@ describe('modules a server start loads (built server)', () => {
       encoding: 'utf8',
       timeout: 30_000,
     });
-    return { code: run.status, stdout: run.stdout, stderr: run.stderr, modules: fs.readFileSync(logFile, 'utf8').split('\n') };
+    const log = fs.readFileSync(logFile, 'utf8').split('\n');
+    expectBundled(log);
+    return { code: run.status, stdout: run.stdout, stderr: run.stderr, modules: withBundled(log) };
   }
 
   it('switchboard --help loads the command line alone: no configuration schema, database, logger or HTTP server', () => {

@@ -117,7 +117,13 @@ export function createToolHub(deps: ToolHubDeps): McpToolHub {
     description: t.description,
     inputSchema: z.toJSONSchema(t.schema, { io: 'input' }) as Record<string, unknown>,
   });
-  const builtinDescriptors = new Map(builtins.map((t) => [t, describe(t)]));
+  // Described (each input schema made JSON Schema) when first listed, not at every start (~20 ms).
+  const builtinDescriptors = new Map<BuiltinTool, ToolDescriptor>();
+  const descriptorOf = (t: BuiltinTool): ToolDescriptor => {
+    let descriptor = builtinDescriptors.get(t);
+    if (descriptor === undefined) builtinDescriptors.set(t, (descriptor = describe(t)));
+    return descriptor;
+  };
   /** The built-ins this workspace has now (a channel tool only while a channel of its type exists). */
   const availableBuiltins = async (workspaceId: string) =>
     (await Promise.all(builtins.map(async (t) => ((await t.available?.(workspaceId)) ?? true ? [t] : [])))).flat();
@@ -223,7 +229,7 @@ export function createToolHub(deps: ToolHubDeps): McpToolHub {
       const external = live.flatMap(({ row, connection }) =>
         connection?.status === 'connected' ? connection.tools.map((t) => describeTool(row.name, t)) : [],
       );
-      return [...(await availableBuiltins(workspaceId)).map((t) => builtinDescriptors.get(t)!), ...external];
+      return [...(await availableBuiltins(workspaceId)).map(descriptorOf), ...external];
     },
 
     async call(workspaceId, toolName, action, parameters, options = {}) {
@@ -306,7 +312,6 @@ export function createToolHub(deps: ToolHubDeps): McpToolHub {
 
     addBuiltin(tool) {
       builtins.push(tool);
-      builtinDescriptors.set(tool, describe(tool));
     },
 
     async close() {
