@@ -44,7 +44,8 @@ export function createApiDocs(options: Pick<FastifyDynamicSwaggerOptions, 'opena
     collect(route) {
       // Left out of the document either way: @fastify/swagger skips HEAD and hidden routes.
       if (route.method === 'HEAD' || route.schema?.hide === true) return;
-      collected.push(route);
+      // As declared now: a later onRoute hook may trim what the live route keeps (src/app.ts).
+      collected.push({ ...route, ...(route.schema ? { schema: { ...route.schema } } : {}) });
     },
     async routes(app) {
       const hidden = { schema: { hide: true } };
