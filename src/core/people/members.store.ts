@@ -6,6 +6,7 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import { type Page, type PageRequest, paginate } from '../../lib/pagination.js';
+import { useInvitation } from './people.store.js';
 
 type Executor = Kysely<Database> | Transaction<Database>;
 export type InvitationRow = Database['invitations'];
@@ -126,23 +127,7 @@ export function createMembersStore(db: Kysely<Database>, onPostgres: boolean) {
         (await trx.updateTable('invitations').set({ revoked_at: atIso }).where('workspace_id', '=', workspaceId).where('id', '=', id).where('used_at', 'is', null).where('revoked_at', 'is', null).executeTakeFirst())
           .numUpdatedRows,
       ) > 0,
-    /**
-     * Uses an invitation, once: one conditional UPDATE, so of two accepts at once exactly one finds
-     * it unused (on PostgreSQL the second waits for the first's row lock, then sees `used_at` set).
-     */
-    useInvitation: async (trx: Transaction<Database>, id: string, nowIso: string) =>
-      Number(
-        (
-          await trx
-            .updateTable('invitations')
-            .set({ used_at: nowIso })
-            .where('id', '=', id)
-            .where('used_at', 'is', null)
-            .where('revoked_at', 'is', null)
-            .where(sql<boolean>`expires_at > ${nowIso}`)
-            .executeTakeFirst()
-        ).numUpdatedRows,
-      ) > 0,
+    useInvitation,
     /** Inserts a user unless one has the e-mail already (an accept of another invitation at the same moment). */
     insertUser: async (trx: Transaction<Database>, row: Database['users']) =>
       Number((await trx.insertInto('users').values(row).onConflict((oc) => oc.column('email_key').doNothing()).executeTakeFirst()).numInsertedOrUpdatedRows ?? 0) > 0,

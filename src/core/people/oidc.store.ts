@@ -1,5 +1,6 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.js';
+import { useInvitation } from './people.store.js';
 
 type Executor = Kysely<Database> | Transaction<Database>;
 export type OidcPendingRow = Database['oidc_pending'];
@@ -42,12 +43,7 @@ export function createOidcStore(db: Kysely<Database>) {
         .orderBy('created_at', 'desc')
         .orderBy('id', 'desc')
         .execute(),
-    /** Marks an invitation used; false when it was used or revoked meanwhile. */
-    useInvitation: async (trx: Executor, id: string, nowIso: string) =>
-      Number(
-        (await trx.updateTable('invitations').set({ used_at: nowIso }).where('id', '=', id).where('used_at', 'is', null).where('revoked_at', 'is', null).executeTakeFirst())
-          .numUpdatedRows,
-      ) === 1,
+    useInvitation,
   };
 }
 

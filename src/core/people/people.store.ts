@@ -19,6 +19,23 @@ export function emailKey(email: string): string {
   return email.trim().toLowerCase();
 }
 
+/**
+ * Uses an invitation or setup link, once: one conditional UPDATE, so of two uses at once exactly one
+ * finds it unused (on PostgreSQL the second waits for the first's row lock, then sees `used_at`
+ * set). False when it was used, revoked or expired meanwhile. Every way of joining calls this one.
+ */
+export async function useInvitation(trx: Executor, id: string, nowIso: string): Promise<boolean> {
+  const res = await trx
+    .updateTable('invitations')
+    .set({ used_at: nowIso })
+    .where('id', '=', id)
+    .where('used_at', 'is', null)
+    .where('revoked_at', 'is', null)
+    .where('expires_at', '>', nowIso)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) > 0;
+}
+
 /** SQL for users, memberships and sign-in sessions. Membership reads name their workspace; users are installation-wide. */
 export function createPeopleStore(db: Kysely<Database>) {
   return {

@@ -1,6 +1,7 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import { type Page, type PageRequest, paginate } from '../../lib/pagination.js';
+import { useInvitation } from './people.store.js';
 
 type Executor = Kysely<Database> | Transaction<Database>;
 export type InvitationRow = Database['invitations'];
@@ -65,20 +66,7 @@ export function createSignInStore(db: Kysely<Database>) {
     lockWorkspace: (trx: Transaction<Database>, workspaceId: string) =>
       trx.updateTable('workspaces').set({ name: sql`name` }).where('id', '=', workspaceId).execute(),
     countUsers: async (trx: Executor) => Number((await trx.selectFrom('users').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n),
-    /** Marks an invitation used, when it still can be: false when used, revoked or expired meanwhile. */
-    useInvitation: async (trx: Executor, id: string, nowIso: string) =>
-      Number(
-        (
-          await trx
-            .updateTable('invitations')
-            .set({ used_at: nowIso })
-            .where('id', '=', id)
-            .where('used_at', 'is', null)
-            .where('revoked_at', 'is', null)
-            .where('expires_at', '>', nowIso)
-            .executeTakeFirst()
-        ).numUpdatedRows,
-      ) > 0,
+    useInvitation,
 
     /** A user's sessions still in use (not ended, neither idle too long nor past their end), newest first. */
     openSessionsOf: (userId: string, nowIso: string, idleSinceIso: string, page: PageRequest): Promise<Page<Database['login_sessions']>> =>
