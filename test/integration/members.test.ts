@@ -269,7 +269,9 @@ describe.each(testBackends())('members, invitations and keys of people (API.md Â
     expect(keys.find((k) => k.id === writer.id)?.status).toBe('revoked');
     expect(keys.find((k) => k.id === reader.id)?.status).toBe('active');
     const adminKeyId = (await t.ctx.services.auth.authenticate(t.adminKey))!.id;
-    expect((await events('key.revoke')).map((e) => [e.target_id, e.actor_id])).toEqual([[writer.id, adminKeyId]]);
+    // One change, one event: the role change names the keys it ended; no key.revoke of its own.
+    expect((await events('member.role')).map((e) => [e.target_id, e.actor_id, e.changes])).toEqual([[ed.userId, adminKeyId, '["role","keys"]']]);
+    expect(await events('key.revoke')).toEqual([]);
   });
 
   it('ends a removed memberâ€™s cookie, keys and OAuth grants at once (401)', async () => {
@@ -293,9 +295,9 @@ describe.each(testBackends())('members, invitations and keys of people (API.md Â
     expect((await t.ctx.db.kysely.selectFrom('oauth_grants').select('revoked_at').where('id', '=', grant.id).executeTakeFirstOrThrow()).revoked_at).not.toBeNull();
     expectProblem(await t.request({ method: 'DELETE', url: `/members/${ed.userId}` }), 404, 'not_found');
     expect((await t.request({ method: 'GET', url: '/members' })).json().data).toEqual([]);
-    expect((await events()).filter((e) => e.action === 'member.remove' || e.action === 'key.revoke').map((e) => [e.action, e.target_id])).toEqual([
-      ['member.remove', ed.userId],
-      ['key.revoke', key.id],
+    // One change, one event: the removal names what ended with it.
+    expect((await events()).filter((e) => e.action === 'member.remove' || e.action === 'key.revoke').map((e) => [e.action, e.target_id, e.changes])).toEqual([
+      ['member.remove', ed.userId, '["sessions","keys","oauthGrants"]'],
     ]);
   });
 });

@@ -38,9 +38,9 @@ export function handoffRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const { workspaceId } = actorOf(request);
-        const session = await ctx.services.sessions.get(workspaceId, request.params.id);
-        const { handoff, created } = await handoffs.open(workspaceId, { id: session.id, persona_id: session.personaId }, 'api', request.body.reason);
+        const actor = actorOf(request);
+        const session = await ctx.services.sessions.get(actor.workspaceId, request.params.id);
+        const { handoff, created } = await handoffs.open(actor.workspaceId, { id: session.id, persona_id: session.personaId }, 'api', request.body.reason, true, undefined, actor);
         return reply.code(created ? 201 : 200).header('location', `/handoffs/${handoff.id}`).send(handoff);
       },
     );

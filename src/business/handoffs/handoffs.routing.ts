@@ -4,6 +4,8 @@
  * sweep (every few seconds on every instance, and safe on all at once) re-offers lapsed offers and
  * offers queued handoffs whose team became available.
  */
+import { auditRow } from '../../core/audit/audit.js';
+import type { Actor } from '../../core/auth/actor.js';
 import type { HandoffRow } from '../../db/schema.js';
 import { ConflictError } from '../../errors.js';
 import { isAvailableNow } from '../teams/availability.js';
@@ -75,13 +77,17 @@ export function createRouting(base: HandoffBase, relay: Relay, posts: DeskPosts)
       reason: string,
       notify = true,
       noticeId?: string,
+      /** Who handed it over through the API or MCP: their `handoff.open` event (a persona's handover is conversation, not audited). */
+      by?: Actor,
     ): Promise<{ handoff: Handoff; created: boolean; notice: string | null }> {
       const persona = await personas.get(workspaceId, session.persona_id);
       if (persona.teamId === null) throw new ConflictError(`Persona ${persona.id} has no team to hand the conversation to; set its teamId.`);
       const team = await teamOf(workspaceId, persona.teamId);
       const at = now();
+      const id = ids('hnd');
+      const event = by && auditRow(ids, clock, by, { action: 'handoff.open', target: { type: 'handoff', id } });
       const { row, created } = await store.open({
-        id: ids('hnd'),
+        id,
         workspace_id: workspaceId,
         session_id: session.id,
         persona_id: persona.id,
@@ -100,7 +106,7 @@ export function createRouting(base: HandoffBase, relay: Relay, posts: DeskPosts)
         created_at: at,
         updated_at: at,
         rev: 0,
-      });
+      }, event);
       if (!created) return { handoff: toHandoff(row, row.status === 'queued' ? nextAvailable(team) : null), created, notice: null };
       const routed = await route(row);
       const nextAt = routed.status === 'queued' ? nextAvailable(team) : null;

@@ -37,15 +37,25 @@ export interface Writes {
 /** Handoffs (issue 29); every query of a caller's filters by workspace. Moves are conditional on the row as read. */
 export function createHandoffStore(db: Kysely<Database>) {
   return {
-    /** Inserts the handoff unless its session already has an open one; answers the open one either way. */
-    async open(row: HandoffRow): Promise<{ row: HandoffRow; created: boolean }> {
-      const inserted = await db
-        .insertInto('handoffs')
-        .values(row)
-        // The partial index's own predicate, as literals: SQLite matches the conflict target by its text.
-        .onConflict((oc) => oc.column('session_id').where(sql<boolean>`status IN ('queued', 'offered', 'accepted')`).doNothing())
-        .executeTakeFirst();
-      if (Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0) return { row, created: true };
+    /**
+     * Inserts the handoff unless its session already has an open one; answers the open one either
+     * way. `audit`: the event of the person who handed it over, written only with a new handoff, in
+     * its insert's transaction.
+     */
+    async open(row: HandoffRow, audit?: AuditRow): Promise<{ row: HandoffRow; created: boolean }> {
+      const insert = async (k: Kysely<Database>) => {
+        const inserted = await k
+          .insertInto('handoffs')
+          .values(row)
+          // The partial index's own predicate, as literals: SQLite matches the conflict target by its text.
+          .onConflict((oc) => oc.column('session_id').where(sql<boolean>`status IN ('queued', 'offered', 'accepted')`).doNothing())
+          .executeTakeFirst();
+        const created = Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0;
+        if (created && audit) await insertAudit(k, audit);
+        return created;
+      };
+      const created = audit ? await db.transaction().execute(insert) : await insert(db);
+      if (created) return { row, created: true };
       const open = await db.selectFrom('handoffs').selectAll().where('session_id', '=', row.session_id).where('status', 'in', OPEN).executeTakeFirstOrThrow();
       return { row: open, created: false };
     },

@@ -254,7 +254,9 @@ export function oauthRoutes(ctx: AppContext, base: () => string): FastifyPluginA
           }
           if (body.decision !== 'allow') return renderConsent(reply, 400, entry, 'Choose Allow or Deny.');
           const chosen = parseScope(body.scope) ?? ['read'];
-          const result = await oauth.approve(entry, body.api_key ?? '', chosen);
+          const ua = request.headers['user-agent'];
+          const origin = { requestId: request.id, ip: request.ip, userAgent: typeof ua === 'string' ? ua.slice(0, 300) : null };
+          const result = await oauth.approve(entry, body.api_key ?? '', chosen, origin);
           if ('answered' in result) return unusable();
           if ('code' in result) {
             reply.header('set-cookie', clear);

@@ -19,7 +19,8 @@ import { NotFoundError } from '../../errors.js';
 import type { Clock } from '../../lib/clock.js';
 import { type IdGenerator, randomBase62 } from '../../lib/ids.js';
 import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
-import type { Actor } from '../auth/actor.js';
+import { auditRow } from '../audit/audit.js';
+import type { Actor, ActorOrigin } from '../auth/actor.js';
 import type { AuthService } from '../auth/auth.service.js';
 import { lowerRole, roleOfScopes } from '../auth/roles.js';
 import { hasScope, type Scope } from '../auth/keys.js';
@@ -227,7 +228,13 @@ export function createOAuthService({ store, auth, clock, ids, metadataDocuments 
      * a few times at most, counted across instances). A request answered twice at once (two
      * instances) gives one code: the other answer finds it gone.
      */
-    async approve(entry: PendingAuthorization, apiKey: string, chosen: OAuthScope[]): Promise<{ code: string } | { retry: boolean; keyScopes?: Scope[] } | { answered: true }> {
+    async approve(
+      entry: PendingAuthorization,
+      apiKey: string,
+      chosen: OAuthScope[],
+      /** The consent form's request (who allowed it, from where), for the `oauth_grant.create` event. */
+      origin?: ActorOrigin,
+    ): Promise<{ code: string } | { retry: boolean; keyScopes?: Scope[] } | { answered: true }> {
       const key = await auth.authenticateCurrent(apiKey.trim());
       if (!key) {
         const attempts = (await store.failPending(entry.id)) ?? PENDING_ATTEMPTS;
@@ -240,18 +247,23 @@ export function createOAuthService({ store, auth, clock, ids, metadataDocuments 
       if (!(await store.deletePending(entry.id))) return { answered: true };
       const grantId = ids('grt');
       const scope = scopeText(scopes);
-      await store.insertGrant({
-        id: grantId,
-        workspace_id: key.workspaceId,
-        key_id: key.id,
-        client_id: entry.client.clientId,
-        client_name: entry.client.name,
-        scope,
-        resource: entry.resource,
-        created_at: nowIso(),
-        last_used_at: null,
-        revoked_at: null,
-      });
+      // The grant is a change a person made (their key lets an application act for them): one
+      // event, with the key as the actor, in the grant's transaction (API.md §14).
+      await store.insertGrant(
+        {
+          id: grantId,
+          workspace_id: key.workspaceId,
+          key_id: key.id,
+          client_id: entry.client.clientId,
+          client_name: entry.client.name,
+          scope,
+          resource: entry.resource,
+          created_at: nowIso(),
+          last_used_at: null,
+          revoked_at: null,
+        },
+        auditRow(ids, clock, origin ? { ...key, origin } : key, { action: 'oauth_grant.create', target: { type: 'oauth_grant', id: grantId } }),
+      );
       const code = `sbc_${randomBase62(43)}`;
       await store.insertCode({
         hash: sha256(code),
@@ -355,7 +367,7 @@ export function createOAuthService({ store, auth, clock, ids, metadataDocuments 
     async deleteGrant(caller: Actor, id: string): Promise<void> {
       const grant = await store.findWorkspaceGrant(caller.workspaceId, id);
       if (!grant) throw new NotFoundError('OAuth grant', id);
-      await store.revokeGrant(id, nowIso());
+      await store.revokeGrant(id, nowIso(), auditRow(ids, clock, caller, { action: 'oauth_grant.revoke', target: { type: 'oauth_grant', id } }));
     },
 
     /** Deletes codes and tokens expired for a day (hourly). */

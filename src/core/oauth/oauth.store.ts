@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database, OAuthCodesTable, OAuthGrantsTable, OAuthPendingTable, OAuthTokensTable } from '../../db/schema.js';
 import { type PageRequest, paginate } from '../../lib/pagination.js';
+import { type AuditRow, insertAudit, withAudit } from '../audit/audit.js';
 
 /** SQL for OAuth clients, grants, codes and tokens. Codes and tokens are found by the hash of their value. */
 export function createOAuthStore(db: Kysely<Database>) {
@@ -34,7 +35,11 @@ export function createOAuthStore(db: Kysely<Database>) {
       return result.numDeletedRows === 1n;
     },
 
-    insertGrant: (row: OAuthGrantsTable) => db.insertInto('oauth_grants').values(row).execute(),
+    /** A new grant, with its audit event in the same transaction. */
+    insertGrant: (row: OAuthGrantsTable, audit?: AuditRow) =>
+      withAudit(db, audit, async (trx) => {
+        await trx.insertInto('oauth_grants').values(row).execute();
+      }),
     findGrant: (id: string) => db.selectFrom('oauth_grants').selectAll().where('id', '=', id).executeTakeFirst(),
     findWorkspaceGrant: (workspaceId: string, id: string) =>
       db
@@ -66,11 +71,17 @@ export function createOAuthStore(db: Kysely<Database>) {
         .where('id', '=', id)
         .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', at)]))
         .execute(),
-    /** Revokes a grant and every token it issued, in one transaction. */
-    revokeGrant: (id: string, at: string) =>
+    /**
+     * Revokes a grant and every token it issued, in one transaction, with `audit` when a person
+     * did it; false (and no event) when it was revoked already.
+     */
+    revokeGrant: (id: string, at: string, audit?: AuditRow) =>
       db.transaction().execute(async (trx) => {
-        await trx.updateTable('oauth_grants').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).execute();
+        const r = await trx.updateTable('oauth_grants').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).executeTakeFirst();
         await trx.updateTable('oauth_tokens').set({ revoked_at: at }).where('grant_id', '=', id).where('revoked_at', 'is', null).execute();
+        if (Number(r.numUpdatedRows) === 0) return false;
+        if (audit) await insertAudit(trx, audit);
+        return true;
       }),
 
     insertCode: (row: OAuthCodesTable) => db.insertInto('oauth_codes').values(row).execute(),

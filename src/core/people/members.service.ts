@@ -2,8 +2,10 @@
  * Members of a workspace (API.md §14): list, change a role, remove. Admins manage members below
  * owner; only an owner grants, changes or removes `owner`; a workspace always keeps one owner.
  * A role that drops revokes at once the person's keys above it; a removal ends all their keys,
- * sign-in sessions and OAuth grants in the workspace. Each change and its audit events share one
- * transaction; the key caches of every instance are cleared after it commits.
+ * sign-in sessions and OAuth grants in the workspace. One change, one audit event (API.md §14), in
+ * the change's transaction: what the change ended with it is named in the event's `changes`
+ * (`keys`, `sessions`, `oauthGrants`), not written as events of its own. The key caches of every
+ * instance are cleared after it commits.
  */
 import type { Transaction } from 'kysely';
 import type { Database } from '../../db/schema.js';
@@ -12,7 +14,7 @@ import type { Clock } from '../../lib/clock.js';
 import type { IdGenerator } from '../../lib/ids.js';
 import { mapPage, type Page, type PageRequest } from '../../lib/pagination.js';
 import type { WriteGate } from '../../lib/write-gate.js';
-import { type AuditRow, createAuditRows, insertAudit } from '../audit/audit.js';
+import { createAuditRows, insertAudit } from '../audit/audit.js';
 import type { Actor } from '../auth/actor.js';
 import type { Scope } from '../auth/keys.js';
 import { atLeast, capScopes, type Role } from '../auth/roles.js';
@@ -70,14 +72,15 @@ export function createMembersService({ store, people, clock, ids, forgetKeys, wr
     }
   }
 
-  /** Revokes `keys` in `trx`, one `key.revoke` event each, caused by `caller`. */
-  async function revokeInTransaction(trx: Transaction<Database>, caller: Actor, keys: { id: string }[], at: string): Promise<string[]> {
+  /**
+   * Revokes `keys` and the OAuth grants resting on them in `trx`; no event of their own: the names
+   * of what ended (`keys`, `oauthGrants`) go into the event of the change that caused it.
+   */
+  async function revokeInTransaction(trx: Transaction<Database>, caller: Actor, keys: { id: string }[], at: string): Promise<{ keyIds: string[]; ended: string[] }> {
     const keyIds = keys.map((k) => k.id);
     await store.revokeKeys(trx, caller.workspaceId, keyIds, at);
-    await store.revokeGrantsOfKeys(trx, caller.workspaceId, keyIds, at);
-    const rows: AuditRow[] = keys.map((k) => audit(caller, { action: 'key.revoke', target: { type: 'key', id: k.id } }));
-    await insertAudit(trx, rows);
-    return keyIds;
+    const grants = await store.revokeGrantsOfKeys(trx, caller.workspaceId, keyIds, at);
+    return { keyIds, ended: [...(keyIds.length > 0 ? ['keys'] : []), ...(grants > 0 ? ['oauthGrants'] : [])] };
   }
 
   return {
@@ -100,14 +103,14 @@ export function createMembersService({ store, people, clock, ids, forgetKeys, wr
         }
         if (current.role === role) return [];
         await store.setRole(trx, caller.workspaceId, userId, role);
-        await insertAudit(trx, audit(caller, { action: 'member.role', target: { type: 'member', id: userId }, changes: ['role'] }));
         // Keys holding a scope the new role does not: revoked now (401 from the next request).
         const keys = await store.unrevokedKeysOf(trx, caller.workspaceId, userId);
         const above = keys.filter((k) => {
           const scopes = JSON.parse(k.scopes) as Scope[];
           return capScopes(scopes, role).length < scopes.length;
         });
-        await revokeInTransaction(trx, caller, above, at);
+        const { ended } = await revokeInTransaction(trx, caller, above, at);
+        await insertAudit(trx, audit(caller, { action: 'member.role', target: { type: 'member', id: userId }, changes: ['role', ...ended] }));
         return keys.map((k) => k.id);
       });
       // Every key of theirs: those kept are capped by the new role, which a cached actor does not know yet.
@@ -129,9 +132,11 @@ export function createMembersService({ store, people, clock, ids, forgetKeys, wr
           await keepAnOwner(trx, caller.workspaceId, userId);
         }
         await store.deleteMembership(trx, caller.workspaceId, userId);
-        await people.endLoginSessionsOf(userId, caller.workspaceId, at, trx);
-        await insertAudit(trx, audit(caller, { action: 'member.remove', target: { type: 'member', id: userId } }));
-        return revokeInTransaction(trx, caller, await store.unrevokedKeysOf(trx, caller.workspaceId, userId), at);
+        const sessions = await people.endLoginSessionsOf(userId, caller.workspaceId, at, trx);
+        const { keyIds, ended } = await revokeInTransaction(trx, caller, await store.unrevokedKeysOf(trx, caller.workspaceId, userId), at);
+        // One event: the membership, and what ended with it.
+        await insertAudit(trx, audit(caller, { action: 'member.remove', target: { type: 'member', id: userId }, changes: [...(sessions > 0 ? ['sessions'] : []), ...ended] }));
+        return keyIds;
       });
       if (revoked.length > 0) await forgetKeys(revoked);
     },

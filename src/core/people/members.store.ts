@@ -94,13 +94,15 @@ export function createMembersStore(db: Kysely<Database>, onPostgres: boolean) {
       await trx.updateTable('api_keys').set({ revoked_at: atIso, previous_hash: null }).where('workspace_id', '=', workspaceId).where('id', 'in', keyIds).where('revoked_at', 'is', null).execute();
     },
     /** Ends the OAuth grants resting on these keys, and their tokens (a revoked key already refuses them; this says so in the rows). */
-    revokeGrantsOfKeys: async (trx: Transaction<Database>, workspaceId: string, keyIds: string[], atIso: string) => {
-      if (keyIds.length === 0) return;
+    /** How many grants it ended. */
+    revokeGrantsOfKeys: async (trx: Transaction<Database>, workspaceId: string, keyIds: string[], atIso: string): Promise<number> => {
+      if (keyIds.length === 0) return 0;
       const grants = await trx.selectFrom('oauth_grants').select('id').where('workspace_id', '=', workspaceId).where('key_id', 'in', keyIds).where('revoked_at', 'is', null).execute();
-      if (grants.length === 0) return;
+      if (grants.length === 0) return 0;
       const ids = grants.map((g) => g.id);
       await trx.updateTable('oauth_grants').set({ revoked_at: atIso }).where('id', 'in', ids).execute();
       await trx.updateTable('oauth_tokens').set({ revoked_at: atIso }).where('grant_id', 'in', ids).where('revoked_at', 'is', null).execute();
+      return ids.length;
     },
 
     insertInvitation: (trx: Executor, row: InvitationRow) => trx.insertInto('invitations').values(row).execute(),
