@@ -188,11 +188,13 @@ describe.each(testBackends())('OIDC sign-in on $kind', (backend) => {
     const write = () => t.request({ method: 'POST', url: '/personas', body: { name: 'Ada', instructions: 'Answer briefly.' }, as: key.key });
     expect((await write()).statusCode).toBe(201);
 
-    // No value maps any more: the default role, and her key is capped by it at once.
+    // No value maps any more: the default role, and her key above it is revoked at once (401), as
+    // when an admin lowers a role; the role change's one event names what ended with it.
     ada.groups = ['unrelated'];
     expect((await signIn(t, 'ada')).statusCode).toBe(302);
     expect(await roleOf(t, user.id)).toBe('viewer');
-    expect((await write()).statusCode).toBe(403);
+    expect((await write()).statusCode).toBe(401);
+    expect((await events(t, user.id)).filter((e) => e.action === 'member.role').map((e) => e.changes)).toEqual(['["role"]', '["role","keys"]']);
 
     // The provider changed the e-mail: the subject still finds the same person; nobody new is made.
     const users = await countUsers(t);

@@ -50,6 +50,34 @@ export function requireOwnerFor(caller: Actor, what: string): void {
   if (!atLeast(caller.role, 'owner')) throw new ForbiddenError(`Only an owner may ${what}; your role is "${caller.role}".`);
 }
 
+/**
+ * Revokes `keys` and the OAuth grants resting on them in `trx`; no event of their own: the names of
+ * what ended (`keys`, `oauthGrants`) go into the event of the change that caused it.
+ */
+async function revokeKeysAndGrants(store: MembersStore, trx: Transaction<Database>, workspaceId: string, keys: { id: string }[], at: string): Promise<{ keyIds: string[]; ended: string[] }> {
+  const keyIds = keys.map((k) => k.id);
+  await store.revokeKeys(trx, workspaceId, keyIds, at);
+  const grants = await store.revokeGrantsOfKeys(trx, workspaceId, keyIds, at);
+  return { keyIds, ended: [...(keyIds.length > 0 ? ['keys'] : []), ...(grants > 0 ? ['oauthGrants'] : [])] };
+}
+
+/**
+ * A person's new role in a workspace, in `trx`, by whatever changed it (an admin, an OIDC role claim):
+ * their keys holding a scope the new role does not are revoked at once (401 from the next request),
+ * with the grants on them. Returns every key of theirs (the caller clears them from every instance's
+ * cache after the commit: those kept are capped by the new role) and the names of what ended.
+ */
+export async function setRoleAndRevokeAbove(store: MembersStore, trx: Transaction<Database>, workspaceId: string, userId: string, role: Role, at: string): Promise<{ keyIds: string[]; ended: string[] }> {
+  await store.setRole(trx, workspaceId, userId, role);
+  const keys = await store.unrevokedKeysOf(trx, workspaceId, userId);
+  const above = keys.filter((k) => {
+    const scopes = JSON.parse(k.scopes) as Scope[];
+    return capScopes(scopes, role).length < scopes.length;
+  });
+  const { ended } = await revokeKeysAndGrants(store, trx, workspaceId, above, at);
+  return { keyIds: keys.map((k) => k.id), ended };
+}
+
 export function createMembersService({ store, people, clock, ids, forgetKeys, writeGate }: MembersServiceDeps) {
   const audit = createAuditRows(ids, clock);
   const nowIso = () => clock.now().toISOString();
@@ -72,15 +100,8 @@ export function createMembersService({ store, people, clock, ids, forgetKeys, wr
     }
   }
 
-  /**
-   * Revokes `keys` and the OAuth grants resting on them in `trx`; no event of their own: the names
-   * of what ended (`keys`, `oauthGrants`) go into the event of the change that caused it.
-   */
   async function revokeInTransaction(trx: Transaction<Database>, caller: Actor, keys: { id: string }[], at: string): Promise<{ keyIds: string[]; ended: string[] }> {
-    const keyIds = keys.map((k) => k.id);
-    await store.revokeKeys(trx, caller.workspaceId, keyIds, at);
-    const grants = await store.revokeGrantsOfKeys(trx, caller.workspaceId, keyIds, at);
-    return { keyIds, ended: [...(keyIds.length > 0 ? ['keys'] : []), ...(grants > 0 ? ['oauthGrants'] : [])] };
+    return revokeKeysAndGrants(store, trx, caller.workspaceId, keys, at);
   }
 
   return {
@@ -102,16 +123,9 @@ export function createMembersService({ store, people, clock, ids, forgetKeys, wr
           await keepAnOwner(trx, caller.workspaceId, userId);
         }
         if (current.role === role) return [];
-        await store.setRole(trx, caller.workspaceId, userId, role);
-        // Keys holding a scope the new role does not: revoked now (401 from the next request).
-        const keys = await store.unrevokedKeysOf(trx, caller.workspaceId, userId);
-        const above = keys.filter((k) => {
-          const scopes = JSON.parse(k.scopes) as Scope[];
-          return capScopes(scopes, role).length < scopes.length;
-        });
-        const { ended } = await revokeInTransaction(trx, caller, above, at);
+        const { keyIds, ended } = await setRoleAndRevokeAbove(store, trx, caller.workspaceId, userId, role, at);
         await insertAudit(trx, audit(caller, { action: 'member.role', target: { type: 'member', id: userId }, changes: ['role', ...ended] }));
-        return keys.map((k) => k.id);
+        return keyIds;
       });
       // Every key of theirs: those kept are capped by the new role, which a cached actor does not know yet.
       if (keysOfTheirs.length > 0) await forgetKeys(keysOfTheirs);

@@ -18,6 +18,7 @@ import { createOidcService, OIDC_PENDING_MS, OidcRefusal } from './oidc.service.
 import { createOidcStore } from './oidc.store.js';
 import { createPeopleStore } from './people.store.js';
 import { secureCookies, setSessionCookie } from './people.http.js';
+import { createMembersStore } from './members.store.js';
 
 export const OIDC_COOKIE = 'sb_oidc';
 const COOKIE_PATH = '/auth/oidc';
@@ -61,6 +62,7 @@ export function oidcRoutes(ctx: AppContext, base: () => string): FastifyPluginAs
         config,
         client: createOidcClient(config),
         store: createOidcStore(ctx.db.kysely),
+        members: createMembersStore(ctx.db.kysely, ctx.db.kind === 'postgres'),
         people,
         loginSessions: ctx.services.loginSessions,
         cipher: ctx.cipher,

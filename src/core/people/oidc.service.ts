@@ -19,6 +19,7 @@ import { type OidcClient, OidcProviderError } from './oidc.client.js';
 import { createOidcSignIn, OidcRefusal } from './oidc.sign-in.js';
 import type { OidcStore } from './oidc.store.js';
 import { emailKey, type PeopleStore } from './people.store.js';
+import type { MembersStore } from './members.store.js';
 
 export { OidcRefusal, roleFromClaim } from './oidc.sign-in.js';
 
@@ -30,6 +31,7 @@ export interface OidcServiceDeps {
   config: OidcConfig;
   client: OidcClient;
   store: OidcStore;
+  members: MembersStore;
   people: PeopleStore;
   loginSessions: LoginSessions;
   cipher: Cipher;
@@ -40,11 +42,11 @@ export interface OidcServiceDeps {
   logger: Logger;
 }
 
-export function createOidcService({ config, client, store, people, loginSessions, cipher, clock, ids, signals, logger }: OidcServiceDeps) {
+export function createOidcService({ config, client, store, members, people, loginSessions, cipher, clock, ids, signals, logger }: OidcServiceDeps) {
   const sealContext = (stateHash: string) => `oidc-pending:${stateHash}`;
   const wanted = ['email', 'email_verified', 'name', ...(config.roleClaim ? [config.roleClaim] : [])];
 
-  const { signIn, auditDenied } = createOidcSignIn({ config, store, people, loginSessions, clock, ids });
+  const { signIn, auditDenied } = createOidcSignIn({ config, store, members, people, loginSessions, clock, ids });
 
   return {
     /** A sign-in to send the browser to the provider with; the state goes into the browser's `sb_oidc` cookie. */

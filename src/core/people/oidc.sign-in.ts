@@ -16,6 +16,8 @@ import { atLeast, type Role, scopesOfRole } from '../auth/roles.js';
 import type { LoginSessions } from './login-sessions.js';
 import type { OidcStore } from './oidc.store.js';
 import { emailKey, type PeopleStore, type UserRow } from './people.store.js';
+import { setRoleAndRevokeAbove } from './members.service.js';
+import type { MembersStore } from './members.store.js';
 
 /** Why a sign-in was refused, for the page the browser is shown; `userId` when the person is known (their workspaces get a `denied` event). */
 export class OidcRefusal extends Error {
@@ -48,6 +50,8 @@ export function roleFromClaim(value: unknown, map: Readonly<Record<string, OidcR
 export interface OidcSignInDeps {
   config: OidcConfig;
   store: OidcStore;
+  /** A role the claim lowers revokes the keys above it, as an admin's change does (members.service.ts). */
+  members: MembersStore;
   people: PeopleStore;
   loginSessions: LoginSessions;
   clock: Clock;
@@ -60,7 +64,7 @@ interface Join {
   invitationId: string | null;
 }
 
-export function createOidcSignIn({ config, store, people, loginSessions, clock, ids }: OidcSignInDeps) {
+export function createOidcSignIn({ config, store, members, people, loginSessions, clock, ids }: OidcSignInDeps) {
   function actorFor(user: Pick<UserRow, 'id' | 'name'>, workspaceId: string, role: Role, origin: ActorOrigin | undefined): Actor {
     return { kind: 'user', id: user.id, name: user.name, workspaceId, role, scopes: scopesOfRole(role), userId: user.id, ...(origin ? { origin } : {}) };
   }
@@ -147,9 +151,9 @@ export function createOidcSignIn({ config, store, people, loginSessions, clock, 
       const current = roles.get(defaultWorkspace)!;
       const role = claimedRole(claims);
       if (current !== 'owner' && role !== current) {
-        await store.setRole(trx, defaultWorkspace, user.id, role);
+        const { ended } = await setRoleAndRevokeAbove(members, trx, defaultWorkspace, user.id, role, now);
         roles.set(defaultWorkspace, role);
-        event(defaultWorkspace, role, { action: 'member.role', target: { type: 'member', id: user.id }, changes: ['role'] });
+        event(defaultWorkspace, role, { action: 'member.role', target: { type: 'member', id: user.id }, changes: ['role', ...ended] });
       }
     }
 

@@ -23,8 +23,6 @@ export function createOidcStore(db: Kysely<Database>) {
     findUserByEmailKey: (trx: Executor, key: string) => trx.selectFrom('users').selectAll().where('email_key', '=', key).executeTakeFirst(),
     memberships: (trx: Executor, userId: string) =>
       trx.selectFrom('memberships').selectAll().where('user_id', '=', userId).orderBy('joined_at').orderBy('workspace_id').execute(),
-    setRole: (trx: Executor, workspaceId: string, userId: string, role: Database['memberships']['role']) =>
-      trx.updateTable('memberships').set({ role }).where('workspace_id', '=', workspaceId).where('user_id', '=', userId).execute(),
     workspaceByName: (trx: Executor, name: string) => trx.selectFrom('workspaces').select('id').where('name', '=', name).executeTakeFirst(),
 
     /** A member's invitation by its token's hash (used, expired or revoked ones too: the caller says which). */
