@@ -53,6 +53,17 @@ export function requiredRole(needed: Requirement): Role {
   return (ROLES as readonly string[]).includes(needed) ? (needed as Role) : ROLE_OF_SCOPE[needed as Scope];
 }
 
+/**
+ * The lowest key or OAuth scope whose role satisfies `needed`: a scope is itself; a role is the first
+ * scope that includes it (`viewer` → `read`, `agent` and `editor` → `write`, `admin` and `owner` →
+ * `admin`: a service key with `admin` acts as owner). What a scope challenge names, since a client
+ * can ask for scopes, not roles.
+ */
+export function lowestScopeFor(needed: Requirement): Scope {
+  const role = requiredRole(needed);
+  return SCOPES.find((s) => atLeast(ROLE_OF_SCOPE[s], role)) ?? 'admin';
+}
+
 /** Whether an actor of `role` may perform an operation requiring `needed`. */
 export function permits(role: Role, needed: Requirement): boolean {
   return atLeast(role, requiredRole(needed));
