@@ -35,14 +35,23 @@ export function roleOfScopes(scopes: readonly Scope[]): Role {
   return 'viewer';
 }
 
-/** The scopes a role may hold (and so may give a key or an OAuth grant). */
+/**
+ * The lowest role that may hold a scope. Not ROLE_OF_SCOPE: an `agent` may hold `write`, because a
+ * person's key (and an OAuth grant on it) acts with its owner's role at every use, never above it:
+ * an agent's `write` key asks personas and works handoffs (the `agent` role, which a read-only key
+ * lacks), and is refused what needs `write` (`editor`). Without it an agent could not act as one
+ * through a key or over MCP.
+ */
+const HOLDER_OF_SCOPE: Record<Scope, Role> = { read: 'viewer', write: 'agent', admin: 'admin' };
+
+/** The scopes a role may hold (and so may give a key or an OAuth grant): viewer read; agent, editor read and write; admin, owner all three. */
 export function scopesOfRole(role: Role): Scope[] {
-  return SCOPES.filter((s) => atLeast(role, ROLE_OF_SCOPE[s]));
+  return SCOPES.filter((s) => atLeast(role, HOLDER_OF_SCOPE[s]));
 }
 
-/** `scopes` without those above `role`. */
+/** `scopes` without those `role` may not hold. */
 export function capScopes(scopes: readonly Scope[], role: Role): Scope[] {
-  return scopes.filter((s) => atLeast(role, ROLE_OF_SCOPE[s]));
+  return scopes.filter((s) => atLeast(role, HOLDER_OF_SCOPE[s]));
 }
 
 /** What an operation requires: a scope (keys' vocabulary, mapped onto its role) or a role. */
