@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createPersona, invitePerson, PERSON_PASSWORD } from '../helpers/factories.js';
 import { callError, callOk, connectInMemory } from '../helpers/mcp.js';
+import { authorize } from '../helpers/oauth.js';
 import { testBackends } from '../helpers/postgres.js';
 import { expectProblem } from '../helpers/problem.js';
 import { listen } from './chat-helpers.js';
@@ -164,6 +165,12 @@ describe.each(testBackends())('members, invitations, audit and the agent role ov
     const edit = await rawCall(agentKey.key, 'create_persona', { name: 'No', instructions: 'x' });
     expect(expectProblem(edit, 403, 'forbidden').detail).toBe('create_persona needs the "write" scope.');
     expect(edit.headers['www-authenticate']).toContain('scope="write"');
+
+    // Its OAuth grant (the scopes `read write`, on the agent's key) is the agent too.
+    const token = (await authorize(origin, agentKey.key, { scope: 'read write' })).saved!.access_token;
+    const viaOAuth = await connect(token);
+    expect((await callOk(viaOAuth, 'ask_persona', { personaId: persona.id, message: 'And over OAuth?' })).sessionId).toMatch(/^ses_/);
+    expectProblem(await rawCall(token, 'create_persona', { name: 'No', instructions: 'x' }), 403, 'forbidden');
   });
 
   it("does not take a person's sign-in cookie on /mcp: 401 with the OAuth challenge, as with no credential", async () => {
