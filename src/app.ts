@@ -213,7 +213,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(openAiRoutes(ctx), { prefix: '/v1' });
   await app.register(toolRoutes(ctx, base));
   await app.register(oauthRoutes(ctx, base));
-  await app.register(mcpRoutes(ctx));
+  await app.register(mcpRoutes(ctx, { publicBase: base }));
 
   app.setNotFoundHandler((request, reply) => sendProblem(reply, new NotFoundError(`Route ${request.method} ${request.url.split('?')[0]}`)));
   return app;

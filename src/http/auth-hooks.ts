@@ -54,7 +54,9 @@ export function registerAuthHooks(app: FastifyInstance, auth: AuthService, sessi
     const token = match?.[1];
     if (!token) {
       // No key: a person's sign-in cookie, when there is one and the header does not try something else.
-      const cookie = request.headers.authorization === undefined ? readCookie(request.headers.cookie, SESSION_COOKIE) : undefined;
+      // Never on `/mcp` (the `oauth: true` route): MCP clients are machines with a key or an OAuth
+      // token, and a browser's ambient cookie must not drive tools there (it is a 401 with the OAuth challenge).
+      const cookie = request.headers.authorization === undefined && config?.oauth !== true ? readCookie(request.headers.cookie, SESSION_COOKIE) : undefined;
       if (cookie === undefined) return done();
       sessions.authenticate(cookie).then((actor) => {
         request.actor = actor;
@@ -91,7 +93,7 @@ export function registerAuthHooks(app: FastifyInstance, auth: AuthService, sessi
       const header = request.headers.authorization;
       const detail =
         header === undefined
-          ? readCookie(request.headers.cookie, SESSION_COOKIE) !== undefined
+          ? readCookie(request.headers.cookie, SESSION_COOKIE) !== undefined && config?.oauth !== true
             ? 'The sign-in session has ended; sign in again (or send "Authorization: Bearer <key>").'
             : 'A valid API key is required: send "Authorization: Bearer <key>".'
           : BEARER.test(header)

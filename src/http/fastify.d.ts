@@ -20,7 +20,7 @@ declare module 'fastify' {
     idempotent?: boolean;
     /** A GET whose answer depends only on stored rows: served from the response cache while they are unchanged. */
     cache?: boolean;
-    /** Also accepts OAuth access tokens for this route's resource (only `/mcp`); a 401 points to its metadata. */
+    /** Also accepts OAuth access tokens for this route's resource (only `/mcp`); a 401 points to its metadata. A sign-in cookie is not read there. */
     oauth?: boolean;
   }
 }

@@ -109,7 +109,8 @@ export const openApiTransform: typeof jsonSchemaTransform = (document) => {
     if (config?.public === true) schema.security = [];
     else {
       const role = requiredRole(requirementOf(method, config));
-      schema.security = [{ bearer: [role] }, { cookie: [role] }];
+      // `/mcp` (oauth: true) does not read the sign-in cookie (auth-hooks.ts): keys and OAuth tokens only.
+      schema.security = config?.oauth === true ? [{ bearer: [role] }] : [{ bearer: [role] }, { cookie: [role] }];
     }
   }
   for (const part of PARAMETER_PARTS) {

@@ -11,6 +11,8 @@ import { chatFeature } from '../core/chat/chat.tools.js';
 import { knowledgeFeature } from '../core/knowledge/knowledge.tools.js';
 import { personaFeature } from '../core/personas/personas.tools.js';
 import { teamFeature } from '../business/teams/teams.tools.js';
+import { auditFeature } from '../core/audit/audit.tools.js';
+import { membersFeature } from '../core/people/members.tools.js';
 import type { McpFeature } from './tool-definition.js';
 
-export const MCP_FEATURES: McpFeature[] = [personaFeature, knowledgeFeature, chatFeature, teamFeature, abTestFeature, analyticsFeature, evaluationFeature, handoffFeature, channelFeature];
+export const MCP_FEATURES: McpFeature[] = [personaFeature, knowledgeFeature, chatFeature, teamFeature, abTestFeature, analyticsFeature, evaluationFeature, handoffFeature, channelFeature, membersFeature, auditFeature];

@@ -22,8 +22,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import type { Actor } from '../core/auth/actor.js';
-import type { Scope } from '../core/auth/keys.js';
-import { permits } from '../core/auth/roles.js';
+import { lowestScopeFor, permits, type Requirement } from '../core/auth/roles.js';
 import { AppError, ForbiddenError, NotFoundError, UnavailableError, ValidationError } from '../errors.js';
 import { actorOf } from '../http/auth-hooks.js';
 import { mcpErrorResponse, withErrors } from '../http/openapi.js';
@@ -37,6 +36,8 @@ export interface McpHttpOptions {
   maxSessions?: number;
   /** Open sessions per key, on all instances; a new one beyond ends that key's least recently used (default 20). */
   maxSessionsPerKey?: number;
+  /** Where clients reach this server (SWITCHBOARD_PUBLIC_URL, else the listen address): the base of links tools hand out (invite_member). */
+  publicBase?: () => string;
 }
 
 /** A session this instance holds: its server and transport. */
@@ -104,16 +105,28 @@ function messagesOf(body: unknown): Message[] {
   return list.filter((m): m is Message => typeof m === 'object' && m !== null);
 }
 
-/** A tools/call the key may not make: 403 with the scope it needs (RFC 6750 `insufficient_scope`, as MCP's scope challenge). */
-async function checkToolScopes(actor: Actor, body: unknown, toolScope: (name: string) => Scope | undefined, audit: AppContext['services']['audit']) {
+/**
+ * A tools/call the key may not make: 403 with the scope it needs (RFC 6750 `insufficient_scope`, as
+ * MCP's scope challenge). A tool may require a role (`agent` to ask a persona or work a handoff,
+ * `admin` for members); the challenge still names an OAuth scope, since that is what a client can
+ * ask for: the lowest scope that satisfies the role (`agent` → `write`, roles.ts lowestScopeFor).
+ * A person's token with that scope may still be refused when the person's own role is lower.
+ */
+async function checkToolScopes(
+  actor: Actor,
+  body: unknown,
+  toolScope: (name: string) => Requirement | undefined,
+  refusal: (name: string, needed: Requirement) => string,
+  audit: AppContext['services']['audit'],
+) {
   for (const message of messagesOf(body)) {
     if (message.method !== 'tools/call' || typeof message.params?.name !== 'string') continue;
     const needed = toolScope(message.params.name);
     if (needed && !permits(actor.role, needed)) {
       // The same event as a refusal inside the MCP server (server.ts callTool).
       await audit.denied(actor, { type: 'mcp_tool', id: message.params.name });
-      throw new AppError('forbidden', `${message.params.name} needs the "${needed}" scope.`, undefined, {
-        'www-authenticate': `Bearer realm="switchboard", error="insufficient_scope", scope="${needed}"`,
+      throw new AppError('forbidden', refusal(message.params.name, needed), undefined, {
+        'www-authenticate': `Bearer realm="switchboard", error="insufficient_scope", scope="${lowestScopeFor(needed)}"`,
       });
     }
   }
@@ -204,7 +217,7 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
     transport.onclose = () => {
       if (held.get(id)?.transport === transport) held.delete(id);
     };
-    const mcp = server.createMcpServer(ctx, actor);
+    const mcp = server.createMcpServer(ctx, actor, undefined, options.publicBase);
     await mcp.connect(transport);
     const session: Held = { id, owner: ownerOf(actor), transport, server: mcp, lastSeen: now(), recorded: !opened };
     held.set(id, session);
@@ -321,7 +334,7 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
   /** The 2026-07-28 endpoint: no session, a server per request for the actor the hooks authenticated. */
   let modernHandler: McpHttpHandler | undefined;
   const modernFor = ({ v2, modern }: McpModules) =>
-    (modernHandler ??= v2.createMcpHandler((rc) => modern.createModernMcpServer(ctx, (rc.authInfo?.extra as { actor: Actor }).actor), { legacy: 'reject' }));
+    (modernHandler ??= v2.createMcpHandler((rc) => modern.createModernMcpServer(ctx, (rc.authInfo?.extra as { actor: Actor }).actor, options.publicBase), { legacy: 'reject' }));
 
   /**
    * Whether a request is of the 2026-07-28 revision, by the SDK's own classification. Asking it costs
@@ -360,7 +373,7 @@ export function mcpRoutes(ctx: AppContext, options: McpHttpOptions = {}): Fastif
     const actor = actorOf(request);
     const modules = await loadMcp();
     const { server } = modules;
-    if (request.method === 'POST') await checkToolScopes(actor, request.body, server.toolScope, ctx.services.audit);
+    if (request.method === 'POST') await checkToolScopes(actor, request.body, server.toolScope, server.toolRefusal, ctx.services.audit);
     if (await isModern(modules, request)) {
       const handler = modernFor(modules);
       const authInfo = { token: '', clientId: ownerOf(actor), scopes: [...actor.scopes], extra: { actor } };

@@ -41,8 +41,8 @@ function resourceError(ctx: AppContext, err: unknown): Error {
   return appError instanceof NotFoundError ? new ResourceNotFoundError(appError.message) : new ProtocolError(ProtocolErrorCode.InternalError, appError.message);
 }
 
-/** A new 2026-07-28 server answering one request as `caller`. */
-export function createModernMcpServer(ctx: AppContext, caller: Actor): McpServer {
+/** A new 2026-07-28 server answering one request as `caller`; `publicBase`: where clients reach this server (ToolInvocation's). */
+export function createModernMcpServer(ctx: AppContext, caller: Actor, publicBase?: () => string): McpServer {
   const mcp = new McpServer(
     { name: 'switchboard', title: 'Switchboard', version: VERSION },
     {
@@ -72,10 +72,10 @@ export function createModernMcpServer(ctx: AppContext, caller: Actor): McpServer
     // Long work for a client that takes tasks: a handle now, the result through tasks/get (tasks.ts).
     if (tool.task && takesTasks(c.mcpReq.envelope)) {
       return (await ctx.services.mcpTasks.start(caller, tool.name, async (signal) => ({
-        result: (await runToolCall(ctx, caller, tool, request.params, signal, async () => {}, undefined, true)) as Record<string, unknown>,
+        result: (await runToolCall(ctx, caller, tool, request.params, signal, async () => {}, undefined, { asTask: true, publicBase })) as Record<string, unknown>,
       }))) as never;
     }
-    return (await runToolCall(ctx, caller, tool, request.params, c.mcpReq.signal, (n) => c.mcpReq.notify(n), ask)) as never;
+    return (await runToolCall(ctx, caller, tool, request.params, c.mcpReq.signal, (n) => c.mcpReq.notify(n), ask, { publicBase })) as never;
   });
 
   // tasks/* only for a client that declares the extension on the request (-32021 otherwise, as the extension says).

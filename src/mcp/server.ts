@@ -19,7 +19,7 @@ import { z } from 'zod';
 import type { Actor } from '../core/auth/actor.js';
 import type { AppContext } from '../context.js';
 import { VERSION } from '../context.js';
-import { permits } from '../core/auth/roles.js';
+import { describeRequirement, permits } from '../core/auth/roles.js';
 import { AppError, ForbiddenError, InternalError, NotFoundError, toToolErrorResult, validationErrorOf, zodFieldErrors } from '../errors.js';
 import { refuseNul, refuseNulId } from '../lib/nul.js';
 import { jsonDepthIssue } from '../lib/json-depth.js';
@@ -69,7 +69,7 @@ export const TOOL_LIST: Tool[] = [...CATALOG.values()].map((t) => ({
   annotations: { title: t.title, ...t.annotations },
 }));
 
-/** The scope a tool needs, for transports that refuse before calling (`/mcp` answers 403); undefined for an unknown tool. */
+/** What a tool needs (a scope or a role), for transports that refuse before calling (`/mcp` answers 403); undefined for an unknown tool. */
 export function toolScope(name: string) {
   return CATALOG.get(name)?.scope;
 }
@@ -81,7 +81,12 @@ export function asAppError(ctx: AppContext, err: unknown, what: string): AppErro
   return new InternalError();
 }
 
-/** Runs one tool call for a caller: scope, argument validation, the handler, the one error mapping. */
+/** The refusal of a tool the caller may not call, the same words over every transport. */
+export function toolRefusal(name: string, needed: McpToolDefinition['scope']): string {
+  return `${name} needs ${describeRequirement(needed)}.`;
+}
+
+/** Runs one tool call for a caller: its requirement (scope or role), argument validation, the handler, the one error mapping. */
 async function callTool(
   ctx: AppContext,
   caller: Actor,
@@ -94,7 +99,7 @@ async function callTool(
   try {
     if (!permits(caller.role, tool.scope)) {
       await ctx.services.audit.denied(caller, { type: 'mcp_tool', id: tool.name });
-      throw new ForbiddenError(`${tool.name} needs the "${tool.scope}" scope.`);
+      throw new ForbiddenError(toolRefusal(tool.name, tool.scope));
     }
     // Over stdio nothing parsed the arguments with a depth limit yet (over /mcp the JSON body parser did).
     const tooDeep = jsonDepthIssue(args);
@@ -132,13 +137,18 @@ export function runToolCall(
   signal: AbortSignal,
   notify: (notification: { method: 'notifications/progress'; params: { progressToken: string | number; progress: number; message: string } }) => Promise<void>,
   before?: (args: unknown, invocation: Omit<ToolInvocation, 'ctx' | 'caller'>) => Promise<CallToolResult | undefined>,
-  /** The call runs as a task (tasks.ts): no progress is sent, and the tool may finish its work first. */
-  asTask = false,
+  options: {
+    /** The call runs as a task (tasks.ts): no progress is sent, and the tool may finish its work first. */
+    asTask?: boolean;
+    /** Where clients reach this server, for links a tool hands out (ToolInvocation.publicBase). */
+    publicBase?: (() => string) | undefined;
+  } = {},
 ): Promise<CallToolResult> {
+  const asTask = options.asTask ?? false;
   const token = asTask ? undefined : params._meta?.progressToken;
   let step = 0;
   const progress = token === undefined ? async () => {} : (message: string) => notify({ method: 'notifications/progress', params: { progressToken: token, progress: ++step, message } });
-  const invocation = { signal, progress, asTask };
+  const invocation = { signal, progress, asTask, publicBase: options.publicBase?.() };
   const call = () => callTool(ctx, caller, tool, params.arguments, invocation, before && ((args) => before(args, invocation)));
   const trace = traceFields(params._meta?.traceparent);
   return trace ? withLogContext(trace, call) : call();
@@ -243,8 +253,8 @@ export function notConfirmed(name: string): CallToolResult {
   return { content: [{ type: 'text', text: `Not done: the user did not confirm ${name}.` }], isError: true };
 }
 
-/** A new MCP server for one connection, acting as `caller`. Never share one across sessions. */
-export function createMcpServer(ctx: AppContext, caller: Actor, features: McpFeature[] = MCP_FEATURES): McpServer {
+/** A new MCP server for one connection, acting as `caller`. Never share one across sessions. `publicBase`: ToolInvocation's. */
+export function createMcpServer(ctx: AppContext, caller: Actor, features: McpFeature[] = MCP_FEATURES, publicBase?: () => string): McpServer {
   const mcp = new McpServer(
     { name: 'switchboard', title: 'Switchboard', version: VERSION },
     { instructions: INSTRUCTIONS, capabilities: { tools: { listChanged: false }, prompts: { listChanged: false } } },
@@ -270,7 +280,7 @@ export function createMcpServer(ctx: AppContext, caller: Actor, features: McpFea
             return confirmed(answer) ? undefined : notConfirmed(tool.name);
           }
         : undefined;
-    return runToolCall(ctx, caller, tool, request.params, extra.signal, (n) => extra.sendNotification(n), ask);
+    return runToolCall(ctx, caller, tool, request.params, extra.signal, (n) => extra.sendNotification(n), ask, { publicBase });
   });
 
   const serving = servingFor(ctx, caller, features, (err) => resourceError(ctx, err));

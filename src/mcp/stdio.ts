@@ -39,11 +39,14 @@ export async function runMcpStdio(config: Config, io: StdioIo): Promise<number> 
     }
     // ask_persona with enableMCPTools reaches the operator's declared tool servers here too.
     await loadDeclaredToolServers(ctx);
+    // Nothing listens here: links a tool hands out (invite_member) need SWITCHBOARD_PUBLIC_URL.
+    const publicUrl = config.publicUrl;
+    const publicBase = publicUrl ? () => publicUrl : undefined;
     // Both eras from one factory (the SDK's v2): a connection that opens with `initialize` is
     // served 2025-11-25 and before by one server for its life; a 2026-07-28 one, request by request.
     let done!: () => void;
     const closed = new Promise<void>((resolve) => (done = resolve));
-    const handle = serveStdio(() => createModernMcpServer(ctx, actor), { transport: new StdioServerTransport(io.stdin, io.stdout) });
+    const handle = serveStdio(() => createModernMcpServer(ctx, actor, publicBase), { transport: new StdioServerTransport(io.stdin, io.stdout) });
     // A client that closes stdin is done.
     let stopping: Promise<void> | undefined;
     const stop = () => (stopping ??= handle.close().finally(done));

@@ -6,7 +6,7 @@
 import type { z } from 'zod';
 import type { AppContext } from '../context.js';
 import type { Actor } from '../core/auth/actor.js';
-import type { Scope } from '../core/auth/keys.js';
+import type { Requirement } from '../core/auth/roles.js';
 
 
 /** What a handler gets besides its arguments. */
@@ -14,6 +14,11 @@ export interface ToolInvocation {
   ctx: AppContext;
   /** Who is calling: the actor the session (HTTP) or process (stdio) authenticated as. */
   caller: Actor;
+  /**
+   * The base URL clients reach this server at (SWITCHBOARD_PUBLIC_URL, else the HTTP listen address),
+   * for links a tool hands out; undefined over stdio without SWITCHBOARD_PUBLIC_URL.
+   */
+  publicBase?: string | undefined;
   /** Aborted when the client cancels the request or goes away. */
   signal: AbortSignal;
   /**
@@ -46,8 +51,14 @@ export interface McpToolDefinition<I extends z.ZodObject = z.ZodObject, O extend
   /** The result's shape; results are returned as `structuredContent` and as JSON text. */
   output: O;
   annotations: ToolAnnotations;
-  /** Scope the caller's key needs: `read` for tools that only look, `write` for those that change data. */
-  scope: Scope;
+  /**
+   * What the caller needs, as the HTTP route of the same operation (the permission table,
+   * core/auth/roles.ts): a scope (`read` for tools that only look, `write` for those that change
+   * data, `admin`) or a role (`agent` for asking a persona and working a handoff, `admin` for
+   * members and the audit log). Checked against the caller's role, so a person's key or grant is
+   * capped by that person's role.
+   */
+  scope: Requirement;
   /**
    * For a tool that cannot be undone: the question a client that can ask its user puts before the
    * call runs (an elicitation; a NotFoundError when there is nothing to ask about). See server-modern.ts.

@@ -7,7 +7,7 @@ import { createTestApp, type TestApp } from '../helpers/app.js';
 import { testBackends } from '../helpers/postgres.js';
 import { startReceiver, type WebhookReceiver } from '../fakes/webhook-receiver.js';
 import { databaseSnapshot } from '../helpers/db-snapshot.js';
-import { addSource, createAbTest, createChannel, createPersona, createTeam } from '../helpers/factories.js';
+import { addSource, createAbTest, createChannel, createPersona, createTeam, invitePerson } from '../helpers/factories.js';
 import { callError, callOk, connectInMemory } from '../helpers/mcp.js';
 import { LOOPBACK_ONLY } from '../helpers/mcp-tools.js';
 import { OFFLINE_ANSWER, REFUND_TEXT, seedSupport } from './chat-helpers.js';
@@ -16,6 +16,7 @@ const TOOLS = [
   'accept_handoff',
   'add_knowledge',
   'ask_persona',
+  'change_member_role',
   'compare_runs',
   'create_ab_test',
   'create_persona',
@@ -27,18 +28,24 @@ const TOOLS = [
   'get_handoff',
   'get_persona',
   'get_session',
+  'invite_member',
+  'list_audit_events',
   'list_channels',
   'list_datasets',
   'list_handoffs',
+  'list_invitations',
   'list_knowledge',
+  'list_members',
   'list_persona_versions',
   'list_personas',
   'list_sessions',
   'list_teams',
   'promote_ab_test',
+  'remove_member',
   'reply_to_handoff',
   'restore_persona_version',
   'return_handoff',
+  'revoke_invitation',
   'run_evaluation',
   'search_knowledge',
   'send_channel_message',
@@ -247,11 +254,18 @@ describe.each(testBackends())('MCP server scopes and workspaces on $kind', (back
     const finished = await createAbTest(t, { personaA: persona.id, personaB: other.id });
     for (const step of ['start', 'stop']) expect((await t.request({ method: 'PUT', url: `/business/ab-tests/${finished.id}/${step}` })).statusCode).toBe(200);
     const channel = await createChannel(t, { type: 'webhook', personaId: persona.id, credentials: { secret: 'webhook-secret-0123456789abcdef', outboundUrl: receiver.url } });
+    const promoted = await invitePerson(t, { email: 'promoted@example.com', role: 'viewer' });
+    const leaving = await invitePerson(t, { email: 'leaving@example.com', role: 'viewer' });
+    const pending = (await t.request({ method: 'POST', url: '/members/invitations', body: { email: 'pending@example.com', role: 'viewer' } })).json().invitation;
     /** A call each tool would carry out for a key that may write (checked below). */
     const calls: Record<string, Record<string, unknown>> = {
       accept_handoff: { id: handoff.id, member: 'ada@example.com' },
       add_knowledge: { kind: 'text', name: 'New', content: 'Fresh text.' },
       ask_persona: { personaId: persona.id, message: 'When do parcels leave?' },
+      change_member_role: { userId: promoted.userId, role: 'editor' },
+      invite_member: { email: 'newcomer@example.com', role: 'agent' },
+      remove_member: { userId: leaving.userId },
+      revoke_invitation: { id: pending.id },
       create_ab_test: { name: 'New test', personaA: persona.id, personaB: other.id },
       create_persona: { name: 'X', instructions: 'Y' },
       delete_knowledge: { id: source.id },
@@ -277,8 +291,15 @@ describe.each(testBackends())('MCP server scopes and workspaces on $kind', (back
     await t.ctx.services.auth.flushUsage();
     // Nothing is written but the refusals' own audit events (API.md §14): one `request.denied` a tool.
     const { audit_events: eventsBefore, ...before } = await databaseSnapshot(t);
+    // Each tool needs what its HTTP route needs: the agent role to ask or work a handoff, admin for members.
+    const needs = (name: string) =>
+      ['ask_persona', 'accept_handoff', 'reply_to_handoff', 'return_handoff'].includes(name)
+        ? 'the "agent" role'
+        : ['change_member_role', 'invite_member', 'remove_member', 'revoke_invitation'].includes(name)
+          ? 'the "admin" role'
+          : 'the "write" scope';
     for (const name of writers) {
-      expect(await callError(reader, name, calls[name]), name).toBe(`Forbidden: ${name} needs the "write" scope.`);
+      expect(await callError(reader, name, calls[name]), name).toBe(`Forbidden: ${name} needs ${needs(name)}.`);
     }
     const { audit_events: eventsAfter, ...after } = await databaseSnapshot(t);
     expect(after).toEqual(before);
@@ -295,14 +316,18 @@ describe.each(testBackends())('MCP server scopes and workspaces on $kind', (back
       accept_handoff: null,
       add_knowledge: ['knowledge.create'],
       ask_persona: [],
+      change_member_role: ['member.role'],
       create_ab_test: ['ab_test.create'],
       create_persona: ['persona.create'],
       delete_knowledge: ['knowledge.delete'],
       delete_persona: ['persona.delete'],
+      invite_member: ['member.invite'],
       promote_ab_test: ['ab_test.promote'],
+      remove_member: ['member.remove'],
       reply_to_handoff: null,
       restore_persona_version: [],
       return_handoff: null,
+      revoke_invitation: ['invitation.revoke'],
       run_evaluation: ['eval_run.create'],
       send_channel_message: ['channel.send'],
       start_ab_test: ['ab_test.start'],
@@ -341,7 +366,10 @@ describe.each(testBackends())('MCP server scopes and workspaces on $kind', (back
       const dataset = (await t.request({ method: 'POST', url: '/datasets', body: { name: `Cases ${word}`, cases: [{ input: `Where is the ${word} crossing?`, mustContain: ['dawn'] }] }, as: key })).json();
       const run = (await t.request({ method: 'POST', url: '/evaluations/runs', body: { datasetId: dataset.id, personaId: persona.id }, as: key })).json();
       await t.ctx.services.evaluations.idle();
+      const member = await invitePerson(t, { email: `member-${word}@example.com`, role: 'editor' }, key);
+      const invitation = (await t.request({ method: 'POST', url: '/members/invitations', body: { email: `invited-${word}@example.com`, role: 'viewer' }, as: key })).json().invitation;
       return {
+        member: member.userId, invitation: invitation.id as string, workspaceId: (await t.request({ method: 'GET', url: '/auth/me', as: key })).json().workspace.id as string,
         key, word, personas: [persona.id, second.id, desk.id].sort(), persona: persona.id, source: source.id as string, session: asked.json().sessionId as string,
         sessions: [asked.json().sessionId as string, handedOver.sessionId as string].sort(),
         abTest: abTest.id, channel: channel.id, team: team.id, dataset: dataset.id as string, run: run.id as string, handoff: handoff.id as string, desk: desk.id as string,
@@ -404,6 +432,19 @@ describe.each(testBackends())('MCP server scopes and workspaces on $kind', (back
           expectNotFound(await callError(client, 'get_evaluation_run', { id: foreign.run }), foreign.run);
           expect((await callOk(client, 'get_evaluation_run', { id: own.run })).status).toBe('completed');
         },
+        list_members: async () => {
+          // (createTeam makes ada@example.com a member of each workspace too.)
+          const members = (await callOk(client, 'list_members')).data.map((m: { userId: string }) => m.userId);
+          expect(members).toContain(own.member);
+          expect(members).not.toContain(foreign.member);
+        },
+        list_invitations: async () => expect(ids(await callOk(client, 'list_invitations'))).toEqual([own.invitation]),
+        list_audit_events: async () => {
+          const events = (await callOk(client, 'list_audit_events', { limit: 100 })).data as Array<{ workspaceId: string; target: { id: string } }>;
+          expect(events.length).toBeGreaterThan(0);
+          expect(new Set(events.map((e) => e.workspaceId))).toEqual(new Set([own.workspaceId]));
+          expect((await callOk(client, 'list_audit_events', { targetId: foreign.member })).data).toEqual([]);
+        },
         compare_runs: async () => {
           expectNotFound(await callError(client, 'compare_runs', { a: own.run, b: foreign.run }), foreign.run);
           expectNotFound(await callError(client, 'compare_runs', { a: foreign.run, b: own.run }), foreign.run);
@@ -432,6 +473,9 @@ describe.each(testBackends())('MCP server scopes and workspaces on $kind', (back
         ['restore_persona_version', { id: foreign.persona, version: 1 }, foreign.persona],
         ['delete_knowledge', { id: foreign.source }, foreign.source],
         ['send_channel_message', { channelId: foreign.channel, to: 'x', message: 'y' }, foreign.channel],
+        ['change_member_role', { userId: foreign.member, role: 'viewer' }, foreign.member],
+        ['remove_member', { userId: foreign.member }, foreign.member],
+        ['revoke_invitation', { id: foreign.invitation }, foreign.invitation],
       ];
       for (const [name, args, id] of writes) expectNotFound(await callError(client, name, args), id);
       expect(await databaseSnapshot(t)).toEqual(before);

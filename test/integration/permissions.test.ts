@@ -21,6 +21,8 @@ interface Operation {
   method: string;
   path: string;
   role: Role | 'public';
+  /** The sign-in cookie is one of its schemes (not on `/mcp`: keys and OAuth tokens only). */
+  cookie: boolean;
 }
 
 /** Every operation of the document with the role its `security` names. */
@@ -32,12 +34,12 @@ function operationsOf(doc: { paths: Record<string, Record<string, { security?: R
       const security = op.security;
       expect(security, `${method} ${p} has no security requirement`).toBeDefined();
       if (security!.length === 0) {
-        out.push({ method: method.toUpperCase(), path: p, role: 'public' });
+        out.push({ method: method.toUpperCase(), path: p, role: 'public', cookie: false });
         continue;
       }
       const roles = new Set(security!.flatMap((s) => Object.values(s).flat()));
       expect(roles.size, `${method} ${p}: ${JSON.stringify(security)}`).toBe(1);
-      out.push({ method: method.toUpperCase(), path: p, role: [...roles][0] as Role });
+      out.push({ method: method.toUpperCase(), path: p, role: [...roles][0] as Role, cookie: security!.some((s) => 'cookie' in s) });
     }
   }
   return out.sort((a, b) => a.path.localeCompare(b.path) || a.method.localeCompare(b.method));
@@ -92,12 +94,18 @@ describe.each(testBackends())('permissions on $kind', { timeout: 180_000 }, (bac
 
   it('refuses every change made with a cookie and no CSRF token, even by an owner', async () => {
     // A session of its own: the matrix above signs its sessions out.
-    const { token } = await t.ctx.services.loginSessions.start('usr_permowner', workspaceId, 'password', undefined);
+    const { token, csrfToken } = await t.ctx.services.loginSessions.start('usr_permowner', workspaceId, 'password', undefined);
     const cookie = `sb_session=${token}`;
     const wrong: string[] = [];
     for (const op of ops) {
       if (op.role === 'public' || op.method === 'GET') continue;
       const res = await t.request({ method: op.method as 'POST', url: urlOf(op.path), as: null, headers: { cookie } });
+      if (!op.cookie) {
+        // Not a credential there at all, with or without the token.
+        const signed = await t.request({ method: op.method as 'POST', url: urlOf(op.path), as: null, headers: { cookie, 'x-csrf-token': csrfToken } });
+        if (res.statusCode !== 401 || signed.statusCode !== 401) wrong.push(`${op.method} ${op.path} takes no cookie: ${res.statusCode}, ${signed.statusCode} with the token`);
+        continue;
+      }
       if (res.statusCode !== 403 || !res.body.includes('X-CSRF-Token')) wrong.push(`${op.method} ${op.path}: ${res.statusCode}`);
       const forged = await t.request({ method: op.method as 'POST', url: urlOf(op.path), as: null, headers: { cookie, 'x-csrf-token': 'not-the-token' } });
       if (forged.statusCode !== 403) wrong.push(`${op.method} ${op.path} with a wrong token: ${forged.statusCode}`);

@@ -4,6 +4,8 @@ import { idInput, pageInput, pageOutput } from '../../mcp/common-schemas.js';
 import { defineTool, type McpFeature, READ_ONLY } from '../../mcp/tool-definition.js';
 import { acceptSchema, endSchema, handoffDetailSchema, handoffMessageSchema, handoffSchema, listHandoffsInputSchema, replySchema } from './handoffs.schemas.js';
 
+/** As the HTTP routes that work a handoff (handoffs.routes.ts): an agent works them; a read-only key cannot, a write key can. */
+const AGENT = 'agent' as const;
 const id = { id: z.string().min(1).max(64).describe("The handoff's id (hnd_…).") };
 const acting =
   'You act as yourself (the person behind the key or grant); naming another `member` (e-mail or user id) needs `admin`. A key that belongs to no person names the member it acts as.';
@@ -38,7 +40,7 @@ export const handoffFeature: McpFeature = {
       input: acceptSchema.extend(id),
       output: handoffSchema,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },
-      scope: 'write',
+      scope: AGENT,
       run: ({ ctx, caller }, { id, member }) => ctx.services.handoffs.accept(caller, id, member),
     }),
     defineTool({
@@ -48,7 +50,7 @@ export const handoffFeature: McpFeature = {
       input: replySchema.extend(id),
       output: handoffMessageSchema,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
-      scope: 'write',
+      scope: AGENT,
       run: ({ ctx, caller }, { id, member, text }) => ctx.services.handoffs.reply(caller, id, member, text),
     }),
     defineTool({
@@ -58,7 +60,7 @@ export const handoffFeature: McpFeature = {
       input: endSchema.extend({ ...id, resolve: z.boolean().default(false).describe('Close it as resolved instead of handing it back.') }),
       output: handoffSchema,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },
-      scope: 'write',
+      scope: AGENT,
       run: ({ ctx, caller }, { id, member, resolve }) => ctx.services.handoffs.end(caller, id, resolve ? 'resolved' : 'returned', member),
     }),
   ],

@@ -35,14 +35,23 @@ export function roleOfScopes(scopes: readonly Scope[]): Role {
   return 'viewer';
 }
 
-/** The scopes a role may hold (and so may give a key or an OAuth grant). */
+/**
+ * The lowest role that may hold a scope. Not ROLE_OF_SCOPE: an `agent` may hold `write`, because a
+ * person's key (and an OAuth grant on it) acts with its owner's role at every use, never above it:
+ * an agent's `write` key asks personas and works handoffs (the `agent` role, which a read-only key
+ * lacks), and is refused what needs `write` (`editor`). Without it an agent could not act as one
+ * through a key or over MCP.
+ */
+const HOLDER_OF_SCOPE: Record<Scope, Role> = { read: 'viewer', write: 'agent', admin: 'admin' };
+
+/** The scopes a role may hold (and so may give a key or an OAuth grant): viewer read; agent, editor read and write; admin, owner all three. */
 export function scopesOfRole(role: Role): Scope[] {
-  return SCOPES.filter((s) => atLeast(role, ROLE_OF_SCOPE[s]));
+  return SCOPES.filter((s) => atLeast(role, HOLDER_OF_SCOPE[s]));
 }
 
-/** `scopes` without those above `role`. */
+/** `scopes` without those `role` may not hold. */
 export function capScopes(scopes: readonly Scope[], role: Role): Scope[] {
-  return scopes.filter((s) => atLeast(role, ROLE_OF_SCOPE[s]));
+  return scopes.filter((s) => atLeast(role, HOLDER_OF_SCOPE[s]));
 }
 
 /** What an operation requires: a scope (keys' vocabulary, mapped onto its role) or a role. */
@@ -51,6 +60,17 @@ export type Requirement = Scope | Role;
 /** The role an operation requires. */
 export function requiredRole(needed: Requirement): Role {
   return (ROLES as readonly string[]).includes(needed) ? (needed as Role) : ROLE_OF_SCOPE[needed as Scope];
+}
+
+/**
+ * The lowest key or OAuth scope whose role satisfies `needed`: a scope is itself; a role is the first
+ * scope that includes it (`viewer` → `read`, `agent` and `editor` → `write`, `admin` and `owner` →
+ * `admin`: a service key with `admin` acts as owner). What a scope challenge names, since a client
+ * can ask for scopes, not roles.
+ */
+export function lowestScopeFor(needed: Requirement): Scope {
+  const role = requiredRole(needed);
+  return SCOPES.find((s) => atLeast(ROLE_OF_SCOPE[s], role)) ?? 'admin';
 }
 
 /** Whether an actor of `role` may perform an operation requiring `needed`. */

@@ -20,7 +20,8 @@ export const chatFeature: McpFeature = {
       }),
       output: answerSchema,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
-      scope: 'write',
+      // As POST /query (chat.routes.ts ASKS): an agent asks; a read-only key cannot, a write key can.
+      scope: 'agent',
       task: true,
       run: async ({ ctx, caller, signal, progress }, { personaId, message, sessionId, enableMCPTools }) => {
         const exchange = await ctx.services.chat.open(caller.workspaceId, { personaId, message, sessionId, enableMCPTools });
