@@ -1,6 +1,7 @@
-import { type FormEvent, type MouseEvent, useCallback, useEffect, useState } from 'react';
-import { ApiError, clearKey, getKey, type Me, onUnauthorized, request, setKey } from './api';
+import { type MouseEvent, useCallback, useEffect, useState } from 'react';
+import { ApiError, type Me, onUnauthorized, request, setCsrfToken } from './api';
 import { AuthContext, makeAuth } from './auth';
+import { InvitePage, SetupPage, SignInPage } from './SignIn';
 import { AbTestsPage } from './pages/AbTests';
 import { AnalyticsPage } from './pages/Analytics';
 import { ChannelsPage } from './pages/Channels';
@@ -26,6 +27,12 @@ const PAGES = [
 ] as const;
 
 const BASE = '/console/';
+/** The pages of a link that signs someone in: they come before any session. */
+const LINK_PAGES = { setup: SetupPage, invite: InvitePage } as const;
+const linkPageOf = (): keyof typeof LINK_PAGES | null => {
+  const slug = location.pathname.startsWith(BASE) ? location.pathname.slice(BASE.length).split('/')[0] : '';
+  return slug === 'setup' || slug === 'invite' ? slug : null;
+};
 const pageOf = () => {
   const slug = location.pathname.startsWith(BASE) ? location.pathname.slice(BASE.length).split('/')[0] : '';
   return PAGES.find((p) => p[0] === slug) ?? PAGES[0];
@@ -34,45 +41,76 @@ const pageOf = () => {
 export function App() {
   const [me, setMe] = useState<Me | null>(null);
   const [reason, setReason] = useState<string | null>(null);
-  const [checking, setChecking] = useState(() => getKey() !== null);
+  const [linkPage, setLinkPage] = useState(linkPageOf);
+  const [checking, setChecking] = useState(() => linkPage === null);
   const [page, setPage] = useState(pageOf);
 
-  const signOut = useCallback((why: string | null) => {
-    clearKey();
+  const signedOut = useCallback((why: string | null) => {
+    setCsrfToken(null);
     setMe(null);
     setReason(why);
   }, []);
 
   useEffect(() => {
-    onUnauthorized((why) => signOut(`Signed out: ${why}`));
+    onUnauthorized((why) => signedOut(`Signed out: ${why}`));
     const onPop = () => setPage(pageOf());
     addEventListener('popstate', onPop);
     return () => removeEventListener('popstate', onPop);
-  }, [signOut]);
+  }, [signedOut]);
 
-  const signIn = useCallback(async (key: string) => {
+  /** Who is signed in, by the cookie: 200 → the console, 401 → the sign-in page. */
+  const loadMe = useCallback(async () => {
     try {
-      const res = await request('GET', '/auth/me', undefined, key);
-      setKey(key);
-      setMe((await res.json()) as Me);
+      const res = await request('GET', '/auth/me', undefined, { quiet: true });
+      const found = (await res.json()) as Me;
+      setCsrfToken(found.csrfToken ?? null);
+      setMe(found);
       setReason(null);
     } catch (e) {
-      clearKey();
-      setReason(e instanceof ApiError ? `Sign-in failed: ${e.message}` : `Sign-in failed: ${String(e)}`);
+      setCsrfToken(null);
+      setMe(null);
+      if (!(e instanceof ApiError && e.status === 401)) setReason(`Could not reach the server: ${e instanceof Error ? e.message : String(e)}`);
     }
   }, []);
 
   useEffect(() => {
-    const key = getKey();
-    if (key) void signIn(key).finally(() => setChecking(false));
-  }, [signIn]);
+    if (linkPage === null) void loadMe().finally(() => setChecking(false));
+  }, [loadMe, linkPage]);
+
+  /** A sign-in, a setup or an accepted invitation answered 201: the cookie is set; on to the console. */
+  const signedIn = useCallback(
+    async (csrfToken: string) => {
+      setCsrfToken(csrfToken);
+      if (linkPage !== null) {
+        // Off the link's page (and its token out of the address bar and history).
+        history.replaceState(null, '', BASE);
+        setLinkPage(null);
+        setPage(pageOf());
+      }
+      await loadMe();
+    },
+    [linkPage, loadMe],
+  );
+
+  const signOut = useCallback(async () => {
+    try {
+      await request('DELETE', '/auth/sessions/current', undefined, { quiet: true });
+    } catch {
+      // Already ended (401): signed out all the same.
+    }
+    signedOut('You signed out.');
+  }, [signedOut]);
 
   useEffect(() => {
-    document.title = me ? `${page[1]} · Switchboard` : 'Sign in · Switchboard';
-  }, [me, page]);
+    document.title = me ? `${page[1]} · Switchboard` : linkPage === 'setup' ? 'Set up · Switchboard' : linkPage === 'invite' ? 'Invitation · Switchboard' : 'Sign in · Switchboard';
+  }, [me, page, linkPage]);
 
-  if (checking) return <p role="status">Checking your key…</p>;
-  if (!me) return <SignIn reason={reason} onSignIn={signIn} />;
+  if (linkPage !== null) {
+    const LinkPage = LINK_PAGES[linkPage];
+    return <LinkPage onSignedIn={signedIn} />;
+  }
+  if (checking) return <p role="status">Checking your sign-in…</p>;
+  if (!me) return <SignInPage reason={reason} onSignedIn={signedIn} />;
 
   const go = (e: MouseEvent<HTMLAnchorElement>, p: (typeof PAGES)[number]) => {
     if (e.metaKey || e.ctrlKey || e.shiftKey || e.button !== 0) return;
@@ -81,15 +119,15 @@ export function App() {
     setPage(p);
   };
   const Page = page[2];
+  const who = me.user ? `${me.user.name} (${me.user.email})` : me.key ? `key ${me.key.name}` : 'unknown';
   return (
     <AuthContext.Provider value={makeAuth(me)}>
       <header className="top">
         <span className="brand">Switchboard</span>
         <span className="who">
-          Workspace <strong>{me.workspace.name}</strong> · key <strong>{me.key.name}</strong> ({me.key.prefix}…) · scopes{' '}
-          <strong>{me.key.scopes.join(', ')}</strong>
+          <strong>{who}</strong> · workspace <strong>{me.workspace.name}</strong> · role <strong>{me.role}</strong>
         </span>
-        <button className="secondary" onClick={() => signOut('You signed out.')}>
+        <button className="secondary" onClick={() => void signOut()}>
           Sign out
         </button>
       </header>
@@ -109,34 +147,5 @@ export function App() {
         <Page key={page[0]} />
       </main>
     </AuthContext.Provider>
-  );
-}
-
-function SignIn({ reason, onSignIn }: { reason: string | null; onSignIn: (key: string) => Promise<void> }) {
-  const [key, setValue] = useState('');
-  const [busy, setBusy] = useState(false);
-  const submit = async (e: FormEvent) => {
-    e.preventDefault();
-    setBusy(true);
-    await onSignIn(key.trim());
-    setBusy(false);
-  };
-  return (
-    <main className="signin">
-      <h1>Sign in to Switchboard</h1>
-      <p>Paste an API key (it starts with sb_). The server printed one when it first started. It is kept in this tab only.</p>
-      {reason && (
-        <p className="problem" role="alert">
-          {reason}
-        </p>
-      )}
-      <form onSubmit={submit}>
-        <label htmlFor="key">API key</label>
-        <input id="key" type="password" autoComplete="off" value={key} onChange={(e) => setValue(e.target.value)} required />
-        <button type="submit" disabled={busy}>
-          Sign in
-        </button>
-      </form>
-    </main>
   );
 }

@@ -1,4 +1,8 @@
-/** The console's only way to the server: the public API, with the key the user signed in with. */
+/**
+ * The console's only way to the server: the public API, with the sign-in session's cookie (HttpOnly,
+ * sent by the browser) and, on every request that changes something, the session's CSRF token. The
+ * token lives in this module's memory only: a reload asks `GET /auth/me` for it again.
+ */
 export interface ProblemField {
   path: string;
   message: string;
@@ -20,10 +24,16 @@ export class ApiError extends Error {
   }
 }
 
-const KEY = 'switchboard.key';
-export const getKey = () => sessionStorage.getItem(KEY);
-export const setKey = (key: string) => sessionStorage.setItem(KEY, key);
-export const clearKey = () => sessionStorage.removeItem(KEY);
+let csrfToken: string | null = null;
+/** Kept from `GET /auth/me` or a sign-in's answer; never written to any browser storage. */
+export const setCsrfToken = (token: string | null) => {
+  csrfToken = token;
+};
+const SAFE = new Set(['GET', 'HEAD', 'OPTIONS']);
+/** The headers a request of `method` adds for the session: `X-CSRF-Token` unless it is a read. */
+export function sessionHeaders(method = 'POST'): Record<string, string> {
+  return !SAFE.has(method.toUpperCase()) && csrfToken ? { 'x-csrf-token': csrfToken } : {};
+}
 
 let unauthorized: (reason: string) => void = () => undefined;
 /** Called on any 401: the app returns to sign-in with the reason. */
@@ -43,19 +53,19 @@ export async function readProblem(res: Response): Promise<Problem> {
   }
 }
 
-export async function request(method: string, path: string, body?: unknown, key = getKey()): Promise<Response> {
-  const headers: Record<string, string> = {};
-  if (key) headers.authorization = `Bearer ${key}`;
+/** `quiet`: a 401 is the caller's to handle (the sign-in pages), not a signal that the session ended. */
+export async function request(method: string, path: string, body?: unknown, opts: { quiet?: boolean } = {}): Promise<Response> {
+  const headers: Record<string, string> = sessionHeaders(method);
   let payload: BodyInit | undefined;
   if (body instanceof FormData) payload = body;
   else if (body !== undefined) {
     headers['content-type'] = 'application/json';
     payload = JSON.stringify(body);
   }
-  const res = await fetch(`/api${path}`, { method, headers, body: payload });
+  const res = await fetch(`/api${path}`, { method, headers, body: payload, credentials: 'same-origin' });
   if (!res.ok) {
     const problem = await readProblem(res);
-    if (res.status === 401) unauthorized(problem.detail ?? 'Your key was refused.');
+    if (res.status === 401 && !opts.quiet) unauthorized(problem.detail ?? 'Your session has ended.');
     throw new ApiError(res.status, problem);
   }
   return res;
@@ -81,8 +91,8 @@ export function upload(path: string, form: FormData, onProgress: (fraction: numb
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
     xhr.open('POST', `/api${path}`);
-    const key = getKey();
-    if (key) xhr.setRequestHeader('authorization', `Bearer ${key}`);
+    xhr.withCredentials = true;
+    for (const [name, value] of Object.entries(sessionHeaders('POST'))) xhr.setRequestHeader(name, value);
     xhr.upload.onprogress = (e) => e.lengthComputable && onProgress(e.loaded / e.total);
     xhr.onerror = () => reject(new ApiError(0, { title: 'Network error', detail: 'The upload did not reach the server.' }));
     xhr.onload = () => {
@@ -94,7 +104,7 @@ export function upload(path: string, form: FormData, onProgress: (fraction: numb
       }
       if (xhr.status >= 200 && xhr.status < 300) return resolve(body);
       const problem = body as Problem;
-      if (xhr.status === 401) unauthorized(problem.detail ?? 'Your key was refused.');
+      if (xhr.status === 401) unauthorized(problem.detail ?? 'Your session has ended.');
       reject(new ApiError(xhr.status, problem));
     };
     xhr.send(form);
@@ -117,9 +127,24 @@ export interface ApiKey {
   lastUsedAt: string | null;
   rotatedAt: string | null;
 }
+export type Role = 'viewer' | 'agent' | 'editor' | 'admin' | 'owner';
+export interface User {
+  id: string;
+  email: string;
+  name: string;
+}
+/** `GET /auth/me`: with the cookie, the person, the session's workspace, their role and the CSRF token. */
 export interface Me {
-  key: ApiKey;
+  key?: ApiKey;
+  user?: User;
   workspace: { id: string; name: string };
+  role: Role;
+  csrfToken?: string;
+}
+/** `GET /auth/methods`: what the sign-in page may offer. */
+export interface SignInMethods {
+  password: true;
+  oidc: { name: string; startUrl: string } | null;
 }
 export interface Persona {
   id: string;

@@ -1,11 +1,19 @@
 import { createContext, useContext } from 'react';
-import type { Me, Scope } from './api';
+import type { Me, Role, Scope } from './api';
+
+/** viewer < agent < editor < admin < owner (src/core/auth/roles.ts, the server's one table). */
+const ROLES: readonly Role[] = ['viewer', 'agent', 'editor', 'admin', 'owner'];
+/** The role a route declaring a key scope asks of a person (roles.ts ROLE_OF_SCOPE). */
+const ROLE_OF_SCOPE: Record<Scope, Role> = { read: 'viewer', write: 'editor', admin: 'admin' };
+/** What a control needs: a key scope (mapped onto its role) or a role, as the route it calls declares. */
+export type Requirement = Scope | Role;
+export const roleOf = (needed: Requirement): Role => (needed in ROLE_OF_SCOPE ? ROLE_OF_SCOPE[needed as Scope] : (needed as Role));
 
 export interface Auth {
   me: Me;
-  can: (scope: Scope) => boolean;
-  /** Why a control is disabled for this key, or undefined when it is allowed. */
-  lacks: (scope: Scope) => string | undefined;
+  can: (needed: Requirement) => boolean;
+  /** Why a control is disabled for this role, or undefined when it is allowed. */
+  lacks: (needed: Requirement) => string | undefined;
 }
 
 export const AuthContext = createContext<Auth | null>(null);
@@ -16,10 +24,14 @@ export function useAuth(): Auth {
 }
 
 export function makeAuth(me: Me): Auth {
-  const has = (s: Scope) => me.key.scopes.includes('admin') || (s !== 'admin' && me.key.scopes.includes('write')) || me.key.scopes.includes(s);
+  const can = (needed: Requirement) => ROLES.indexOf(me.role) >= ROLES.indexOf(roleOf(needed));
   return {
     me,
-    can: has,
-    lacks: (s) => (has(s) ? undefined : `Needs a key with the ${s} scope; this key has ${me.key.scopes.join(', ')}.`),
+    can,
+    lacks: (needed) => {
+      if (can(needed)) return undefined;
+      const role = roleOf(needed);
+      return `Needs the ${role} role${role === 'owner' ? '' : ' or above'}; your role in ${me.workspace.name} is ${me.role}.`;
+    },
   };
 }

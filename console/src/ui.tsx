@@ -1,7 +1,6 @@
 import { type ButtonHTMLAttributes, type ReactNode, useCallback, useEffect, useId, useRef, useState } from 'react';
 import { ApiError, get, type List, parsePersonaRef, type PersonaVersion } from './api';
-import type { Scope } from './api';
-import { useAuth } from './auth';
+import { type Requirement, useAuth } from './auth';
 
 /** A problem+json shown readably, with the fields it names. */
 export function ProblemView({ error }: { error: unknown }) {
@@ -100,15 +99,15 @@ export function usePoll(fn: () => void, ms: number | undefined) {
   }, [ms]);
 }
 
-/** A button a key without `scope` cannot use: disabled, with the reason next to it. */
-export function ScopedButton({ scope, children, ...rest }: { scope: Scope } & ButtonHTMLAttributes<HTMLButtonElement>) {
+/** A button the caller's role cannot use (`scope`: a key scope, mapped onto its role, or a role): disabled, with the reason next to it and as its title. */
+export function ScopedButton({ scope, children, ...rest }: { scope: Requirement } & ButtonHTMLAttributes<HTMLButtonElement>) {
   const auth = useAuth();
   const reason = auth.lacks(scope);
   const id = useId();
   if (!reason) return <button {...rest}>{children}</button>;
   return (
     <span className="scoped">
-      <button {...rest} disabled aria-describedby={id}>
+      <button {...rest} disabled aria-describedby={id} title={reason}>
         {children}
       </button>
       <small id={id} className="reason">

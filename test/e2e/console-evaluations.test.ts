@@ -11,7 +11,7 @@ import { CONSOLE_DIR } from '../../src/http/console.routes.js';
 import type { Clock } from '../../src/lib/clock.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { listen } from '../integration/chat-helpers.js';
-import { axeSerious, expectClean, goTo, launch, openPage, screenshot, signIn, UI_WAIT_MS, type Watched } from './console-helpers.js';
+import { addPerson, axeSerious, expectClean, goTo, launch, openPage, screenshot, type Person, signIn, UI_WAIT_MS, type Watched } from './console-helpers.js';
 
 const REFUNDS = 'Refunds are paid within five working days. A refund needs the order number and the receipt.';
 const DAY = 86_400_000;
@@ -24,6 +24,8 @@ describe('evaluations, versions and sequential A/B results in the console, in Ch
   let t: TestApp;
   let origin: string;
   let browser: Browser;
+  /** The person who signs in to the console (an owner, made through an invitation). */
+  let owner: Person;
   /** The app's clock runs this far behind the real one: A/B ratings are given on three days. */
   let offsetMs = 0;
   const clock: Clock = { now: () => new Date(Date.now() + offsetMs) };
@@ -31,15 +33,18 @@ describe('evaluations, versions and sequential A/B results in the console, in Ch
   const open = async (opts?: Parameters<typeof openPage>[1]) => {
     const w = await openPage(browser, opts);
     opened.push(w);
-    await signIn(w.page, origin, t.adminKey);
+    await signIn(w.page, origin, owner);
     return w;
   };
   let helpdesk: string;
 
   beforeAll(async () => {
     if (!fs.existsSync(path.join(CONSOLE_DIR, 'index.html'))) throw new Error(`the console is not built (${CONSOLE_DIR}): run \`npm run build\` first (npm test does)`);
-    t = await createTestApp({ overrides: { clock } });
+    // The clock goes two days back and forth while a person stays signed in: a session idle for a week
+    // would still be open (by default it ends after 12 idle hours, and a jump of two days would end it).
+    t = await createTestApp({ env: { SWITCHBOARD_SESSION_IDLE_MINUTES: String(7 * 24 * 60) }, overrides: { clock } });
     origin = await listen(t);
+    owner = await addPerson(t, 'owner');
     await api('POST', '/knowledge', { kind: 'text', name: 'Refund policy', content: REFUNDS });
     await t.ctx.services.knowledge.idle();
     helpdesk = (await api('POST', '/personas', { name: 'Helpdesk', instructions: 'Answer from the knowledge.\nQuote the policy.' })).id;

@@ -5,6 +5,8 @@ import { createRequire } from 'node:module';
 import chromium from '@sparticuz/chromium';
 import { type Browser, type BrowserContext, type Page, chromium as playwright } from 'playwright-core';
 import { expect } from 'vitest';
+import type { Role } from '../../src/core/auth/roles.js';
+import type { TestApp } from '../helpers/app.js';
 
 /** Every wait in the browser tests is bounded by this. */
 export const UI_WAIT_MS = 8_000;
@@ -37,6 +39,7 @@ export async function openPage(browser: Browser, opts: { width?: number; acceptD
   const w: Watched = { context, page, problems: [], dialogs: [], allow: new Set() };
   page.on('console', (m) => {
     if (m.type() !== 'error') return;
+    if (isSignInProbe(m.location().url, 401)) return;
     const status = /status of (\d+)/.exec(m.text());
     if (status && w.allow.has(Number(status[1]))) return;
     w.problems.push(`console: ${m.text()}`);
@@ -47,6 +50,7 @@ export async function openPage(browser: Browser, opts: { width?: number; acceptD
     if (!r.url().startsWith('blob:')) w.problems.push(`requestfailed: ${r.method()} ${r.url()} ${r.failure()?.errorText}`);
   });
   page.on('response', (r) => {
+    if (r.request().method() === 'GET' && isSignInProbe(r.url(), r.status())) return;
     if (r.status() >= 400 && !w.allow.has(r.status())) w.problems.push(`response: ${r.status()} ${r.request().method()} ${r.url()}`);
   });
   page.on('dialog', (d) => {
@@ -56,10 +60,42 @@ export async function openPage(browser: Browser, opts: { width?: number; acceptD
   return w;
 }
 
-export async function signIn(page: Page, origin: string, key: string, at = '/console/') {
+/**
+ * The console asks `GET /auth/me` at every load to learn whether the cookie signs someone in: its
+ * 401 is the answer "no one", not a failure of the page.
+ */
+function isSignInProbe(url: string, status: number): boolean {
+  return status === 401 && /\/api\/auth\/me$/.test(url.split('?')[0] ?? '');
+}
+
+export interface Person {
+  email: string;
+  name: string;
+  password: string;
+  role: Role;
+}
+let people = 0;
+/**
+ * A person of the default workspace with `role`, made as an admin would: an invitation
+ * (`POST /members/invitations` with the admin key) accepted with a name and password
+ * (`POST /auth/invitations/accept`, the token from the link's fragment).
+ */
+export async function addPerson(t: TestApp, role: Role, email = `person${++people}-${role}@example.com`): Promise<Person> {
+  const invited = await t.request({ method: 'POST', url: '/members/invitations', body: { email, role } });
+  if (invited.statusCode !== 201) throw new Error(`invite ${email}: ${invited.statusCode} ${invited.body}`);
+  const token = (invited.json() as { url: string }).url.split('#')[1];
+  const person = { email, name: email.split('@')[0]!, password: 'console test password', role };
+  const accepted = await t.request({ method: 'POST', url: '/auth/invitations/accept', as: null, body: { token, name: person.name, password: person.password } });
+  if (accepted.statusCode !== 201) throw new Error(`accept ${email}: ${accepted.statusCode} ${accepted.body}`);
+  return person;
+}
+
+/** Signs in on the console's sign-in page with the person's e-mail and password. */
+export async function signIn(page: Page, origin: string, person: Pick<Person, 'email' | 'password'>, at = '/console/') {
   await page.goto(origin + at);
-  await page.getByLabel('API key').fill(key);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByLabel('E-mail').fill(person.email);
+  await page.getByLabel('Password').fill(person.password);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   await page.getByRole('navigation').waitFor();
 }
 

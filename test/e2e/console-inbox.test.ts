@@ -12,7 +12,7 @@ import { type FakeSlack, startFakeSlack } from '../fakes/slack-api.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { ensureMembers } from '../helpers/factories.js';
 import { listen } from '../integration/chat-helpers.js';
-import { axeSerious, expectClean, goTo, launch, openPage, screenshot, signIn, UI_WAIT_MS, type Watched } from './console-helpers.js';
+import { addPerson, axeSerious, expectClean, goTo, launch, openPage, screenshot, type Person, signIn, UI_WAIT_MS, type Watched } from './console-helpers.js';
 
 const ANA = 'ana@example.com';
 const BEN = 'ben@example.com';
@@ -30,12 +30,14 @@ describe('the Inbox: human handoff in the console, in Chromium', { timeout: 60_0
   let t: TestApp;
   let origin: string;
   let browser: Browser;
+  /** The person who signs in to the console (an owner, made through an invitation). */
+  let owner: Person;
   let slack: FakeSlack;
   const opened: Watched[] = [];
   const open = async (opts?: Parameters<typeof openPage>[1]) => {
     const w = await openPage(browser, opts);
     opened.push(w);
-    await signIn(w.page, origin, t.adminKey);
+    await signIn(w.page, origin, owner);
     return w;
   };
   let team: { id: string };
@@ -53,6 +55,7 @@ describe('the Inbox: human handoff in the console, in Chromium', { timeout: 60_0
     slack = await startFakeSlack({ botToken: 'xoxb-inbox' });
     t = await createTestApp({ env: { SWITCHBOARD_SLACK_API_URL: slack.apiUrl } });
     origin = await listen(t);
+    owner = await addPerson(t, 'owner');
     // Team members are people of the workspace (API.md §14).
     await ensureMembers(t, [ANA, BEN]);
     team = await api('POST', '/business/teams', { name: 'Support team', members: [ANA, BEN] });

@@ -12,12 +12,14 @@ import { createTestApp, type TestApp } from '../helpers/app.js';
 import { LOOPBACK_ONLY } from '../helpers/mcp-tools.js';
 import { listen } from '../integration/chat-helpers.js';
 import { type OAuthToolServer, startOAuthToolServer } from '../fakes/oauth-tool-server.js';
-import { expectClean, goTo, launch, openPage, screenshot, signIn, type Watched } from './console-helpers.js';
+import { addPerson, expectClean, goTo, launch, openPage, screenshot, type Person, signIn, type Watched } from './console-helpers.js';
 
 describe('connecting an OAuth tool server from the console, in Chromium', { timeout: 90_000 }, () => {
   let t: TestApp;
   let origin: string;
   let browser: Browser;
+  /** The person who signs in to the console (an owner, made through an invitation). */
+  let owner: Person;
   let fake: OAuthToolServer;
   let w: Watched | undefined;
 
@@ -27,6 +29,7 @@ describe('connecting an OAuth tool server from the console, in Chromium', { time
     // HOST: the public URL (client id, callback) is the loopback address the test listens on.
     t = await createTestApp({ env: { HOST: '127.0.0.1' }, overrides: { fetch: LOOPBACK_ONLY } });
     origin = await listen(t);
+    owner = await addPerson(t, 'owner');
     browser = await launch();
   }, 60_000);
   afterAll(async () => {
@@ -39,7 +42,7 @@ describe('connecting an OAuth tool server from the console, in Chromium', { time
   it('registers, connects through the consent page, runs a tool, and signs out', async () => {
     w = await openPage(browser);
     const { page } = w;
-    await signIn(page, origin, t.adminKey);
+    await signIn(page, origin, owner);
     await goTo(page, 'Tools');
 
     const register = page.getByRole('form', { name: 'Register a tool server' });

@@ -1,7 +1,7 @@
 // Issue 17: the web console at /console in real Chromium (playwright-core + @sparticuz/chromium):
-// sign-in, every page clean (no console error, no failed request, no serious axe violation), the
-// whole flow a new user follows, A/B results, API keys, a 401 mid-session, a read key's disabled
-// controls, and untrusted text staying inert.
+// (signed in with a password: test/e2e/console-sign-in.test.ts covers signing in and out), every page clean (no console error, no failed request, no serious axe violation), the
+// whole flow a new user follows, A/B results, API keys, a 401 mid-session, and untrusted text
+// staying inert.
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser } from 'playwright-core';
@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONSOLE_DIR } from '../../src/http/console.routes.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { listen } from '../integration/chat-helpers.js';
-import { axeSerious, expectClean, goTo, launch, openPage, screenshot, signIn, UI_WAIT_MS, waitSettled, type Watched } from './console-helpers.js';
+import { addPerson, axeSerious, expectClean, goTo, launch, openPage, type Person, screenshot, signIn, UI_WAIT_MS, waitSettled, type Watched } from './console-helpers.js';
 
 const PAGES = ['Personas', 'Knowledge', 'Playground', 'Inbox', 'Analytics', 'A/B tests', 'Evaluations', 'Channels', 'Tools', 'API keys'];
 const REFUNDS = '# Refunds\n\nRefunds take 5 business days. Contact billing for exceptions.\n';
@@ -18,6 +18,8 @@ describe('web console in Chromium', { timeout: 90_000 }, () => {
   let t: TestApp;
   let origin: string;
   let browser: Browser;
+  /** The person every test signs in as. */
+  let owner: Person;
   const opened: Watched[] = [];
   const open = async (opts?: Parameters<typeof openPage>[1]) => {
     const w = await openPage(browser, opts);
@@ -29,6 +31,7 @@ describe('web console in Chromium', { timeout: 90_000 }, () => {
     if (!fs.existsSync(path.join(CONSOLE_DIR, 'index.html'))) throw new Error(`the console is not built (${CONSOLE_DIR}): run \`npm run build\` first (npm test does)`);
     t = await createTestApp();
     origin = await listen(t);
+    owner = await addPerson(t, 'owner');
     browser = await launch();
   }, 60_000);
   afterAll(async () => {
@@ -43,38 +46,10 @@ describe('web console in Chromium', { timeout: 90_000 }, () => {
     return res.statusCode === 204 ? null : res.json();
   };
 
-  it('signs in: a bad key shows the reason, the admin key shows workspace and scopes; sign-out clears the key', async () => {
-    const w = await open();
-    w.allow.add(401);
-    const { page } = w;
-    await page.goto(`${origin}/`);
-    expect(page.url()).toBe(`${origin}/console/`);
-    await page.getByLabel('API key').fill('sb_' + 'x'.repeat(40));
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await expect.poll(() => page.getByRole('alert').textContent(), { timeout: UI_WAIT_MS }).toMatch(/Sign-in failed: .+/);
-    await screenshot(page, 'sign-in-bad-key');
-    expect(await page.evaluate<number>('sessionStorage.length')).toBe(0);
-
-    await page.getByLabel('API key').fill(t.adminKey);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    const header = page.getByRole('banner');
-    await expect.poll(() => header.textContent(), { timeout: UI_WAIT_MS }).toMatch(/Workspace default.*scopes .*admin/);
-    expect(await page.evaluate<string[]>('Object.values(sessionStorage)')).toEqual([t.adminKey]);
-    expect(await page.evaluate<string[]>('Object.values(localStorage)')).toEqual([]);
-    const links = await page.getByRole('navigation').getByRole('link').allTextContents();
-    expect(links).toEqual(PAGES);
-    await screenshot(page, 'signed-in');
-    await page.getByRole('button', { name: 'Sign out' }).click();
-    await page.getByLabel('API key').waitFor();
-    expect(await page.evaluate<number>('sessionStorage.length')).toBe(0);
-    expect(w.problems.filter((p) => !/401/.test(p))).toEqual([]);
-    expect(w.dialogs).toEqual([]);
-  });
-
   it('loads every page with no console error, no failed request and no serious axe violation, at 1280 and 390 px, light and dark', async () => {
     for (const [width, dark] of [[1280, false], [390, false], [1280, true]] as const) {
       const w = await open({ width, dark });
-      await signIn(w.page, origin, t.adminKey);
+      await signIn(w.page, origin, owner);
       for (const name of PAGES) {
         await goTo(w.page, name);
         const violations = await axeSerious(w.page);
@@ -91,7 +66,7 @@ describe('web console in Chromium', { timeout: 90_000 }, () => {
   it('the whole flow: create a persona, upload a file until ready, ask it, see the streamed answer and its source, rate it, see the rating in Analytics', async () => {
     const w = await open();
     const { page } = w;
-    await signIn(page, origin, t.adminKey);
+    await signIn(page, origin, owner);
 
     await goTo(page, 'Personas');
     await page.getByRole('button', { name: 'New persona' }).click();
@@ -155,7 +130,7 @@ describe('web console in Chromium', { timeout: 90_000 }, () => {
     const b = await api('POST', '/personas', { name: 'Thorough', instructions: 'Be thorough.' });
     const w = await open();
     const { page } = w;
-    await signIn(page, origin, t.adminKey);
+    await signIn(page, origin, owner);
     await goTo(page, 'A/B tests');
     await page.getByLabel('Test name').fill('Tone');
     await page.getByLabel('Persona A').selectOption({ label: 'Brief' });
@@ -190,7 +165,7 @@ describe('web console in Chromium', { timeout: 90_000 }, () => {
   it('creates an API key shown once (and working), then revokes it', async () => {
     const w = await open({ acceptDialogs: true });
     const { page } = w;
-    await signIn(page, origin, t.adminKey);
+    await signIn(page, origin, owner);
     await goTo(page, 'API keys');
     await page.getByLabel('Key name').fill('ci-bot');
     await page.getByRole('button', { name: 'Create key' }).click();
@@ -207,36 +182,23 @@ describe('web console in Chromium', { timeout: 90_000 }, () => {
     expect(w.problems).toEqual([]);
   });
 
-  it('a 401 mid-session returns to sign-in with the reason', async () => {
-    const created = await api('POST', '/auth/api-keys', { name: 'short-lived', scopes: ['read', 'write'] });
+  it('a 401 mid-session (the person signed out everywhere, elsewhere) returns to sign-in with the reason', async () => {
     const w = await open();
     w.allow.add(401);
-    await signIn(w.page, origin, created.key);
+    await signIn(w.page, origin, owner);
     // The landing page's own requests must be done first, or one of them meets the 401 before the click.
     await waitSettled(w.page);
-    await api('DELETE', `/auth/api-keys/${created.id}`);
+    // Elsewhere (another browser, through the API): "sign out everywhere" ends this page's session too.
+    const other = await t.request({ method: 'POST', url: '/auth/sessions', as: null, body: { email: owner.email, password: owner.password } });
+    expect(other.statusCode, other.body).toBe(201);
+    const cookie = /sb_session=[^;]+/.exec(String(other.headers['set-cookie']))![0];
+    const ended = await t.request({ method: 'DELETE', url: '/auth/sessions', as: null, headers: { cookie, 'x-csrf-token': other.json().csrfToken } });
+    expect(ended.statusCode, ended.body).toBe(204);
     await w.page.getByRole('navigation').getByRole('link', { name: 'Knowledge', exact: true }).click();
-    await w.page.getByLabel('API key').waitFor();
+    await w.page.getByLabel('E-mail').waitFor();
     expect(await w.page.getByRole('alert').textContent()).toMatch(/^Signed out: .+/);
-    expect(await w.page.evaluate<number>('sessionStorage.length')).toBe(0);
+    expect(await w.page.evaluate<number>('sessionStorage.length + localStorage.length')).toBe(0);
     await screenshot(w.page, 'signed-out-401');
-  });
-
-  it('a read key sees write controls disabled with the reason', async () => {
-    const read = await api('POST', '/auth/api-keys', { name: 'viewer', scopes: ['read'] });
-    const w = await open();
-    await signIn(w.page, origin, read.key);
-    expect(await w.page.getByRole('banner').textContent()).toMatch(/scopes read/);
-    await goTo(w.page, 'Personas');
-    const button = w.page.getByRole('button', { name: 'New persona' });
-    expect(await button.isDisabled()).toBe(true);
-    expect(await w.page.getByText('Needs a key with the write scope; this key has read.').first().isVisible()).toBe(true);
-    await goTo(w.page, 'Playground');
-    expect(await w.page.getByRole('button', { name: 'Send' }).isDisabled()).toBe(true);
-    await goTo(w.page, 'API keys');
-    expect(await w.page.getByRole('button', { name: 'Create key' }).isDisabled()).toBe(true);
-    await screenshot(w.page, 'read-key');
-    expectClean(w);
   });
 
   it('shows problems readably: a persona in use cannot be deleted (409 explained), a refused URL names its field', async () => {
@@ -245,7 +207,7 @@ describe('web console in Chromium', { timeout: 90_000 }, () => {
     const w = await open({ acceptDialogs: true });
     w.allow.add(409).add(400);
     const { page } = w;
-    await signIn(page, origin, t.adminKey);
+    await signIn(page, origin, owner);
     await goTo(page, 'Personas');
     await page.getByRole('button', { name: 'Delete Webhook bot' }).click();
     const alert = page.getByRole('alert');
@@ -268,7 +230,7 @@ describe('web console in Chromium', { timeout: 90_000 }, () => {
   it('runs a tool from a form built from its input schema and lists the execution', async () => {
     const w = await open();
     const { page } = w;
-    await signIn(page, origin, t.adminKey);
+    await signIn(page, origin, owner);
     await goTo(page, 'Tools');
     await page.getByLabel('Tool', { exact: true }).selectOption('knowledge.search');
     await page.getByLabel(/^query/).fill('refunds');
@@ -286,7 +248,7 @@ describe('web console in Chromium', { timeout: 90_000 }, () => {
     await t.ctx.services.knowledge.idle();
     const w = await open();
     const { page } = w;
-    await signIn(page, origin, t.adminKey);
+    await signIn(page, origin, owner);
     await goTo(page, 'Playground');
     await page.getByLabel('Persona').selectOption({ label: 'Quoter' });
     await page.getByLabel('Message').fill('What is the shipping policy?');

@@ -106,6 +106,13 @@ describe.each(testBackends())('OIDC sign-in on $kind', (backend) => {
     expect(setCookie(res, 'sb_session')).toBeUndefined();
   }
 
+  it('tells a sign-in page, without a credential, that the provider is there: its host and where to start', async () => {
+    const res = await t.request({ method: 'GET', url: '/auth/methods', as: null });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toEqual({ password: true, oidc: { name: new URL(idp.url).host, startUrl: '/auth/oidc/start' } });
+    expect(res.body).not.toContain(CLIENT.clientId);
+  });
+
   it('signs a person in: PKCE, state and nonce to the provider, back with the session cookie, to returnTo', async () => {
     const started = await start(t, '?returnTo=%2Fconsole%2Fpersonas%3Ftab%3D1');
     expect(started.statusCode, started.body).toBe(302);
@@ -317,6 +324,12 @@ describe('OIDC sign-in not configured', () => {
     t = await createTestApp({ overrides: { logger: createLogger('info', logs) } });
   });
   afterAll(async () => t?.close());
+
+  it('tells a sign-in page there is no provider: only the password', async () => {
+    const res = await t.request({ method: 'GET', url: '/auth/methods', as: null });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toEqual({ password: true, oidc: null });
+  });
 
   it('answers 404 saying so at both routes', async () => {
     for (const url of ['/auth/oidc/start', '/auth/oidc/callback?code=x&state=y']) {

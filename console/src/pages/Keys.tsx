@@ -57,7 +57,7 @@ export function KeysPage() {
       )}
       <ProblemView error={act.error} />
       <h2>Keys</h2>
-      {!admin && <p className="empty">{auth.lacks('admin')} Listing, rotating and revoking keys is for admin keys.</p>}
+      {!admin && <p className="empty">{auth.lacks('admin')} Listing, rotating and revoking every key is for admins.</p>}
       {admin && keys.loading && !keys.data && <Loading what="keys" />}
       <ProblemView error={keys.error} />
       {keys.data?.data.length === 0 && <Empty>No keys.</Empty>}
@@ -78,7 +78,7 @@ export function KeysPage() {
               <tr key={k.id}>
                 <td>
                   {k.name}
-                  {k.id === auth.me.key.id ? ' (this key)' : ''}
+                  {k.id === auth.me.key?.id ? ' (this key)' : ''}
                 </td>
                 <td>
                   <code>{k.prefix}…</code>

@@ -1,7 +1,7 @@
 import { useChat } from '@ai-sdk/react';
 import { DefaultChatTransport, type UIMessage } from 'ai';
 import { type FormEvent, useMemo, useRef, useState } from 'react';
-import { api, caseQuestion, type Dataset, type DatasetCase, get, getKey, type List, type Persona, qs, readProblem, type Session, signalUnauthorized } from '../api';
+import { api, caseQuestion, type Dataset, type DatasetCase, get, type List, type Persona, qs, readProblem, type Session, sessionHeaders, signalUnauthorized } from '../api';
 import { useAuth } from '../auth';
 import { Markdown } from '../markdown';
 import { Empty, Field, Loading, ProblemView, ScopedButton, useAction, useLoad, when } from '../ui';
@@ -19,7 +19,7 @@ const chatFetch: typeof fetch = async (input, init) => {
   const res = await fetch(input, init);
   if (res.status === 401) {
     const p = await readProblem(res.clone());
-    signalUnauthorized(p.detail ?? 'Your key was refused.');
+    signalUnauthorized(p.detail ?? 'Your session has ended.');
   }
   if (!res.ok) {
     const p = await readProblem(res);
@@ -75,7 +75,7 @@ function Chat({ personaId }: { personaId: string }) {
     () =>
       new DefaultChatTransport<UIMessage<Meta>>({
         api: `/api/ai-sdk/agents/${personaId}/chat`,
-        headers: (): Record<string, string> => ({ authorization: `Bearer ${getKey() ?? ''}` }),
+        headers: (): Record<string, string> => sessionHeaders('POST'),
         body: () => ({ enableMCPTools: toolsRef.current, ...(sessionRef.current ? { sessionId: sessionRef.current } : {}) }),
         fetch: chatFetch,
       }),
@@ -92,7 +92,7 @@ function Chat({ personaId }: { personaId: string }) {
   });
   const [text, setText] = useState('');
   const busy = status === 'submitted' || status === 'streaming';
-  const reason = auth.lacks('write');
+  const reason = auth.lacks('agent');
 
   const submit = (e: FormEvent) => {
     e.preventDefault();
@@ -149,7 +149,7 @@ function Chat({ personaId }: { personaId: string }) {
             <input type="checkbox" checked={useTools} onChange={(e) => setUseTools(e.target.checked)} /> Allow tool calls (within the allow-list)
           </label>
           <div className="row">
-            <ScopedButton scope="write" type="submit" disabled={busy || !text.trim()}>
+            <ScopedButton scope="agent" type="submit" disabled={busy || !text.trim()}>
               Send
             </ScopedButton>
             {busy && (

@@ -52,6 +52,20 @@ const callbackQuerySchema = z.looseObject({
   error_description: callbackParam("The provider's explanation."),
 });
 
+/** `GET /auth/methods`: what a sign-in page may offer. */
+const signInMethodsSchema = z
+  .object({
+    password: z.literal(true).describe('E-mail and password (`POST /auth/sessions`) always work for people with a password.'),
+    oidc: z
+      .object({
+        name: z.string().describe("The provider's name to show: its issuer's host (e.g. `login.example.com`)."),
+        startUrl: z.string().describe('Open it (with `returnTo`, and `invitation` on an invitation page) to sign in with the provider.'),
+      })
+      .nullable()
+      .describe('null: OIDC sign-in is not configured.'),
+  })
+  .meta({ id: 'SignInMethods' });
+
 const htmlPage = (description: string) => z.string().describe(`${description} (an HTML page saying why)`);
 
 export function oidcRoutes(ctx: AppContext, base: () => string): FastifyPluginAsyncZod {
@@ -91,6 +105,22 @@ export function oidcRoutes(ctx: AppContext, base: () => string): FastifyPluginAs
       open.addHook('onRoute', (route) => {
         route.config = { ...(route.config ?? {}), public: true };
       });
+
+      open.get(
+        '/auth/methods',
+        {
+          schema: {
+            tags,
+            security: [],
+            summary: 'How people sign in here: a password, and the OIDC provider when one is configured',
+            description:
+              'Public, for a sign-in page that has no credential yet (the console asks before showing "Sign in with …"). `oidc` is null unless SWITCHBOARD_OIDC_* is set; ' +
+              'its `name` is the issuer\'s host, `startUrl` the path that begins the sign-in (`GET /auth/oidc/start`). Nothing secret: no client id, no issuer path.',
+            response: withErrors({ 200: signInMethodsSchema }, [], { public: true }),
+          },
+        },
+        async () => ({ password: true as const, oidc: config ? { name: new URL(config.issuer).host, startUrl: `${COOKIE_PATH}/start` } : null }),
+      );
 
       open.get(
         '/auth/oidc/start',
