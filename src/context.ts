@@ -8,6 +8,9 @@ import { type AuditService, createAuditService } from './core/audit/audit.servic
 import { createAuditStore } from './core/audit/audit.store.js';
 import { createLoginSessions, type LoginSessions } from './core/people/login-sessions.js';
 import { createPeopleStore } from './core/people/people.store.js';
+import { createOidcClient } from './core/people/oidc.client.js';
+import { createOidcService, type OidcService } from './core/people/oidc.service.js';
+import { createOidcStore } from './core/people/oidc.store.js';
 import { createMembersService, type MembersService } from './core/people/members.service.js';
 import { createMembersStore } from './core/people/members.store.js';
 import { createInvitationsService, type InvitationsService } from './core/people/invitations.service.js';
@@ -119,6 +122,8 @@ export interface AppContext {
     handoffs: HandoffService;
     /** Sign-in sessions: the cookie's actor (API.md §14). */
     loginSessions: LoginSessions;
+    /** Sign-in with an OIDC provider, or null when SWITCHBOARD_OIDC_* is not set. */
+    oidc: OidcService | null;
     /** Signing in with a password, the first owner's setup link, a person's own sessions (API.md §14). */
     signIn: SignInServices;
     /** Members of a workspace: roles, removal (API.md §14). */
@@ -233,6 +238,21 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     mine: createMySessions({ people: peopleStore, store: signInStore, loginSessions, auth, clock, ids }),
   };
   const membersStore = createMembersStore(db.kysely, db.kind === 'postgres');
+  const oidc = config.oidc
+    ? createOidcService({
+        config: config.oidc,
+        client: createOidcClient(config.oidc),
+        store: createOidcStore(db.kysely),
+        members: membersStore,
+        people: peopleStore,
+        loginSessions,
+        cipher,
+        clock,
+        ids,
+        signals: backend.signals,
+        logger,
+      })
+    : null;
   const members = createMembersService({ store: membersStore, people: peopleStore, clock, ids, forgetKeys: auth.forgetKeys, writeGate: overrides.writeGate });
   const invitations = createInvitationsService({ store: membersStore, people: peopleStore, loginSessions, clock, ids, scrypt: overrides.scrypt, writeGate: overrides.writeGate });
   const teamStore = createTeamStore(db.kysely);
@@ -431,7 +451,7 @@ export async function createContext(config: Config, overrides: ContextOverrides 
     clock,
     ids,
     cipher,
-    services: { auth, personas, teams, abTests, idempotency, knowledge, chat, sessions, analytics, channels, tools: toolsService, oauth, openai, mcpTasks, evaluations, handoffs, loginSessions, signIn, members, invitations, audit },
+    services: { auth, personas, teams, abTests, idempotency, knowledge, chat, sessions, analytics, channels, tools: toolsService, oauth, openai, mcpTasks, evaluations, handoffs, loginSessions, signIn, members, invitations, audit, oidc },
     embedder,
     llm,
     tools,

@@ -10,7 +10,9 @@ import type { IdGenerator } from '../../lib/ids.js';
 import { randomBase62 } from '../../lib/ids.js';
 import type { Actor, ActorOrigin } from '../auth/actor.js';
 import { scopesOfRole } from '../auth/roles.js';
-import type { LoginSessionRow, PeopleStore } from './people.store.js';
+import type { LoginSessionRow, PeopleStore, UserRow } from './people.store.js';
+import { toUser } from './people.http.js';
+import type { Role } from '../auth/roles.js';
 
 export const SESSION_COOKIE = 'sb_session';
 const TOKEN = /^sbs_[0-9A-Za-z]{43}$/;
@@ -91,6 +93,12 @@ export function createLoginSessions({ secret, store, clock, ids, idleMs, maxMs }
         loginSessionId: row.id,
         csrfHash: row.csrf_hash,
       };
+    },
+
+    /** What every way of signing in answers (`SignedIn`): the user, their workspaces with their role in each, the CSRF token. */
+    async signedInBody(user: UserRow, csrfToken: string) {
+      const memberships = (await store.membershipsOf(user.id)).map((m) => ({ workspace: { id: m.workspace_id, name: m.workspace_name }, role: m.role as Role }));
+      return { user: toUser(user), memberships, csrfToken };
     },
 
     /** The CSRF token of the caller's sign-in session; undefined for a key or grant. */

@@ -14,9 +14,8 @@ import {
   memberParams,
   memberSchema,
 } from './members.schemas.js';
-import { setSessionCookie, signedInBody } from './people.http.js';
+import { setSessionCookie } from './people.http.js';
 import { signedInSchema } from './people.schemas.js';
-import { createPeopleStore } from './people.store.js';
 
 /**
  * API.md §14, members and invitations: `admin` and up (the services decide what only an owner may
@@ -25,7 +24,6 @@ import { createPeopleStore } from './people.store.js';
 export function membersRoutes(ctx: AppContext, base: () => string): FastifyPluginAsyncZod {
   const { members, invitations } = ctx.services;
   const tags = ['members'];
-  const people = createPeopleStore(ctx.db.kysely);
   return async (app) => {
     app.get(
       '/members',
@@ -152,7 +150,7 @@ export function membersRoutes(ctx: AppContext, base: () => string): FastifyPlugi
         const origin = { requestId: request.id, ip: request.ip, userAgent: typeof ua === 'string' ? ua.slice(0, 300) : null };
         const { user, started } = await invitations.accept(request.body, origin);
         setSessionCookie(reply, ctx.config, started);
-        return reply.code(201).send(await signedInBody(people, user, started.csrfToken));
+        return reply.code(201).send(await ctx.services.loginSessions.signedInBody(user, started.csrfToken));
       },
     );
   };

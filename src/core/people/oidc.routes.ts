@@ -13,12 +13,8 @@ import { withErrors } from '../../http/openapi.js';
 import type { ActorOrigin } from '../auth/actor.js';
 import { errorPage, pageHeaders } from '../oauth/consent-page.js';
 import { readCookie } from './login-sessions.js';
-import { createOidcClient } from './oidc.client.js';
-import { createOidcService, OIDC_PENDING_MS, OidcRefusal } from './oidc.service.js';
-import { createOidcStore } from './oidc.store.js';
-import { createPeopleStore } from './people.store.js';
+import { OIDC_PENDING_MS, OidcRefusal } from './oidc.service.js';
 import { secureCookies, setSessionCookie } from './people.http.js';
-import { createMembersStore } from './members.store.js';
 
 export const OIDC_COOKIE = 'sb_oidc';
 const COOKIE_PATH = '/auth/oidc';
@@ -70,22 +66,7 @@ const htmlPage = (description: string) => z.string().describe(`${description} (a
 
 export function oidcRoutes(ctx: AppContext, base: () => string): FastifyPluginAsyncZod {
   const config = ctx.config.oidc;
-  const people = createPeopleStore(ctx.db.kysely);
-  const oidc = config
-    ? createOidcService({
-        config,
-        client: createOidcClient(config),
-        store: createOidcStore(ctx.db.kysely),
-        members: createMembersStore(ctx.db.kysely, ctx.db.kind === 'postgres'),
-        people,
-        loginSessions: ctx.services.loginSessions,
-        cipher: ctx.cipher,
-        clock: ctx.clock,
-        ids: ctx.ids,
-        signals: ctx.signals,
-        logger: ctx.logger,
-      })
-    : null;
+  const oidc = ctx.services.oidc;
   const tags = ['auth'];
   const redirectUri = () => `${base()}${COOKIE_PATH}/callback`;
   const cookie = (value: string, maxAgeSeconds: number) =>

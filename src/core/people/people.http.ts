@@ -4,9 +4,8 @@
  */
 import type { FastifyReply } from 'fastify';
 import type { Config } from '../../config.js';
-import type { Role } from '../auth/roles.js';
 import { clearedSessionCookie, sessionCookie, type StartedSession } from './login-sessions.js';
-import type { PeopleStore, UserRow } from './people.store.js';
+import type { UserRow } from './people.store.js';
 
 export interface User {
   id: string;
@@ -24,12 +23,6 @@ export function toUser(row: UserRow): User {
 /** Cookies are `Secure` when the public URL is https. */
 export function secureCookies(config: Config): boolean {
   return config.publicUrl?.startsWith('https:') ?? false;
-}
-
-/** A user and their workspaces with their role in each. */
-export async function signedInBody(store: PeopleStore, user: UserRow, csrfToken: string) {
-  const memberships = (await store.membershipsOf(user.id)).map((m) => ({ workspace: { id: m.workspace_id, name: m.workspace_name }, role: m.role as Role }));
-  return { user: toUser(user), memberships, csrfToken };
 }
 
 /** Sets the session cookie on `reply` (it lasts until the session's absolute end). */

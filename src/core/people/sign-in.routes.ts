@@ -5,8 +5,7 @@ import type { AppContext } from '../../context.js';
 import { actorOf } from '../../http/auth-hooks.js';
 import { idParams, pageOf, withErrors } from '../../http/openapi.js';
 import type { ActorOrigin } from '../auth/actor.js';
-import { clearSessionCookie, setSessionCookie, signedInBody } from './people.http.js';
-import { createPeopleStore } from './people.store.js';
+import { clearSessionCookie, setSessionCookie } from './people.http.js';
 import { signedInSchema } from './people.schemas.js';
 import { listSessionsQuerySchema, loginSessionSchema, meSchema, setupBodySchema, signInBodySchema } from './sign-in.schemas.js';
 
@@ -23,7 +22,6 @@ function originOf(request: FastifyRequest): ActorOrigin {
  */
 export function signInRoutes(ctx: AppContext): FastifyPluginAsyncZod {
   const { password, setup, mine } = ctx.services.signIn;
-  const people = createPeopleStore(ctx.db.kysely);
   const tags = ['auth'];
   const sessionTags = ['sign-in'];
   return async (app) => {
@@ -50,7 +48,7 @@ export function signInRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         async (request, reply) => {
           const { user, started } = await password.withPassword(request.body, originOf(request));
           setSessionCookie(reply, ctx.config, started);
-          return reply.code(201).send(await signedInBody(people, user, started.csrfToken));
+          return reply.code(201).send(await ctx.services.loginSessions.signedInBody(user, started.csrfToken));
         },
       );
 
@@ -69,7 +67,7 @@ export function signInRoutes(ctx: AppContext): FastifyPluginAsyncZod {
         async (request, reply) => {
           const { user, started } = await setup.complete(request.body, originOf(request));
           setSessionCookie(reply, ctx.config, started);
-          return reply.code(201).send(await signedInBody(people, user, started.csrfToken));
+          return reply.code(201).send(await ctx.services.loginSessions.signedInBody(user, started.csrfToken));
         },
       );
     });
