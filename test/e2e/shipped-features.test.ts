@@ -244,6 +244,23 @@ describe('every feature’s main path on the built server', { timeout: 60_000 },
     expect(ndjson.body.trim().split('\n').map((l) => JSON.parse(l)).length).toBeGreaterThan(0);
   });
 
+  it('members and the audit log: an invitation accepted, a role changed, every change listed and exported', async () => {
+    const invited = await ok(post('/members/invitations', { email: 'grace@example.com', role: 'viewer' }), 201);
+    const token = invited.url.split('#')[1];
+    const joined = await ok(api.request({ method: 'POST', url: '/auth/invitations/accept', as: null, body: { token, name: 'Grace', password: 'correct horse battery' } }), 201);
+    const userId = joined.user.id as string;
+    expect(await ok(put(`/members/${userId}`, { role: 'editor' }))).toMatchObject({ userId, role: 'editor' });
+    const events = (await ok(get('/audit?targetId=' + userId))).data.map((e: { action: string }) => e.action);
+    expect(events).toEqual(['member.role', 'member.join']);
+    const csv = await get('/audit/export?format=csv&action=member.invite');
+    expect(csv.statusCode, csv.body).toBe(200);
+    expect(csv.headers['content-type']).toMatch(/^text\/csv/);
+    expect(csv.body.trim().split('\r\n')).toHaveLength(2);
+    const ndjson = await get('/audit/export?format=ndjson&action=member.role');
+    expect(ndjson.statusCode, ndjson.body).toBe(200);
+    expect(ndjson.body.trim().split('\n').map((l) => JSON.parse(l).target.id)).toEqual([userId]);
+  });
+
   it('webhook channels: a signed message answered, a send delivered signed', async () => {
     const channel = await createChannel(api, { type: 'webhook', name: 'Site chat', personaId, credentials: { secret: SECRET, outboundUrl: receiver.url } });
     expect(channel.status).toBe('connected');
