@@ -40,7 +40,7 @@ export async function useInvitation(trx: Executor, id: string, nowIso: string): 
 export function createPeopleStore(db: Kysely<Database>) {
   return {
     db,
-    countUsers: async () => Number((await db.selectFrom('users').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n),
+    countUsers: async (trx: Executor = db) => Number((await trx.selectFrom('users').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n),
     findUser: (id: string) => db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst(),
     findUserByEmail: (email: string) => db.selectFrom('users').selectAll().where('email_key', '=', emailKey(email)).executeTakeFirst(),
     insertUser: (row: UserRow, trx: Executor = db) => trx.insertInto('users').values(row).execute(),

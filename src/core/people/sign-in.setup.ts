@@ -75,7 +75,7 @@ export function createSetup({ people, store, loginSessions, clock, ids, scrypt }
       const password = await hashPassword(input.password, scrypt);
       return store.db.transaction().execute(async (trx) => {
         await store.lockWorkspace(trx, invitation.workspace_id);
-        if ((await store.countUsers(trx)) > 0) throw already();
+        if ((await people.countUsers(trx)) > 0) throw already();
         const now = clock.now().toISOString();
         if (!(await store.useInvitation(trx, invitation.id, now))) throw new UnauthorizedError(USED);
         const user: UserRow = {

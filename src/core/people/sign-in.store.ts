@@ -65,7 +65,6 @@ export function createSignInStore(db: Kysely<Database>) {
      */
     lockWorkspace: (trx: Transaction<Database>, workspaceId: string) =>
       trx.updateTable('workspaces').set({ name: sql`name` }).where('id', '=', workspaceId).execute(),
-    countUsers: async (trx: Executor) => Number((await trx.selectFrom('users').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n),
     useInvitation,
 
     /** A user's sessions still in use (not ended, neither idle too long nor past their end), newest first. */
